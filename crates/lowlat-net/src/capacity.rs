@@ -1,0 +1,341 @@
+//! How fast a link serves bytes over time.
+//!
+//! [`Capacity`] is the description (data); [`Server`] is the stateful part a link uses to find when
+//! a packet that starts service at some instant has been fully transmitted. Time only moves forward
+//! for a server, so it keeps a cursor and each query is amortised O(1).
+
+use lowlat_core::{Bitrate, Bytes, Duration, Time};
+
+/// Piecewise-constant rate: `points[i].1` holds from `points[i].0` until the next point; the last
+/// rate holds forever. Before the first point, the first rate holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateSchedule {
+    points: Vec<(Time, Bitrate)>,
+}
+
+/// Mahimahi-style delivery opportunities: at each instant, up to `bytes_per_opportunity` bytes may
+/// leave. The opportunity list repeats with period `period` (mahimahi loops its traces).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeliveryTrace {
+    /// Opportunity instants within one period, sorted, each in `(0, period]`.
+    opportunities: Vec<Duration>,
+    period: Duration,
+    bytes_per_opportunity: u32,
+}
+
+/// A link's service capacity.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Capacity {
+    /// The same rate for the whole run.
+    Constant(Bitrate),
+    /// A piecewise-constant rate (RMCAT schedules, two-column traces).
+    Schedule(RateSchedule),
+    /// Discrete delivery opportunities (mahimahi traces).
+    Opportunities(DeliveryTrace),
+}
+
+/// The serving state of one link: when does a packet that starts at `start` finish?
+#[derive(Clone, Debug)]
+pub struct Server {
+    capacity: Capacity,
+    /// Delivery traces: the last opportunity used (global index) and the bytes it has left.
+    last_opportunity: Option<(u64, u64)>,
+}
+
+/// Bits x nanoseconds in one byte-second: bytes x 8 x 1e9.
+const BIT_NS_PER_BYTE: u128 = 8_000_000_000;
+
+impl RateSchedule {
+    /// A schedule from `(from, rate)` steps: non-empty, strictly increasing times.
+    pub fn new(points: Vec<(Time, Bitrate)>) -> Result<RateSchedule, String> {
+        if points.is_empty() {
+            return Err("a rate schedule needs at least one step".into());
+        }
+        if let Some(w) = points.windows(2).find(|w| w[1].0 <= w[0].0) {
+            return Err(format!("step times must increase: {} is not after {}", w[1].0, w[0].0));
+        }
+        Ok(RateSchedule { points })
+    }
+
+    /// The steps.
+    pub fn points(&self) -> &[(Time, Bitrate)] {
+        &self.points
+    }
+
+    /// Index of the step in force at `t` (the first one before the first step's time).
+    fn segment(&self, t: Time) -> usize {
+        self.points.partition_point(|p| p.0 <= t).saturating_sub(1)
+    }
+
+    /// End of segment `i` (MAX for the last).
+    fn segment_end(&self, i: usize) -> Time {
+        self.points.get(i + 1).map_or(Time::MAX, |p| p.0)
+    }
+
+    /// The rate at `t`.
+    pub fn rate_at(&self, t: Time) -> Bitrate {
+        self.points[self.segment(t)].1
+    }
+
+    /// Bit-nanoseconds (bits x 1e9) the schedule carries in [from, to).
+    fn bit_ns(&self, from: Time, to: Time) -> u128 {
+        let mut total = 0u128;
+        let mut t = from;
+        let mut i = self.segment(from);
+        while t < to {
+            let end = self.segment_end(i).min(to);
+            total += self.points[i].1.as_bps() as u128 * (end - t).as_nanos() as u128;
+            t = end;
+            i += 1;
+        }
+        total
+    }
+}
+
+impl DeliveryTrace {
+    /// Opportunities at the given instants of each `period` (sorted, each in (0, period]), each
+    /// carrying up to `bytes_per_opportunity` bytes.
+    pub fn new(opportunities: Vec<Duration>, period: Duration, bytes_per_opportunity: u32) -> Result<DeliveryTrace, String> {
+        if opportunities.is_empty() {
+            return Err("a delivery trace needs at least one opportunity".into());
+        }
+        if period == Duration::ZERO {
+            return Err("the period of a delivery trace must be positive".into());
+        }
+        if bytes_per_opportunity == 0 {
+            return Err("an opportunity must carry at least one byte".into());
+        }
+        if opportunities.windows(2).any(|w| w[1] < w[0]) {
+            return Err("opportunity instants must not decrease".into());
+        }
+        if opportunities.iter().any(|&o| o == Duration::ZERO || o > period) {
+            return Err(format!("opportunity instants must lie in (0, {period}]"));
+        }
+        Ok(DeliveryTrace { opportunities, period, bytes_per_opportunity })
+    }
+
+    /// How long one repetition lasts.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Opportunities per period.
+    pub fn len(&self) -> usize {
+        self.opportunities.len()
+    }
+
+    /// Whether it has no opportunity (never true for a constructed trace).
+    pub fn is_empty(&self) -> bool {
+        self.opportunities.is_empty()
+    }
+
+    /// Bytes one opportunity carries.
+    pub fn bytes_per_opportunity(&self) -> u32 {
+        self.bytes_per_opportunity
+    }
+
+    /// Number of opportunity instants at or before `t`.
+    fn count_until(&self, t: Time) -> u64 {
+        let p = self.period.as_nanos();
+        let (cycles, rest) = (t.as_nanos() / p, t.as_nanos() % p);
+        let within = self.opportunities.partition_point(|o| o.as_nanos() <= rest) as u64;
+        cycles * self.opportunities.len() as u64 + within
+    }
+
+    /// Number of opportunity instants in (from, to]: an opportunity serves the millisecond that
+    /// ends at its instant, as mahimahi's do.
+    fn count_in(&self, from: Time, to: Time) -> u64 {
+        if to <= from {
+            return 0;
+        }
+        self.count_until(to) - self.count_until(from)
+    }
+
+    /// The instant of opportunity number `g` (0-based over all repetitions).
+    fn instant(&self, g: u64) -> Time {
+        let n = self.opportunities.len() as u64;
+        Time::ZERO + self.period * (g / n) + self.opportunities[(g % n) as usize]
+    }
+}
+
+/// Window over which a trace's "current rate" is measured (for time-based queue limits).
+const OPPORTUNITY_RATE_WINDOW: Duration = Duration::from_millis(100);
+
+impl Capacity {
+    /// The rate at `t`. For delivery opportunities: the mean over the trailing 100 ms
+    /// ((t - 100 ms, t], or (0, 100 ms] early in the run).
+    pub fn rate_at(&self, t: Time) -> Bitrate {
+        match self {
+            Capacity::Constant(r) => *r,
+            Capacity::Schedule(s) => s.rate_at(t),
+            Capacity::Opportunities(d) => {
+                let w = OPPORTUNITY_RATE_WINDOW;
+                let (from, to) = if t.since_start() < w { (Time::ZERO, Time::ZERO + w) } else { (t - w, t) };
+                Bitrate::from_bytes_per(Bytes(d.count_in(from, to) * d.bytes_per_opportunity as u64), w)
+            }
+        }
+    }
+
+    /// Bytes the link could serve from `from` to `to` (an opportunity at instant T counts if
+    /// from < T <= to).
+    pub fn capacity_bytes(&self, from: Time, to: Time) -> f64 {
+        if to <= from {
+            return 0.0;
+        }
+        match self {
+            Capacity::Constant(r) => r.as_bps() as f64 * (to - from).as_nanos() as f64 / BIT_NS_PER_BYTE as f64,
+            Capacity::Schedule(s) => s.bit_ns(from, to) as f64 / BIT_NS_PER_BYTE as f64,
+            Capacity::Opportunities(d) => (d.count_in(from, to) * d.bytes_per_opportunity as u64) as f64,
+        }
+    }
+
+    /// Mean rate over [from, to).
+    pub fn mean_rate(&self, from: Time, to: Time) -> Bitrate {
+        let d = to - from;
+        if d == Duration::ZERO {
+            return self.rate_at(from);
+        }
+        Bitrate::from_bps_f64(self.capacity_bytes(from, to) * 8.0 / d.as_secs_f64())
+    }
+}
+
+impl Server {
+    /// An idle server of `capacity`.
+    pub fn new(capacity: Capacity) -> Server {
+        Server { capacity, last_opportunity: None }
+    }
+
+    /// The capacity it serves at.
+    pub fn capacity(&self) -> &Capacity {
+        &self.capacity
+    }
+
+    /// The rate at `t` (see [`Capacity::rate_at`]).
+    pub fn rate_at(&self, t: Time) -> Bitrate {
+        self.capacity.rate_at(t)
+    }
+
+    /// When a packet of `bytes` that starts service at `start` has its last bit out; `None` if
+    /// the capacity never allows it (rate 0 for ever). Calls come with non-decreasing `start`.
+    pub fn finish_time(&mut self, start: Time, bytes: Bytes) -> Option<Time> {
+        match &self.capacity {
+            Capacity::Constant(r) => Some(start + r.transmit_time(bytes)?),
+            Capacity::Schedule(s) => {
+                let mut need = bytes.0 as u128 * BIT_NS_PER_BYTE;
+                let mut t = start;
+                let mut i = s.segment(start);
+                loop {
+                    let rate = s.points[i].1.as_bps() as u128;
+                    let end = s.segment_end(i);
+                    if end == Time::MAX {
+                        if rate == 0 {
+                            return None;
+                        }
+                        return Some(t + Duration(need.div_ceil(rate).min(u64::MAX as u128) as u64));
+                    }
+                    let avail = rate * (end - t).as_nanos() as u128;
+                    if need <= avail && rate > 0 {
+                        return Some(t + Duration(need.div_ceil(rate) as u64));
+                    }
+                    need -= avail;
+                    t = end;
+                    i += 1;
+                }
+            }
+            Capacity::Opportunities(d) => {
+                let bpo = d.bytes_per_opportunity as u64;
+                // The first opportunity at or after `start`.
+                let mut g = if start == Time::ZERO { 0 } else { d.count_until(Time(start.as_nanos() - 1)) };
+                let mut credit = match self.last_opportunity {
+                    // Back to back: the rest of the opportunity that finished the previous packet.
+                    Some((last, left)) if last == g => left,
+                    _ => bpo,
+                };
+                let mut need = bytes.0;
+                while need > credit {
+                    need -= credit;
+                    g += 1;
+                    credit = bpo;
+                }
+                self.last_opportunity = Some((g, credit - need));
+                Some(d.instant(g))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: u64) -> Time {
+        Time::from_millis(x)
+    }
+
+    #[test]
+    fn constant_rate_is_exact() {
+        let mut s = Server::new(Capacity::Constant(Bitrate::mbps(100)));
+        assert_eq!(s.finish_time(ms(1), Bytes(1500)), Some(ms(1) + Duration::from_micros(120)));
+    }
+
+    #[test]
+    fn schedule_integrates_across_a_rate_change() {
+        let sched = RateSchedule::new(vec![(ms(0), Bitrate::mbps(1)), (ms(1), Bitrate::mbps(2))]).unwrap();
+        let mut s = Server::new(Capacity::Schedule(sched));
+        // 250 B = 2000 bits: 500 bits by 1 ms at 1 Mbit/s, 1500 more at 2 Mbit/s = 0.75 ms.
+        assert_eq!(s.finish_time(Time(500_000), Bytes(250)), Some(Time(1_750_000)));
+    }
+
+    #[test]
+    fn a_zero_rate_gap_holds_the_packet_and_zero_for_ever_never_finishes() {
+        let sched = RateSchedule::new(vec![(ms(0), Bitrate::ZERO), (ms(10), Bitrate::mbps(8))]).unwrap();
+        let mut s = Server::new(Capacity::Schedule(sched));
+        assert_eq!(s.finish_time(ms(2), Bytes(1000)), Some(ms(11)));
+        let dead = RateSchedule::new(vec![(ms(0), Bitrate::mbps(8)), (ms(10), Bitrate::ZERO)]).unwrap();
+        let mut s = Server::new(Capacity::Schedule(dead));
+        assert_eq!(s.finish_time(ms(9), Bytes(2000)), None);
+        assert!(RateSchedule::new(vec![(ms(5), Bitrate::ZERO), (ms(5), Bitrate::ZERO)]).is_err());
+    }
+
+    #[test]
+    fn one_opportunity_per_ms_is_12_mbps() {
+        let trace = DeliveryTrace::new(vec![Duration::from_millis(1)], Duration::from_millis(1), 1500).unwrap();
+        let cap = Capacity::Opportunities(trace);
+        assert_eq!(cap.mean_rate(ms(0), ms(1000)), Bitrate::mbps(12));
+        assert_eq!(cap.rate_at(ms(500)), Bitrate::mbps(12));
+        let mut s = Server::new(cap);
+        let mut t = Time::ZERO;
+        for i in 1..=1000 {
+            t = s.finish_time(t, Bytes(1500)).unwrap();
+            assert_eq!(t, ms(i));
+        }
+    }
+
+    #[test]
+    fn small_packets_share_an_opportunity_and_big_ones_span_several() {
+        let trace = DeliveryTrace::new(vec![Duration::from_millis(1)], Duration::from_millis(1), 1500).unwrap();
+        let mut s = Server::new(Capacity::Opportunities(trace));
+        let a = s.finish_time(Time(300_000), Bytes(750)).unwrap();
+        let b = s.finish_time(a, Bytes(750)).unwrap();
+        assert_eq!((a, b), (ms(1), ms(1)));
+        // The opportunity is used up: the next 750 bytes leave at the next one.
+        assert_eq!(s.finish_time(b, Bytes(750)), Some(ms(2)));
+        // 4000 bytes started later need three fresh opportunities.
+        assert_eq!(s.finish_time(ms(10), Bytes(4000)), Some(ms(12)));
+        // A packet starting after an unused instant does not get its credit.
+        assert_eq!(s.finish_time(Time(12_500_000), Bytes(100)), Some(ms(13)));
+    }
+
+    #[test]
+    fn traces_repeat_and_far_jumps_work() {
+        // Two opportunities at 2 and 3 ms of a 5 ms period.
+        let trace = DeliveryTrace::new(vec![Duration::from_millis(2), Duration::from_millis(3)], Duration::from_millis(5), 1500)
+            .unwrap();
+        let cap = Capacity::Opportunities(trace);
+        assert_eq!(cap.capacity_bytes(ms(0), ms(10)), 4.0 * 1500.0);
+        assert_eq!(cap.capacity_bytes(ms(2), ms(3)), 1500.0);
+        let mut s = Server::new(cap);
+        assert_eq!(s.finish_time(ms(1_000_000_004), Bytes(1500)), Some(ms(1_000_000_007)));
+        assert_eq!(s.finish_time(ms(1_000_000_007), Bytes(1500)), Some(ms(1_000_000_008)));
+    }
+}

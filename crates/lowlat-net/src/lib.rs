@@ -1,0 +1,30 @@
+//! The network: everything between a sender's socket and a receiver's socket.
+//!
+//! Each model is a sans-IO state machine: it is handed `now` and a packet, and it answers with
+//! what happens to it; it never reads a clock. The simulator drives these on virtual time, the
+//! emulator on the wall clock.
+//!
+//! - [`capacity`]: how fast a link serves bytes: constant, a piecewise-constant schedule (the RMCAT
+//!   cases), a two-column `<seconds> <Mbit/s>` trace, or mahimahi delivery opportunities.
+//! - [`trace`]: loaders for those trace formats, with errors that name the file and the line.
+//! - [`jitter`]: RFC 8867/8868 jitter without reordering.
+//! - [`loss`]: Bernoulli and Gilbert-Elliott random loss.
+//! - [`queue`]: drop-tail (by bytes or by time at the current rate) and CoDel (RFC 8289).
+//! - [`middlebox`]: the hook where network assistance (Zhuge, SCONE-PRO) sits at a queue.
+//! - [`link`]: one hop: queue, server, random loss, propagation delay and jitter.
+
+pub mod capacity;
+pub mod jitter;
+pub mod link;
+pub mod loss;
+pub mod middlebox;
+pub mod queue;
+pub mod trace;
+
+pub use capacity::{Capacity, DeliveryTrace, RateSchedule, Server};
+pub use jitter::NoReorderJitter;
+pub use link::{Link, LinkConfig, LinkStats};
+pub use loss::LossModel;
+pub use middlebox::{Middlebox, NoAssist, QueueState, Verdict};
+pub use queue::{CoDel, CoDelConfig, DropTail, QueueConfig, QueueDiscipline, QueueLimit};
+pub use trace::{TraceError, TraceWarning};

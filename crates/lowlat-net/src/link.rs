@@ -1,0 +1,376 @@
+//! One hop: a queue (with an optional middlebox) in front of a server whose capacity may vary,
+//! then random loss, propagation delay and jitter.
+//!
+//! Driving contract (sans-IO, as quinn-proto's `Connection`):
+//! - [`Link::handle_input`] when a packet arrives at the queue;
+//! - [`Link::handle_timeout`] when the instant from [`Link::poll_timeout`] is reached;
+//! - after either, drain [`Link::poll_output`] (packets that reached the far end by `now`) and
+//!   [`Link::poll_inject`] (packets a middlebox originates), then ask `poll_timeout` again.
+//!
+//! A link keeps at most one packet in service and a FIFO of packets in propagation; because the
+//! jitter model never reorders, that FIFO stays sorted by delivery time. Forwarding allocates
+//! nothing once the queues have grown to their working size.
+
+use crate::capacity::{Capacity, Server};
+use crate::jitter::NoReorderJitter;
+use crate::loss::LossModel;
+use crate::middlebox::{Direction, Middlebox, QueueState, Verdict};
+use crate::queue::{QueueConfig, QueueDiscipline};
+use hdrhistogram::Histogram;
+use lowlat_core::rng::{stream, Rng};
+use lowlat_core::{Bitrate, Duration, Packet, Time};
+use std::collections::VecDeque;
+
+/// What a link is made of. Pure data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkConfig {
+    /// Service capacity over time.
+    pub capacity: Capacity,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Standard deviation of the no-reordering jitter (zero: none).
+    pub jitter: Duration,
+    /// Random loss after transmission.
+    pub loss: LossModel,
+    /// The queue discipline at the head of the link.
+    pub queue: QueueConfig,
+}
+
+impl LinkConfig {
+    /// A constant-rate link with a drop-tail queue of 300 ms and no loss or jitter.
+    pub fn constant(rate: Bitrate, delay: Duration) -> LinkConfig {
+        LinkConfig {
+            capacity: Capacity::Constant(rate),
+            delay,
+            jitter: Duration::ZERO,
+            loss: LossModel::None,
+            queue: QueueConfig::default(),
+        }
+    }
+}
+
+/// Per-bin counters of a link (bins of [`LinkStats::bin`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LinkBin {
+    /// Bytes whose transmission finished in the bin.
+    pub tx_bytes: u64,
+    /// Sum of the sojourn times of packets dequeued in the bin, ns.
+    pub sojourn_sum_ns: u64,
+    /// Packets dequeued in the bin.
+    pub dequeued: u64,
+    /// Longest sojourn of a packet dequeued in the bin, ns.
+    pub sojourn_max_ns: u64,
+    /// Packets dropped in the bin (tail, AQM, random loss, middlebox).
+    pub drops: u64,
+}
+
+/// What a link measured. Updated as packets pass; read by the driver at the end.
+#[derive(Clone, Debug)]
+pub struct LinkStats {
+    /// Width of the time bins.
+    pub bin: Duration,
+    /// Packets that finished transmission.
+    pub tx_packets: u64,
+    /// Bytes that finished transmission.
+    pub tx_bytes: u64,
+    /// Packets dropped at the tail of a full queue.
+    pub tail_drops: u64,
+    /// Packets dropped by random loss on the wire.
+    pub random_losses: u64,
+    /// Packets dropped by the middlebox.
+    pub middlebox_drops: u64,
+    /// Sojourn time (queueing delay, excluding the packet's own transmission) of every packet, ns.
+    pub sojourn: Histogram<u64>,
+    /// Exact sum of sojourn times, ns (for an exact mean).
+    pub sojourn_sum_ns: u128,
+    /// Exact largest sojourn time, ns.
+    pub sojourn_max_ns: u64,
+    /// The largest queue ever held, bytes.
+    pub max_queue_bytes: u64,
+    /// Counters per time bin.
+    pub bins: Vec<LinkBin>,
+}
+
+impl LinkStats {
+    fn new(bin: Duration) -> LinkStats {
+        LinkStats {
+            bin,
+            tx_packets: 0,
+            tx_bytes: 0,
+            tail_drops: 0,
+            random_losses: 0,
+            middlebox_drops: 0,
+            // 3 significant digits from 1 ns to ~2.5 hours: 0.1 % quantile precision.
+            sojourn: Histogram::new_with_bounds(1, 10_000_000_000_000, 3).expect("static bounds are valid"),
+            sojourn_sum_ns: 0,
+            sojourn_max_ns: 0,
+            max_queue_bytes: 0,
+            bins: Vec::new(),
+        }
+    }
+
+    fn bin_at(&mut self, t: Time) -> &mut LinkBin {
+        let i = (t.as_nanos() / self.bin.as_nanos().max(1)) as usize;
+        if i >= self.bins.len() {
+            self.bins.resize(i + 1, LinkBin::default());
+        }
+        &mut self.bins[i]
+    }
+
+    /// Packets sent by the queue's AQM are added by the link from the queue's counter.
+    fn record_sojourn(&mut self, now: Time, sojourn: Duration) {
+        let ns = sojourn.as_nanos();
+        self.sojourn.saturating_record(ns);
+        self.sojourn_max_ns = self.sojourn_max_ns.max(ns);
+        self.sojourn_sum_ns += ns as u128;
+        let b = self.bin_at(now);
+        b.sojourn_sum_ns += ns;
+        b.dequeued += 1;
+        b.sojourn_max_ns = b.sojourn_max_ns.max(ns);
+    }
+
+    /// Packets dequeued (sojourn samples).
+    pub fn dequeued(&self) -> u64 {
+        self.sojourn.len()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct InService {
+    pkt: Packet,
+    started: Time,
+    finish: Time,
+}
+
+/// A link: queue, server, loss, delay, jitter, and an optional middlebox at the queue.
+#[derive(Debug)]
+pub struct Link {
+    server: Server,
+    queue: QueueDiscipline,
+    delay: Duration,
+    jitter: Option<NoReorderJitter>,
+    loss: LossModel,
+    loss_rng: Rng,
+    in_service: Option<InService>,
+    in_flight: VecDeque<(Time, Packet)>,
+    middlebox: Option<Box<dyn Middlebox>>,
+    aqm_drops_seen: u64,
+    stats: LinkStats,
+}
+
+impl Link {
+    /// A link built from `config`; its random streams are `"{name}.loss"` and `"{name}.jitter"`
+    /// of the scenario `seed`. Statistics are binned by `bin`.
+    pub fn new(config: &LinkConfig, seed: u64, name: &str, bin: Duration) -> Link {
+        let jitter = (config.jitter > Duration::ZERO)
+            .then(|| NoReorderJitter::new(config.jitter, stream(seed, &format!("{name}.jitter"))));
+        Link {
+            server: Server::new(config.capacity.clone()),
+            queue: QueueDiscipline::new(&config.queue),
+            delay: config.delay,
+            jitter,
+            loss: config.loss.clone(),
+            loss_rng: stream(seed, &format!("{name}.loss")),
+            in_service: None,
+            in_flight: VecDeque::with_capacity(256),
+            middlebox: None,
+            aqm_drops_seen: 0,
+            stats: LinkStats::new(bin),
+        }
+    }
+
+    /// Puts a middlebox at this link's queue.
+    pub fn set_middlebox(&mut self, middlebox: Box<dyn Middlebox>) {
+        self.middlebox = Some(middlebox);
+    }
+
+    /// The middlebox at this link's queue, if any.
+    pub fn middlebox(&self) -> Option<&dyn Middlebox> {
+        self.middlebox.as_deref()
+    }
+
+    /// What the link measured so far.
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// The capacity description.
+    pub fn capacity(&self) -> &Capacity {
+        self.server.capacity()
+    }
+
+    /// The propagation delay.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// The queue (read-only).
+    pub fn queue(&self) -> &QueueDiscipline {
+        &self.queue
+    }
+
+    /// The queue's state as a middlebox sees it.
+    pub fn queue_state(&self, now: Time) -> QueueState {
+        QueueState {
+            bytes: self.queue.bytes(),
+            packets: self.queue.len(),
+            rate: self.server.rate_at(now),
+            busy: self.in_service.is_some(),
+            head_since: self.in_service.map(|s| s.started),
+        }
+    }
+
+    /// A packet arrives at the queue at `now`.
+    pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
+        self.advance(now);
+        if let Some(mb) = self.middlebox.as_mut() {
+            let state = QueueState {
+                bytes: self.queue.bytes(),
+                packets: self.queue.len(),
+                rate: self.server.rate_at(now),
+                busy: self.in_service.is_some(),
+                head_since: self.in_service.map(|s| s.started),
+            };
+            match mb.on_enqueue(now, &mut pkt, &state) {
+                Verdict::Pass => {}
+                Verdict::Drop => {
+                    self.stats.middlebox_drops += 1;
+                    self.stats.bin_at(now).drops += 1;
+                    return;
+                }
+                Verdict::Consume => return,
+            }
+        }
+        self.enqueue(now, pkt);
+    }
+
+    /// A packet a middlebox released towards this link's receivers: queued without being shown to
+    /// the middlebox again.
+    pub fn inject_forward(&mut self, now: Time, pkt: Packet) {
+        self.advance(now);
+        self.enqueue(now, pkt);
+    }
+
+    /// A reverse-path packet passes this link's site; the middlebox may rewrite, drop or take it.
+    pub fn handle_reverse(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
+        match self.middlebox.as_mut() {
+            Some(mb) => mb.on_reverse(now, pkt),
+            None => Verdict::Pass,
+        }
+    }
+
+    fn enqueue(&mut self, now: Time, pkt: Packet) {
+        let rate = self.server.rate_at(now);
+        if self.queue.enqueue(now, pkt, rate).is_err() {
+            self.stats.tail_drops += 1;
+            self.stats.bin_at(now).drops += 1;
+            return;
+        }
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
+        if self.in_service.is_none() {
+            self.start_next(now);
+        }
+    }
+
+    /// Takes the next packet from the queue into service at `t`.
+    fn start_next(&mut self, t: Time) {
+        let next = self.queue.dequeue(t);
+        let aqm = self.queue.aqm_drops();
+        if aqm > self.aqm_drops_seen {
+            self.stats.bin_at(t).drops += aqm - self.aqm_drops_seen;
+            self.aqm_drops_seen = aqm;
+        }
+        let Some(pkt) = next else {
+            self.in_service = None;
+            return;
+        };
+        self.stats.record_sojourn(t, t - pkt.enqueued_at);
+        // A capacity that never comes back holds the packet for ever (finish = MAX).
+        let finish = self.server.finish_time(t, pkt.bytes()).unwrap_or(Time::MAX);
+        self.in_service = Some(InService { pkt, started: t, finish });
+        if let Some(mb) = self.middlebox.as_mut() {
+            let state = QueueState {
+                bytes: self.queue.bytes(),
+                packets: self.queue.len(),
+                rate: self.server.rate_at(t),
+                busy: true,
+                head_since: Some(t),
+            };
+            mb.on_dequeue(t, &pkt, &state);
+        }
+    }
+
+    /// Completes every transmission due by `now`, starting each next one back to back.
+    fn advance(&mut self, now: Time) {
+        while let Some(s) = self.in_service {
+            if s.finish > now {
+                break;
+            }
+            self.stats.tx_packets += 1;
+            self.stats.tx_bytes += s.pkt.size as u64;
+            self.stats.bin_at(s.finish).tx_bytes += s.pkt.size as u64;
+            if self.loss.is_lost(&mut self.loss_rng) {
+                self.stats.random_losses += 1;
+                self.stats.bin_at(s.finish).drops += 1;
+            } else {
+                let delivery = match self.jitter.as_mut() {
+                    Some(j) => j.delivery_time(s.finish, self.delay, s.finish - s.started),
+                    None => s.finish + self.delay,
+                };
+                self.in_flight.push_back((delivery, s.pkt));
+            }
+            self.start_next(s.finish);
+        }
+    }
+
+    /// The instant `poll_timeout` asked for (or any later one) has come.
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.advance(now);
+        if let Some(mb) = self.middlebox.as_mut() {
+            if mb.poll_timeout().is_some_and(|t| t <= now) {
+                let state = QueueState {
+                    bytes: self.queue.bytes(),
+                    packets: self.queue.len(),
+                    rate: self.server.rate_at(now),
+                    busy: self.in_service.is_some(),
+                    head_since: self.in_service.map(|s| s.started),
+                };
+                mb.handle_timeout(now, &state);
+            }
+        }
+    }
+
+    /// The next packet that has reached the far end by `now`.
+    pub fn poll_output(&mut self, now: Time) -> Option<Packet> {
+        match self.in_flight.front() {
+            Some(&(t, _)) if t <= now => self.in_flight.pop_front().map(|(_, p)| p),
+            _ => None,
+        }
+    }
+
+    /// A packet the middlebox originates or releases now.
+    pub fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)> {
+        self.middlebox.as_mut()?.poll_inject(now)
+    }
+
+    /// When the link next needs `handle_timeout`.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        // Written out by hand: this runs once or twice per packet per hop.
+        let mut next = match self.in_service {
+            Some(s) if s.finish != Time::MAX => Some(s.finish),
+            _ => None,
+        };
+        if let Some(&(t, _)) = self.in_flight.front() {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        if let Some(t) = self.middlebox.as_ref().and_then(|m| m.poll_timeout()) {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        next
+    }
+
+    /// Packets in the queue, in service and in propagation.
+    pub fn packets_inside(&self) -> usize {
+        self.queue.len() + self.in_service.is_some() as usize + self.in_flight.len()
+    }
+}

@@ -1,0 +1,88 @@
+//! The hook where network assistance sits: a [`Middlebox`] at a queue.
+//!
+//! A middlebox sees each forward-path packet as it is enqueued and dequeued, with the queue's
+//! state, and each reverse-path packet that passes the same site (feedback, ACKs). It may rewrite,
+//! drop or take packets (to release them later), and it may originate packets of its own. Zhuge and
+//! SCONE-PRO are middleboxes; so is [`NoAssist`], which does nothing.
+//!
+//! Like every component it is sans-IO: it is handed `now`, and it asks to be woken through
+//! [`Middlebox::poll_timeout`].
+
+use lowlat_core::{Bitrate, Bytes, Packet, Time};
+
+/// What the queue looks like when the middlebox is called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueState {
+    /// Bytes waiting (not counting the packet in service).
+    pub bytes: Bytes,
+    /// Packets waiting.
+    pub packets: usize,
+    /// The link's service rate now.
+    pub rate: Bitrate,
+    /// Whether a packet is being transmitted.
+    pub busy: bool,
+    /// Since when the packet in service (the head of line) has been in service, if any.
+    pub head_since: Option<Time>,
+}
+
+/// What happens to a packet the middlebox was shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let it continue (possibly rewritten in place).
+    Pass,
+    /// Discard it.
+    Drop,
+    /// The middlebox keeps it (it copied it) and may release it later through `poll_inject`.
+    Consume,
+}
+
+/// Which way an injected packet travels from the middlebox's site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// On towards the receivers, through the site's queue.
+    Forward,
+    /// Back towards the senders.
+    Reverse,
+}
+
+/// Network assistance at a queue. Every hook has a do-nothing default.
+pub trait Middlebox: std::fmt::Debug + Send + Sync {
+    /// A short name for logs and results (`"zhuge"`, `"none"`).
+    fn name(&self) -> &'static str;
+
+    /// A forward packet arrives at the queue (before the queue decides whether to take it).
+    fn on_enqueue(&mut self, _now: Time, _pkt: &mut Packet, _queue: &QueueState) -> Verdict {
+        Verdict::Pass
+    }
+
+    /// A forward packet leaves the queue and starts transmission.
+    fn on_dequeue(&mut self, _now: Time, _pkt: &Packet, _queue: &QueueState) {}
+
+    /// A reverse-path packet passes the site.
+    fn on_reverse(&mut self, _now: Time, _pkt: &mut Packet) -> Verdict {
+        Verdict::Pass
+    }
+
+    /// Woken at the time it asked for, with the queue's state.
+    fn handle_timeout(&mut self, _now: Time, _queue: &QueueState) {}
+
+    /// When it next wants to be woken.
+    fn poll_timeout(&self) -> Option<Time> {
+        None
+    }
+
+    /// A packet it originates or releases now, and which way it goes.
+    fn poll_inject(&mut self, _now: Time) -> Option<(Direction, Packet)> {
+        None
+    }
+}
+
+/// No assistance: every packet passes untouched.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoAssist;
+
+impl Middlebox for NoAssist {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+}

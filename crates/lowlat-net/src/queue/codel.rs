@@ -1,0 +1,170 @@
+//! CoDel, "Controlled Delay" active queue management (RFC 8289).
+//!
+//! Follows the pseudocode of RFC 8289 §5: a packet's sojourn time is compared with `target`; once
+//! it has stayed above target for a whole `interval`, CoDel enters the dropping state and drops at
+//! the head at intervals of `interval / sqrt(count)` until the sojourn time falls below target.
+//! Dropping resumes with the previous count when it re-enters soon after leaving (§5.5).
+
+use super::QueueLimit;
+use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
+use std::collections::VecDeque;
+
+/// CoDel's parameters (RFC 8289 §4.3, §4.4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoDelConfig {
+    /// Acceptable standing queue delay (RFC 8289 §4.4: 5 ms).
+    pub target: Duration,
+    /// Sliding window over which the minimum sojourn time is tracked (§4.3: 100 ms).
+    pub interval: Duration,
+    /// Largest packet; a queue holding no more than this is never dropped from (§5.3: MTU).
+    pub max_packet: Bytes,
+}
+
+impl Default for CoDelConfig {
+    fn default() -> Self {
+        CoDelConfig {
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+            max_packet: Bytes(1500),
+        }
+    }
+}
+
+/// A CoDel queue.
+#[derive(Clone, Debug)]
+pub struct CoDel {
+    config: CoDelConfig,
+    limit: QueueLimit,
+    packets: VecDeque<Packet>,
+    bytes: u64,
+    /// When the sojourn time first went above target in the current episode (None: below).
+    first_above_time: Option<Time>,
+    /// Next drop time while dropping.
+    drop_next: Time,
+    count: u32,
+    last_count: u32,
+    dropping: bool,
+    drops: u64,
+}
+
+impl CoDel {
+    /// An empty CoDel queue.
+    pub fn new(config: CoDelConfig, limit: QueueLimit) -> CoDel {
+        CoDel {
+            config,
+            limit,
+            packets: VecDeque::with_capacity(64),
+            bytes: 0,
+            first_above_time: None,
+            drop_next: Time::ZERO,
+            count: 0,
+            last_count: 0,
+            dropping: false,
+            drops: 0,
+        }
+    }
+
+    /// Appends `pkt` or gives it back when the backing buffer is full.
+    pub fn enqueue(&mut self, now: Time, mut pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        if !self.limit.admits(self.bytes, self.packets.len(), pkt.size as u64, rate) {
+            return Err(pkt);
+        }
+        pkt.enqueued_at = now;
+        self.bytes += pkt.size as u64;
+        self.packets.push_back(pkt);
+        Ok(())
+    }
+
+    /// `interval / sqrt(count)` after `t` (RFC 8289 §5.5 control law).
+    fn control_law(&self, t: Time, count: u32) -> Time {
+        let step = self.config.interval.as_nanos() as f64 / (count.max(1) as f64).sqrt();
+        t + Duration(step as u64)
+    }
+
+    /// Pops the head and says whether it may be dropped (RFC 8289 `dodequeue`).
+    fn do_dequeue(&mut self, now: Time) -> (Option<Packet>, bool) {
+        let Some(p) = self.packets.pop_front() else {
+            self.first_above_time = None;
+            return (None, false);
+        };
+        self.bytes -= p.size as u64;
+        let sojourn = now - p.enqueued_at;
+        let mut ok_to_drop = false;
+        if sojourn < self.config.target || self.bytes <= self.config.max_packet.0 {
+            self.first_above_time = None;
+        } else {
+            match self.first_above_time {
+                None => self.first_above_time = Some(now + self.config.interval),
+                Some(t) if now >= t => ok_to_drop = true,
+                Some(_) => {}
+            }
+        }
+        (Some(p), ok_to_drop)
+    }
+
+    /// The next packet to transmit (RFC 8289 `dequeue`); packets dropped on the way are counted.
+    pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        let (mut p, ok_to_drop) = self.do_dequeue(now);
+        if self.dropping {
+            if !ok_to_drop {
+                self.dropping = false;
+            }
+            while self.dropping && now >= self.drop_next {
+                // Drop the packet in hand and look at the next one.
+                self.drops += 1;
+                self.count += 1;
+                let (next, ok) = self.do_dequeue(now);
+                p = next;
+                if !ok {
+                    self.dropping = false;
+                } else {
+                    self.drop_next = self.control_law(self.drop_next, self.count);
+                }
+            }
+        } else if ok_to_drop {
+            self.drops += 1;
+            let (next, _) = self.do_dequeue(now);
+            p = next;
+            self.dropping = true;
+            // Resume near the previous drop rate if dropping stopped only recently (§5.5).
+            let delta = self.count.saturating_sub(self.last_count);
+            self.count = 1;
+            if delta > 1 && now.saturating_since(self.drop_next) < self.config.interval * 16 {
+                self.count = delta;
+            }
+            self.drop_next = self.control_law(now, self.count);
+            self.last_count = self.count;
+        }
+        p
+    }
+
+    /// Bytes queued.
+    pub fn bytes(&self) -> Bytes {
+        Bytes(self.bytes)
+    }
+
+    /// Packets queued.
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// The head packet.
+    pub fn head(&self) -> Option<&Packet> {
+        self.packets.front()
+    }
+
+    /// Packets dropped by the control law so far.
+    pub fn drops(&self) -> u64 {
+        self.drops
+    }
+
+    /// Whether CoDel is in its dropping state.
+    pub fn is_dropping(&self) -> bool {
+        self.dropping
+    }
+}

@@ -1,0 +1,146 @@
+//! Queues and AQMs at a link's head.
+//!
+//! One discipline per file; [`QueueDiscipline`] dispatches statically (no virtual call per
+//! packet). Every queue stamps [`Packet::enqueued_at`] on arrival so the link can record each
+//! packet's sojourn time when it leaves.
+
+mod codel;
+mod droptail;
+
+pub use codel::{CoDel, CoDelConfig};
+pub use droptail::DropTail;
+
+use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
+
+/// How much a queue may hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum QueueLimit {
+    /// At most this many bytes.
+    Bytes(Bytes),
+    /// At most this much time's worth of data at the link's current rate (RMCAT: 300 ms).
+    Time(Duration),
+    /// At most this many packets.
+    Packets(u32),
+    /// No limit.
+    Unlimited,
+}
+
+impl QueueLimit {
+    /// The byte limit now, for a link currently serving at `rate`.
+    pub fn bytes_at(&self, rate: Bitrate) -> u64 {
+        match *self {
+            QueueLimit::Bytes(b) => b.0,
+            QueueLimit::Time(d) => rate.bytes_in(d).0,
+            QueueLimit::Packets(_) | QueueLimit::Unlimited => u64::MAX,
+        }
+    }
+
+    /// Whether a queue holding `bytes` in `packets` packets may take `size` more bytes.
+    /// An empty queue always takes one packet, so a short outage (rate 0) does not drop all.
+    pub fn admits(&self, bytes: u64, packets: usize, size: u64, rate: Bitrate) -> bool {
+        if packets == 0 {
+            return true;
+        }
+        match *self {
+            QueueLimit::Packets(n) => packets < n as usize,
+            QueueLimit::Unlimited => true,
+            _ => bytes + size <= self.bytes_at(rate),
+        }
+    }
+}
+
+/// Which discipline, and its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QueueConfig {
+    /// First in, first out; arrivals beyond the limit are dropped.
+    DropTail {
+        /// The capacity.
+        limit: QueueLimit,
+    },
+    /// CoDel (RFC 8289) with a backing limit.
+    CoDel {
+        /// Target, interval and MTU.
+        config: CoDelConfig,
+        /// The buffer behind it (drop-tail beyond this).
+        limit: QueueLimit,
+    },
+}
+
+impl Default for QueueConfig {
+    /// RMCAT's default: drop-tail, 300 ms at the current rate.
+    fn default() -> Self {
+        QueueConfig::DropTail { limit: QueueLimit::Time(Duration::from_millis(300)) }
+    }
+}
+
+/// A queue, statically dispatched.
+#[derive(Clone, Debug)]
+pub enum QueueDiscipline {
+    /// Drop-tail FIFO.
+    DropTail(DropTail),
+    /// CoDel.
+    CoDel(CoDel),
+}
+
+impl QueueDiscipline {
+    /// An empty queue of the given kind.
+    pub fn new(config: &QueueConfig) -> QueueDiscipline {
+        match config {
+            QueueConfig::DropTail { limit } => QueueDiscipline::DropTail(DropTail::new(*limit)),
+            QueueConfig::CoDel { config, limit } => QueueDiscipline::CoDel(CoDel::new(config.clone(), *limit)),
+        }
+    }
+
+    /// Offers a packet; gives it back if it is dropped at the tail. `rate` is the link's rate now.
+    pub fn enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        match self {
+            QueueDiscipline::DropTail(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::CoDel(q) => q.enqueue(now, pkt, rate),
+        }
+    }
+
+    /// The next packet to serve, if any (an AQM may drop packets on the way; see `aqm_drops`).
+    pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        match self {
+            QueueDiscipline::DropTail(q) => q.dequeue(now),
+            QueueDiscipline::CoDel(q) => q.dequeue(now),
+        }
+    }
+
+    /// Bytes queued.
+    pub fn bytes(&self) -> Bytes {
+        match self {
+            QueueDiscipline::DropTail(q) => q.bytes(),
+            QueueDiscipline::CoDel(q) => q.bytes(),
+        }
+    }
+
+    /// Packets queued.
+    pub fn len(&self) -> usize {
+        match self {
+            QueueDiscipline::DropTail(q) => q.len(),
+            QueueDiscipline::CoDel(q) => q.len(),
+        }
+    }
+
+    /// Whether the queue is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The packet at the head, if any.
+    pub fn head(&self) -> Option<&Packet> {
+        match self {
+            QueueDiscipline::DropTail(q) => q.head(),
+            QueueDiscipline::CoDel(q) => q.head(),
+        }
+    }
+
+    /// Packets the AQM dropped at dequeue so far (tail drops are returned by `enqueue`).
+    pub fn aqm_drops(&self) -> u64 {
+        match self {
+            QueueDiscipline::DropTail(_) => 0,
+            QueueDiscipline::CoDel(q) => q.drops(),
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Python bindings of lowlat (`lowlat._native`). Thin on purpose: each function converts its
+//! arguments, calls into `lowlat-sim`, and converts the answer. The user-facing API, its
+//! documentation and all presentation live in the `lowlat` Python package.
+
+use lowlat_core::{Bitrate, Duration, Time};
+use lowlat_sim::results::{Column, Table};
+use lowlat_sim::{bench, Format, Scenario};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::Path;
+
+create_exception!(_native, ScenarioError, PyValueError, "A scenario that failed validation.");
+
+fn parse(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<Scenario> {
+    let format = match format {
+        "toml" => Format::Toml,
+        "json" => Format::Json,
+        other => return Err(PyValueError::new_err(format!("unknown scenario format {other:?}"))),
+    };
+    Scenario::parse(text, format, label, Path::new(base_dir)).map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
+/// Validates a scenario; returns `(name, description, warnings)` or raises `ScenarioError`.
+#[pyfunction]
+fn validate(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<(String, String, Vec<String>)> {
+    let s = parse(text, format, label, base_dir)?;
+    Ok((s.name, s.description, s.warnings))
+}
+
+/// A simulation in progress.
+#[pyclass(module = "lowlat._native")]
+struct Simulation {
+    inner: Option<lowlat_sim::Simulation>,
+}
+
+impl Simulation {
+    fn sim(&self) -> PyResult<&lowlat_sim::Simulation> {
+        self.inner.as_ref().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))
+    }
+}
+
+#[pymethods]
+impl Simulation {
+    /// Builds a simulation from scenario text; `seed` overrides the scenario's seed.
+    #[new]
+    #[pyo3(signature = (text, format, label, base_dir, seed=None))]
+    fn new(text: &str, format: &str, label: &str, base_dir: &str, seed: Option<u64>) -> PyResult<Self> {
+        let mut s = parse(text, format, label, base_dir)?;
+        if let Some(seed) = seed {
+            s.seed = seed;
+        }
+        Ok(Simulation { inner: Some(lowlat_sim::Simulation::new(s)) })
+    }
+
+    /// Runs events up to `until_s` simulated seconds (without holding the GIL).
+    fn advance(&mut self, py: Python<'_>, until_s: f64) -> PyResult<()> {
+        let sim = self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
+        let until = Time::from_secs_f64(until_s);
+        py.detach(|| sim.advance(until));
+        Ok(())
+    }
+
+    /// Simulated seconds reached.
+    fn now_s(&self) -> PyResult<f64> {
+        Ok(self.sim()?.now().as_secs_f64())
+    }
+
+    /// Simulated seconds at which the run ends.
+    fn end_s(&self) -> PyResult<f64> {
+        Ok(self.sim()?.end().as_secs_f64())
+    }
+
+    /// Events processed so far.
+    fn events(&self) -> PyResult<u64> {
+        Ok(self.sim()?.events())
+    }
+
+    /// The scenario's name.
+    fn name(&self) -> PyResult<String> {
+        Ok(self.sim()?.scenario().name.clone())
+    }
+
+    /// The seed in use.
+    fn seed(&self) -> PyResult<u64> {
+        Ok(self.sim()?.scenario().seed)
+    }
+
+    /// Ends the run: `(summary_json, flow_series, link_series)`, series as dicts of lists.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+        let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
+        let result = py.detach(|| sim.finish());
+        Ok((result.summary_json(), table(py, &result.flow_series)?, table(py, &result.link_series)?))
+    }
+}
+
+fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, col) in &t.columns {
+        match col {
+            Column::F64(v) => d.set_item(name, v)?,
+            Column::Str(v) => d.set_item(name, v)?,
+        }
+    }
+    Ok(d)
+}
+
+/// Runs the standard benchmark dumbbell at `rate_bps` for `duration_s`:
+/// `(name, wall_s, events, sim_s, delivered)`.
+#[pyfunction]
+fn bench_dumbbell(py: Python<'_>, rate_bps: u64, duration_s: f64) -> (String, f64, u64, f64, u64) {
+    let f = py.detach(|| {
+        bench::run_case(bench::standard_dumbbell(Bitrate::bps(rate_bps), Duration::from_secs_f64(duration_s)))
+    });
+    (f.name, f.wall_s, f.events, f.sim_s, f.delivered)
+}
+
+/// The version of the Rust core.
+#[pyfunction]
+fn version() -> &'static str {
+    lowlat_sim::results::LOWLAT_VERSION
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,29 @@
+//! lowlat's deterministic discrete-event simulator.
+//!
+//! - [`scenario`]: scenarios as data (TOML/JSON), validated before anything runs.
+//! - [`engine`]: the totally ordered event queue (time, then scheduling order).
+//! - [`sim`]: the dumbbell topology and the driver that moves packets between sans-IO components.
+//! - [`traffic`]: CBR and Poisson sources and the per-flow measurements.
+//! - [`results`]: the summary of the results contract and the 200 ms series.
+//! - [`bench`]: the project's standard benchmark.
+//!
+//! Same scenario and seed, same results, bit for bit: time is integer nanoseconds, events are
+//! totally ordered, and each component draws from its own named random stream.
+//!
+//! ```no_run
+//! use lowlat_sim::{Scenario, Simulation};
+//! let scenario = Scenario::from_file("scenarios/dumbbell-cbr.toml".as_ref()).unwrap();
+//! let result = Simulation::new(scenario).run();
+//! println!("{}", result.summary_json());
+//! ```
+
+pub mod bench;
+pub mod engine;
+pub mod results;
+pub mod scenario;
+pub mod sim;
+pub mod traffic;
+
+pub use results::{RunResult, Summary};
+pub use scenario::{Format, Scenario, ScenarioError};
+pub use sim::Simulation;

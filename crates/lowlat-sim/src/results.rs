@@ -1,0 +1,259 @@
+//! What a run produces: the summary of the results contract (ARCHITECTURE.md) and the 200 ms
+//! time series, as plain data that serialises to the stable `summary.json`.
+
+use crate::sim::Simulation;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// The version written into every summary.
+pub const LOWLAT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Mean, percentiles and maximum of a sample, in the unit of the field; all `None` without samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Arithmetic mean (exact).
+    pub mean: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// 95th percentile.
+    pub p95: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+    /// Maximum.
+    pub max: Option<f64>,
+}
+
+impl Stats {
+    /// From a histogram of nanoseconds, the exact sum and the exact max, in milliseconds.
+    pub fn from_ns(h: &Histogram<u64>, sum_ns: u128, max_ns: Option<u64>) -> Stats {
+        if h.is_empty() {
+            return Stats::default();
+        }
+        let ms = |ns: u64| ns as f64 * 1e-6;
+        // Quantiles are the histogram's (0.1 % precision), never above the exact max.
+        let max = max_ns.unwrap_or_else(|| h.max());
+        let q = |p: f64| Some(ms(h.value_at_quantile(p).min(max)));
+        Stats {
+            mean: Some(sum_ns as f64 / h.len() as f64 * 1e-6),
+            p50: q(0.50),
+            p90: q(0.90),
+            p95: q(0.95),
+            p99: q(0.99),
+            max: Some(ms(max)),
+        }
+    }
+}
+
+/// One flow's line of the summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowSummary {
+    /// The flow's id.
+    pub id: String,
+    /// `cbr`, `poisson`, later `rtp-video`, `bulk`, ...
+    pub kind: String,
+    /// The congestion controller (`none` for open-loop sources).
+    pub cc: String,
+    /// Start, seconds.
+    pub start_s: f64,
+    /// End, seconds.
+    pub end_s: f64,
+    /// Received bits per second over the flow's active time, kbit/s.
+    pub throughput_kbps: f64,
+    /// Useful received rate (no retransmissions or headers of its own yet), kbit/s.
+    pub goodput_kbps: f64,
+    /// Packets lost / packets that could have arrived.
+    pub loss_ratio: f64,
+    /// One-way delay, ms.
+    pub owd_ms: Stats,
+    /// Round-trip time, ms (no samples for open-loop sources).
+    pub rtt_ms: Stats,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets received.
+    pub packets_received: u64,
+}
+
+/// One link's line of the summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkSummary {
+    /// `bottleneck`, `reverse`, `flow.<id>.access.up`, ...
+    pub id: String,
+    /// Mean capacity over the run, kbit/s.
+    pub capacity_mean_kbps: f64,
+    /// Bytes transmitted / bytes the capacity allowed over the run.
+    pub utilization: f64,
+    /// Sojourn time in the queue, ms.
+    pub queue_delay_ms: Stats,
+    /// Packets dropped: tail, AQM, random loss and middlebox.
+    pub drops: u64,
+    /// Of those, by random loss on the wire.
+    pub random_losses: u64,
+    /// Largest queue held, bytes.
+    pub max_queue_bytes: u64,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// lowlat's version.
+    pub lowlat_version: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed used.
+    pub seed: u64,
+    /// Simulated seconds.
+    pub sim_duration_s: f64,
+    /// Wall-clock seconds the run took (the one field that differs between identical runs).
+    pub wall_s: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Per flow.
+    pub flows: Vec<FlowSummary>,
+    /// Per link.
+    pub links: Vec<LinkSummary>,
+    /// Things to check before trusting the results.
+    pub warnings: Vec<String>,
+}
+
+/// A column of a series table.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    /// Numbers (NaN where a bin has no sample).
+    F64(Vec<f64>),
+    /// Labels.
+    Str(Vec<String>),
+}
+
+/// A table in long format: named columns of equal length.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    /// `(name, values)`, in order.
+    pub columns: Vec<(String, Column)>,
+}
+
+/// The results of one run.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The summary.
+    pub summary: Summary,
+    /// Per-flow series: flow, t_s, send_kbps, recv_kbps, owd_ms.
+    pub flow_series: Table,
+    /// Per-link series: link, t_s, capacity_kbps, throughput_kbps, queue_delay_ms,
+    /// queue_delay_max_ms, drops.
+    pub link_series: Table,
+}
+
+impl RunResult {
+    pub(crate) fn collect(sim: &Simulation) -> RunResult {
+        let sc = &sim.scenario;
+        let end = sim.end();
+        let dur_s = sc.duration.as_secs_f64();
+        let bin_ns = sc.bin.as_nanos();
+        let nbins = sc.duration.as_nanos().div_ceil(bin_ns) as usize;
+        let bin_s = sc.bin.as_secs_f64();
+
+        let mut flows = Vec::new();
+        let (mut f_id, mut f_t, mut f_send, mut f_recv, mut f_owd) = (vec![], vec![], vec![], vec![], vec![]);
+        for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
+            let m = &st.metrics;
+            let active = (cfg.stop.min(end) - cfg.start).as_secs_f64();
+            let thr = if active > 0.0 { m.rx_bytes as f64 * 8.0 / active / 1e3 } else { 0.0 };
+            let could_arrive = m.max_seq.map_or(0, |s| s + 1);
+            flows.push(FlowSummary {
+                id: cfg.id.clone(),
+                kind: cfg.kind.name().into(),
+                cc: "none".into(),
+                start_s: cfg.start.as_secs_f64(),
+                end_s: cfg.stop.min(end).as_secs_f64(),
+                throughput_kbps: thr,
+                goodput_kbps: thr,
+                loss_ratio: if could_arrive > 0 { m.lost() as f64 / could_arrive as f64 } else { 0.0 },
+                owd_ms: Stats::from_ns(&m.owd, m.owd_sum_ns, Some(m.owd_max_ns)),
+                rtt_ms: Stats::default(),
+                packets_sent: m.sent_packets,
+                packets_received: m.rx_packets,
+            });
+            for i in 0..nbins {
+                let b = m.bins.get(i).copied().unwrap_or_default();
+                f_id.push(cfg.id.clone());
+                f_t.push(i as f64 * bin_s);
+                f_send.push(b.tx_bytes as f64 * 8.0 / bin_s / 1e3);
+                f_recv.push(b.rx_bytes as f64 * 8.0 / bin_s / 1e3);
+                f_owd.push(if b.rx_packets > 0 { b.owd_sum_ns as f64 / b.rx_packets as f64 * 1e-6 } else { f64::NAN });
+            }
+        }
+
+        let mut links = Vec::new();
+        let (mut l_id, mut l_t, mut l_cap, mut l_thr, mut l_q, mut l_qmax, mut l_drops) =
+            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+        for (link, name) in sim.links.iter().zip(&sim.link_names) {
+            let s = link.stats();
+            let cap_bytes = link.capacity().capacity_bytes(lowlat_core::Time::ZERO, end);
+            links.push(LinkSummary {
+                id: name.clone(),
+                capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
+                utilization: if cap_bytes > 0.0 { s.tx_bytes as f64 / cap_bytes } else { 0.0 },
+                queue_delay_ms: Stats::from_ns(&s.sojourn, s.sojourn_sum_ns, Some(s.sojourn_max_ns)),
+                drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
+                random_losses: s.random_losses,
+                max_queue_bytes: s.max_queue_bytes,
+            });
+            for i in 0..nbins {
+                let b = s.bins.get(i).copied().unwrap_or_default();
+                let t0 = lowlat_core::Time(i as u64 * bin_ns);
+                let t1 = lowlat_core::Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
+                let width = (t1 - t0).as_secs_f64();
+                l_id.push(name.clone());
+                l_t.push(t0.as_secs_f64());
+                l_cap.push(link.capacity().capacity_bytes(t0, t1) * 8.0 / width / 1e3);
+                l_thr.push(b.tx_bytes as f64 * 8.0 / width / 1e3);
+                l_q.push(if b.dequeued > 0 { b.sojourn_sum_ns as f64 / b.dequeued as f64 * 1e-6 } else { f64::NAN });
+                l_qmax.push(if b.dequeued > 0 { b.sojourn_max_ns as f64 * 1e-6 } else { f64::NAN });
+                l_drops.push(b.drops as f64);
+            }
+        }
+
+        let summary = Summary {
+            lowlat_version: LOWLAT_VERSION.into(),
+            scenario: sc.name.clone(),
+            seed: sc.seed,
+            sim_duration_s: dur_s,
+            wall_s: sim.wall.as_secs_f64(),
+            events: sim.events(),
+            flows,
+            links,
+            warnings: sc.warnings.clone(),
+        };
+        let col = |n: &str, v: Vec<f64>| (n.to_string(), Column::F64(v));
+        RunResult {
+            summary,
+            flow_series: Table {
+                columns: vec![
+                    ("flow".into(), Column::Str(f_id)),
+                    col("t_s", f_t),
+                    col("send_kbps", f_send),
+                    col("recv_kbps", f_recv),
+                    col("owd_ms", f_owd),
+                ],
+            },
+            link_series: Table {
+                columns: vec![
+                    ("link".into(), Column::Str(l_id)),
+                    col("t_s", l_t),
+                    col("capacity_kbps", l_cap),
+                    col("throughput_kbps", l_thr),
+                    col("queue_delay_ms", l_q),
+                    col("queue_delay_max_ms", l_qmax),
+                    col("drops", l_drops),
+                ],
+            },
+        }
+    }
+
+    /// `summary.json`, pretty-printed, keys in contract order.
+    pub fn summary_json(&self) -> String {
+        serde_json::to_string_pretty(&self.summary).expect("the summary holds only plain data")
+    }
+}

@@ -1,0 +1,602 @@
+//! Scenarios as data: the TOML format, its validation, and the validated [`Scenario`].
+//!
+//! A scenario file is read in two steps. First it is deserialised into the `*Spec` structs below
+//! (unknown keys are errors; every quantity is a string with a unit, `"50 ms"`, `"10 Mbit/s"`,
+//! `"1500 B"`). Then [`Scenario::from_spec`] checks what types cannot (positive rates, flows that
+//! stop after they start, trace files that load) and builds the network configuration. Every error
+//! is one line naming the file, the key, the value and what was expected.
+//!
+//! The format is documented for users in `docs/scenario-format.md`.
+
+use lowlat_core::{Bitrate, Bytes, Duration, ParseUnitError, Time};
+use lowlat_net::capacity::{Capacity, RateSchedule};
+use lowlat_net::link::LinkConfig;
+use lowlat_net::loss::LossModel;
+use lowlat_net::queue::{CoDelConfig, QueueConfig, QueueLimit};
+use lowlat_net::trace::{self, RateTraceOptions, TraceWarning};
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// A scenario that could not be read: one line, naming the file, the key and what was expected.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{file}: {key}{message}")]
+pub struct ScenarioError {
+    /// The scenario's source (file path or a label such as `<dict>`).
+    pub file: String,
+    /// The key path (`flows[0].rate`), empty for whole-file problems.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ScenarioError {
+    fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        let key = key.into();
+        let message = message.into();
+        let key = if key.is_empty() { key } else { format!("{key}: ") };
+        ScenarioError { file: file.to_string(), key, message }
+    }
+}
+
+/// A quantity with a unit, read from a string such as `"50 ms"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Unit<T>(pub T);
+
+impl<'de, T: FromStr<Err = ParseUnitError>> Deserialize<'de> for Unit<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<T: FromStr<Err = ParseUnitError>> Visitor<'_> for V<T> {
+            type Value = Unit<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                // The parser's own wording of what it expects, e.g. `a bitrate such as "10 Mbit/s"`.
+                let expected = T::from_str("").err().map(|e| e.expected).unwrap_or("a quantity with a unit");
+                write!(f, "{expected} (a string with a unit)")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Unit<T>, E> {
+                T::from_str(s).map(Unit).map_err(|e| E::custom(e.to_string()))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+type D = Unit<Duration>;
+type R = Unit<Bitrate>;
+type B = Unit<Bytes>;
+
+/// The top level of a scenario file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    /// Short name (defaults to the file name).
+    pub name: Option<String>,
+    /// One sentence for `lowlat scenarios`.
+    pub description: Option<String>,
+    /// Simulated time to run.
+    pub duration: D,
+    /// The scenario seed; each component derives its own stream from it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Width of the time-series bins (RFC 8868: 200 ms).
+    pub bin: Option<D>,
+    /// The forward bottleneck.
+    pub bottleneck: LinkSpec,
+    /// The reverse bottleneck (default: the forward one's rate and delay, no loss, no jitter).
+    pub reverse: Option<LinkSpec>,
+    /// The flows.
+    #[serde(default)]
+    pub flows: Vec<FlowSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// A link: exactly one of `rate`, `schedule`, `trace`; the rest optional.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Constant capacity.
+    pub rate: Option<R>,
+    /// Piecewise-constant capacity: `[{ at = "0 s", rate = "1 Mbit/s" }, ...]`.
+    pub schedule: Option<Vec<SchedulePoint>>,
+    /// Trace file (relative to the scenario file): mahimahi or two-column `<s> <Mbit/s>`.
+    pub trace: Option<String>,
+    /// `"auto"` (default), `"mahimahi"` or `"rate"`.
+    pub trace_format: Option<String>,
+    /// One-way propagation delay (default 0).
+    pub delay: Option<D>,
+    /// Standard deviation of the no-reordering jitter (default 0).
+    pub jitter: Option<D>,
+    /// Random loss (default none).
+    pub loss: Option<LossSpec>,
+    /// The queue (default drop-tail, 300 ms).
+    pub queue: Option<QueueSpec>,
+    /// Network assistance at this link's queue (`"none"`).
+    pub assist: Option<String>,
+}
+
+/// One step of a capacity schedule.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulePoint {
+    /// From when.
+    pub at: D,
+    /// The capacity from then on.
+    pub rate: R,
+}
+
+/// Random loss.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum LossSpec {
+    /// No random loss.
+    None,
+    /// Independent loss with probability `p`.
+    Bernoulli {
+        /// Loss probability in [0, 1].
+        p: f64,
+    },
+    /// Two-state Markov loss, P(next | current).
+    GilbertElliott {
+        /// P(bad | good).
+        p_good_to_bad: f64,
+        /// P(good | bad).
+        p_bad_to_good: f64,
+        /// Loss probability in the good state (default 0).
+        #[serde(default)]
+        loss_in_good: f64,
+        /// Loss probability in the bad state (default 1).
+        #[serde(default = "one")]
+        loss_in_bad: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A queue.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// `"droptail"` or `"codel"`.
+    pub kind: String,
+    /// `"300 ms"` (time at the current rate), `"64 kB"` (bytes), `"100 packets"`, or `"unlimited"`.
+    pub limit: Option<String>,
+    /// CoDel target (default 5 ms).
+    pub target: Option<D>,
+    /// CoDel interval (default 100 ms).
+    pub interval: Option<D>,
+}
+
+/// An access link between a host and the bottleneck's router.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    /// Capacity (default 1 Gbit/s).
+    pub rate: Option<R>,
+    /// One-way delay (default 0).
+    pub delay: Option<D>,
+}
+
+/// A flow: a source at a sender, a sink at a receiver.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// Unique name.
+    pub id: String,
+    /// `"cbr"` or `"poisson"`.
+    pub kind: String,
+    /// Mean sending rate.
+    pub rate: R,
+    /// Packet size on the wire (default 1200 B).
+    pub packet_size: Option<B>,
+    /// When the source starts (default 0 s).
+    pub start: Option<D>,
+    /// When it stops (default: the end of the run).
+    pub stop: Option<D>,
+    /// The sender's access link (default: none, the sender sits at the bottleneck router).
+    pub access: Option<AccessSpec>,
+    /// The receiver's access link (default: none).
+    pub egress: Option<AccessSpec>,
+}
+
+/// The traffic a flow's source generates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrafficKind {
+    /// Constant bit rate: packets evenly spaced.
+    Cbr,
+    /// Poisson arrivals of fixed-size packets (for the M/D/1 check).
+    Poisson,
+}
+
+impl TrafficKind {
+    /// The name used in scenarios and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrafficKind::Cbr => "cbr",
+            TrafficKind::Poisson => "poisson",
+        }
+    }
+}
+
+/// A validated flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowConfig {
+    /// Unique name.
+    pub id: String,
+    /// What its source sends.
+    pub kind: TrafficKind,
+    /// Mean rate.
+    pub rate: Bitrate,
+    /// Packet size.
+    pub packet_size: Bytes,
+    /// Start instant.
+    pub start: Time,
+    /// Stop instant.
+    pub stop: Time,
+    /// Sender-side access link, both directions.
+    pub access: Option<LinkConfig>,
+    /// Receiver-side access link, both directions.
+    pub egress: Option<LinkConfig>,
+}
+
+/// A validated scenario: pure data, ready to build.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name.
+    pub name: String,
+    /// Where it came from (for messages).
+    pub source: String,
+    /// Description.
+    pub description: String,
+    /// Seed.
+    pub seed: u64,
+    /// Simulated duration.
+    pub duration: Duration,
+    /// Series bin width.
+    pub bin: Duration,
+    /// Forward bottleneck.
+    pub bottleneck: LinkConfig,
+    /// Network assistance at the forward bottleneck's queue.
+    pub assist: String,
+    /// Reverse bottleneck.
+    pub reverse: LinkConfig,
+    /// Flows.
+    pub flows: Vec<FlowConfig>,
+    /// Warnings the user should read before trusting the results (e.g. clipped trace samples).
+    pub warnings: Vec<String>,
+}
+
+/// How a scenario's text is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// TOML (scenario files).
+    Toml,
+    /// JSON (scenarios built as dicts in Python).
+    Json,
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new(&label, "", format!("cannot read the file: {e}")))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Scenario::parse(&text, Format::Toml, &label, &base)
+    }
+
+    /// Reads and validates a scenario given as text; `label` names it in errors, relative trace
+    /// paths are resolved against `base_dir`.
+    pub fn parse(text: &str, format: Format, label: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
+        let spec: ScenarioSpec = match format {
+            Format::Toml => {
+                let value: toml::Value = toml::from_str(text).map_err(|e| {
+                    // toml's message spans several lines (with a caret); keep it to one.
+                    let msg = one_line(e.message());
+                    let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+                    let key = line.map(|l| format!("line {l}")).unwrap_or_default();
+                    ScenarioError::new(label, key, format!("invalid TOML: {msg}"))
+                })?;
+                serde_path_to_error::deserialize(value).map_err(|e| path_error(label, e))?
+            }
+            Format::Json => {
+                let value: serde_json::Value = serde_json::from_str(text)
+                    .map_err(|e| ScenarioError::new(label, "", format!("invalid JSON: {e}")))?;
+                serde_path_to_error::deserialize(value).map_err(|e| path_error(label, e))?
+            }
+        };
+        let default_name = Path::new(label).file_stem().map(|s| s.to_string_lossy().into_owned());
+        Scenario::from_spec(spec, label, base_dir, default_name)
+    }
+
+    /// Checks a deserialised spec and builds the scenario.
+    pub fn from_spec(
+        spec: ScenarioSpec,
+        label: &str,
+        base_dir: &Path,
+        default_name: Option<String>,
+    ) -> Result<Scenario, ScenarioError> {
+        let err = |key: &str, msg: String| ScenarioError::new(label, key, msg);
+        let duration = spec.duration.0;
+        if duration == Duration::ZERO {
+            return Err(err("duration", "got \"0 s\", expected a positive duration".into()));
+        }
+        let bin = spec.bin.map(|b| b.0).unwrap_or(Duration::from_millis(200));
+        if bin == Duration::ZERO {
+            return Err(err("bin", "expected a positive duration such as \"200 ms\"".into()));
+        }
+        let mut warnings = Vec::new();
+        let bottleneck = link_config(&spec.bottleneck, "bottleneck", label, base_dir, &mut warnings)?;
+        let assist = spec.bottleneck.assist.clone().unwrap_or_else(|| "none".into());
+        if assist != "none" {
+            return Err(err("bottleneck.assist", format!("got {assist:?}, expected \"none\" (the only assistance available yet)")));
+        }
+        let reverse = match &spec.reverse {
+            Some(r) => {
+                if r.assist.is_some() {
+                    return Err(err("reverse.assist", "assistance sits at the forward bottleneck's queue".into()));
+                }
+                link_config(r, "reverse", label, base_dir, &mut warnings)?
+            }
+            None => LinkConfig {
+                capacity: bottleneck.capacity.clone(),
+                delay: bottleneck.delay,
+                jitter: Duration::ZERO,
+                loss: LossModel::None,
+                queue: QueueConfig::default(),
+            },
+        };
+        if spec.flows.is_empty() {
+            return Err(err("flows", "missing: a scenario needs at least one [[flows]] table".into()));
+        }
+        let mut ids = HashSet::new();
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for (i, f) in spec.flows.iter().enumerate() {
+            let key = |k: &str| format!("flows[{i}].{k}");
+            if f.id.is_empty() || !ids.insert(f.id.clone()) {
+                return Err(err(&key("id"), format!("got {:?}, expected a non-empty id unique among the flows", f.id)));
+            }
+            let kind = match f.kind.as_str() {
+                "cbr" => TrafficKind::Cbr,
+                "poisson" => TrafficKind::Poisson,
+                other => return Err(err(&key("kind"), format!("got {other:?}, expected \"cbr\" or \"poisson\""))),
+            };
+            if f.rate.0 == Bitrate::ZERO {
+                return Err(err(&key("rate"), "got 0, expected a positive bitrate".into()));
+            }
+            let packet_size = f.packet_size.map(|b| b.0).unwrap_or(Bytes(1200));
+            if packet_size.0 < 28 || packet_size.0 > 65_535 {
+                return Err(err(&key("packet_size"), format!("got \"{packet_size}\", expected 28 B to 65535 B")));
+            }
+            let start = f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
+            let stop = f.stop.map(|d| d.0).unwrap_or(duration);
+            if stop <= start {
+                return Err(err(&key("stop"), format!("got \"{stop}\", expected a time after start (\"{start}\")")));
+            }
+            if stop > duration {
+                return Err(err(&key("stop"), format!("got \"{stop}\", expected at most the scenario's duration (\"{duration}\")")));
+            }
+            let access = f.access.as_ref().map(|a| access_config(a, &key("access"), label)).transpose()?;
+            let egress = f.egress.as_ref().map(|a| access_config(a, &key("egress"), label)).transpose()?;
+            flows.push(FlowConfig {
+                id: f.id.clone(),
+                kind,
+                rate: f.rate.0,
+                packet_size,
+                start: Time::ZERO + start,
+                stop: Time::ZERO + stop,
+                access,
+                egress,
+            });
+        }
+        Ok(Scenario {
+            name: spec.name.or(default_name).unwrap_or_else(|| "scenario".into()),
+            source: label.to_string(),
+            description: spec.description.unwrap_or_default(),
+            seed: spec.seed,
+            duration,
+            bin,
+            bottleneck,
+            assist,
+            reverse,
+            flows,
+            warnings,
+        })
+    }
+}
+
+fn path_error<E: fmt::Display>(label: &str, e: serde_path_to_error::Error<E>) -> ScenarioError {
+    let path = e.path().to_string();
+    let key = if path == "." { String::new() } else { path };
+    ScenarioError::new(label, key, one_line(&e.inner().to_string()))
+}
+
+/// Folds a library's multi-line message onto one line; drops toml's "in `key`" trailer (the key
+/// is already named).
+fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("in `"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn access_config(a: &AccessSpec, key: &str, label: &str) -> Result<LinkConfig, ScenarioError> {
+    let rate = a.rate.map(|r| r.0).unwrap_or(Bitrate::gbps(1));
+    if rate == Bitrate::ZERO {
+        return Err(ScenarioError::new(label, format!("{key}.rate"), "got 0, expected a positive bitrate"));
+    }
+    Ok(LinkConfig {
+        capacity: Capacity::Constant(rate),
+        delay: a.delay.map(|d| d.0).unwrap_or(Duration::ZERO),
+        jitter: Duration::ZERO,
+        loss: LossModel::None,
+        // An access link is never the bottleneck; its queue just must not drop bursts.
+        queue: QueueConfig::DropTail { limit: QueueLimit::Unlimited },
+    })
+}
+
+fn link_config(
+    l: &LinkSpec,
+    key: &str,
+    label: &str,
+    base_dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<LinkConfig, ScenarioError> {
+    let err = |k: &str, msg: String| ScenarioError::new(label, format!("{key}.{k}"), msg);
+    let given = [l.rate.is_some(), l.schedule.is_some(), l.trace.is_some()].iter().filter(|b| **b).count();
+    if given != 1 {
+        return Err(ScenarioError::new(
+            label,
+            key,
+            "expected exactly one of `rate`, `schedule` or `trace`".to_string(),
+        ));
+    }
+    let capacity = if let Some(r) = l.rate {
+        if r.0 == Bitrate::ZERO {
+            return Err(err("rate", "got 0, expected a positive bitrate".into()));
+        }
+        Capacity::Constant(r.0)
+    } else if let Some(points) = &l.schedule {
+        if points.is_empty() {
+            return Err(err("schedule", "expected at least one { at, rate } step".into()));
+        }
+        if points[0].at.0 != Duration::ZERO {
+            return Err(err("schedule[0].at", format!("got \"{}\", expected \"0 s\": the schedule must start at 0", points[0].at.0)));
+        }
+        for w in points.windows(2).enumerate() {
+            if w.1[1].at.0 <= w.1[0].at.0 {
+                return Err(err(&format!("schedule[{}].at", w.0 + 1), format!("got \"{}\", expected a time after \"{}\"", w.1[1].at.0, w.1[0].at.0)));
+            }
+        }
+        let pts = points.iter().map(|p| (Time::ZERO + p.at.0, p.rate.0)).collect();
+        Capacity::Schedule(RateSchedule::new(pts).map_err(|m| err("schedule", m))?)
+    } else {
+        let file = l.trace.as_deref().unwrap_or_default();
+        let path = resolve(base_dir, file);
+        let opts = RateTraceOptions::default();
+        let (cap, warns): (Capacity, Vec<TraceWarning>) = match l.trace_format.as_deref().unwrap_or("auto") {
+            "auto" => trace::load_trace_auto(&path, &opts),
+            "mahimahi" => trace::load_mahimahi(&path).map(|t| (Capacity::Opportunities(t), vec![])),
+            "rate" => trace::load_rate_trace(&path, &opts).map(|(s, w)| (Capacity::Schedule(s), w)),
+            other => {
+                return Err(err("trace_format", format!("got {other:?}, expected \"auto\", \"mahimahi\" or \"rate\"")))
+            }
+        }
+        .map_err(|e| err("trace", e.to_string()))?;
+        warnings.extend(warns.into_iter().map(|w| w.to_string()));
+        cap
+    };
+    let queue = match &l.queue {
+        None => QueueConfig::default(),
+        Some(q) => queue_config(q, &format!("{key}.queue"), label)?,
+    };
+    let loss = match &l.loss {
+        None | Some(LossSpec::None) => LossModel::None,
+        Some(LossSpec::Bernoulli { p }) => {
+            check_prob(*p, &format!("{key}.loss.p"), label)?;
+            LossModel::Bernoulli { p: *p }
+        }
+        Some(LossSpec::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_in_good, loss_in_bad }) => {
+            for (k, v) in [
+                ("p_good_to_bad", p_good_to_bad),
+                ("p_bad_to_good", p_bad_to_good),
+                ("loss_in_good", loss_in_good),
+                ("loss_in_bad", loss_in_bad),
+            ] {
+                check_prob(*v, &format!("{key}.loss.{k}"), label)?;
+            }
+            if *p_good_to_bad + *p_bad_to_good == 0.0 {
+                return Err(err("loss", "p_good_to_bad and p_bad_to_good cannot both be 0".into()));
+            }
+            LossModel::GilbertElliott {
+                p_good_to_bad: *p_good_to_bad,
+                p_bad_to_good: *p_bad_to_good,
+                loss_in_good: *loss_in_good,
+                loss_in_bad: *loss_in_bad,
+                bad: false,
+            }
+        }
+    };
+    Ok(LinkConfig {
+        capacity,
+        delay: l.delay.map(|d| d.0).unwrap_or(Duration::ZERO),
+        jitter: l.jitter.map(|d| d.0).unwrap_or(Duration::ZERO),
+        loss,
+        queue,
+    })
+}
+
+fn resolve(base_dir: &Path, file: &str) -> PathBuf {
+    let p = Path::new(file);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base_dir.join(p)
+    }
+}
+
+fn check_prob(p: f64, key: &str, label: &str) -> Result<(), ScenarioError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(ScenarioError::new(label, key, format!("got {p}, expected a probability in [0, 1]")));
+    }
+    Ok(())
+}
+
+/// Reads a queue limit: `"300 ms"`, `"64 kB"`, `"100 packets"`, `"unlimited"`.
+pub fn parse_queue_limit(s: &str) -> Result<QueueLimit, String> {
+    let t = s.trim();
+    if t == "unlimited" {
+        return Ok(QueueLimit::Unlimited);
+    }
+    if let Some(n) = t.strip_suffix("packets").or_else(|| t.strip_suffix("packet")) {
+        return match n.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(QueueLimit::Packets(n)),
+            _ => Err(format!("got {s:?}, expected a positive whole number of packets such as \"100 packets\"")),
+        };
+    }
+    if let Ok(d) = t.parse::<Duration>() {
+        return Ok(QueueLimit::Time(d));
+    }
+    if let Ok(b) = t.parse::<Bytes>() {
+        return Ok(QueueLimit::Bytes(b));
+    }
+    Err(format!("got {s:?}, expected a time (\"300 ms\"), a size (\"64 kB\"), a packet count (\"100 packets\") or \"unlimited\""))
+}
+
+fn queue_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, ScenarioError> {
+    let limit = match &q.limit {
+        None => QueueLimit::Time(Duration::from_millis(300)),
+        Some(s) => parse_queue_limit(s).map_err(|m| ScenarioError::new(label, format!("{key}.limit"), m))?,
+    };
+    match q.kind.as_str() {
+        "droptail" | "fifo" => {
+            if q.target.is_some() || q.interval.is_some() {
+                return Err(ScenarioError::new(label, key, "`target` and `interval` are CoDel parameters; kind is \"droptail\""));
+            }
+            Ok(QueueConfig::DropTail { limit })
+        }
+        "codel" => {
+            let mut config = CoDelConfig::default();
+            if let Some(t) = q.target {
+                config.target = t.0;
+            }
+            if let Some(i) = q.interval {
+                config.interval = i.0;
+            }
+            if config.target == Duration::ZERO || config.interval == Duration::ZERO {
+                return Err(ScenarioError::new(label, key, "CoDel target and interval must be positive"));
+            }
+            Ok(QueueConfig::CoDel { config, limit })
+        }
+        other => Err(ScenarioError::new(label, format!("{key}.kind"), format!("got {other:?}, expected \"droptail\" or \"codel\""))),
+    }
+}

@@ -1,0 +1,73 @@
+//! Bad scenarios give one-line errors naming the file, the key, the value and what was expected.
+
+mod common;
+use common::scenario_error;
+
+const GOOD: &str = r#"
+duration = "10 s"
+[bottleneck]
+rate = "1 Mbit/s"
+delay = "50 ms"
+[[flows]]
+id = "f"
+kind = "cbr"
+rate = "500 kbit/s"
+start = "1 s"
+stop = "9 s"
+"#;
+
+fn assert_error(toml: &str, needles: &[&str]) {
+    let e = scenario_error(toml).to_string();
+    assert!(!e.contains('\n'), "error spans several lines: {e}");
+    assert!(e.starts_with("test.toml: "), "error does not name the file: {e}");
+    for n in needles {
+        assert!(e.contains(n), "error {e:?} does not mention {n:?}");
+    }
+}
+
+#[test]
+fn the_good_scenario_is_accepted() {
+    common::scenario(GOOD);
+}
+
+#[test]
+fn missing_key() {
+    assert_error(&GOOD.replace("duration = \"10 s\"\n", ""), &["duration", "missing"]);
+    assert_error(&GOOD.replace("rate = \"500 kbit/s\"\n", ""), &["flows[0]", "rate"]);
+}
+
+#[test]
+fn wrong_unit() {
+    assert_error(&GOOD.replace("\"1 Mbit/s\"", "\"1 ms\""), &["bottleneck.rate", "\"1 ms\"", "bitrate"]);
+    assert_error(&GOOD.replace("\"50 ms\"", "\"50 Mbit/s\""), &["bottleneck.delay", "duration"]);
+    assert_error(&GOOD.replace("\"50 ms\"", "50"), &["bottleneck.delay", "50", "duration"]);
+}
+
+#[test]
+fn unknown_key() {
+    assert_error(&GOOD.replace("delay = ", "dealy = "), &["bottleneck", "unknown field `dealy`"]);
+    assert_error(&format!("colour = \"red\"\n{GOOD}"), &["unknown field `colour`"]);
+}
+
+#[test]
+fn negative_rate() {
+    assert_error(&GOOD.replace("\"500 kbit/s\"", "\"-500 kbit/s\""), &["flows[0].rate", "-500 kbit/s"]);
+    assert_error(&GOOD.replace("\"1 Mbit/s\"", "\"0 Mbit/s\""), &["bottleneck.rate", "positive"]);
+}
+
+#[test]
+fn flow_ending_before_it_starts() {
+    assert_error(&GOOD.replace("stop = \"9 s\"", "stop = \"0.5 s\""), &["flows[0].stop", "500 ms", "after start"]);
+    assert_error(&GOOD.replace("stop = \"9 s\"", "stop = \"11 s\""), &["flows[0].stop", "duration"]);
+}
+
+#[test]
+fn other_semantic_errors() {
+    assert_error(&GOOD.replace("kind = \"cbr\"", "kind = \"tcp\""), &["flows[0].kind", "\"tcp\""]);
+    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nloss = { kind = \"bernoulli\", p = 1.5 }"), &["bottleneck.loss.p", "1.5"]);
+    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nqueue = { kind = \"red\" }"), &["bottleneck.queue.kind", "codel"]);
+    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nqueue = { kind = \"codel\", limit = \"lots\" }"), &["bottleneck.queue.limit", "lots"]);
+    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\ntrace = \"x.trace\""), &["bottleneck", "exactly one"]);
+    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "trace = \"does-not-exist.trace\""), &["bottleneck.trace", "does-not-exist.trace"]);
+    assert_error("duration = \"10 s\"\n[bottleneck\n", &["line", "invalid TOML"]);
+}

@@ -1,0 +1,76 @@
+"""The scenario catalog shipped with lowlat, and resolution of what a user names as a scenario."""
+
+from __future__ import annotations
+
+import json
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+CATALOG_DIR = Path(__file__).parent / "scenarios"
+
+
+@dataclass(frozen=True)
+class ScenarioSource:
+    """A scenario's text and where it came from, ready for the native parser."""
+
+    text: str
+    format: str  # "toml" or "json"
+    label: str  # names the scenario in error messages
+    base_dir: str  # relative trace paths are resolved against it
+
+
+def scenarios() -> list[dict[str, str]]:
+    """The shipped catalog: one dict per scenario with ``name``, ``description`` and ``path``."""
+    out = []
+    for path in sorted(CATALOG_DIR.glob("*.toml")):
+        try:
+            doc = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError):
+            doc = {}
+        out.append(
+            {
+                "name": str(doc.get("name", path.stem)),
+                "description": str(doc.get("description", "")),
+                "path": str(path),
+            }
+        )
+    return out
+
+
+def find_scenario(name: str) -> Path | None:
+    """The catalog file of ``name`` (file stem or declared name), if any."""
+    direct = CATALOG_DIR / f"{name}.toml"
+    if direct.is_file():
+        return direct
+    for entry in scenarios():
+        if entry["name"] == name:
+            return Path(entry["path"])
+    return None
+
+
+def resolve(scenario: str | Path | Mapping[str, Any]) -> ScenarioSource:
+    """Turns a path, a catalog name or a dict into scenario text for the native parser.
+
+    Raises FileNotFoundError with the catalog's names when a string is neither.
+    """
+    if isinstance(scenario, Mapping):
+        return ScenarioSource(json.dumps(scenario), "json", "<dict>", str(Path.cwd()))
+    path = Path(scenario)
+    if not path.is_file():
+        found = find_scenario(str(scenario))
+        if found is None:
+            names = ", ".join(e["name"] for e in scenarios())
+            raise FileNotFoundError(
+                f"{scenario}: no such scenario file, and not in the catalog (catalog: {names})"
+            )
+        path = found
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as e:
+        raise FileNotFoundError(f"{path}: not a text file ({e})") from None
+    return ScenarioSource(text, "toml", str(path), str(path.parent.resolve()))

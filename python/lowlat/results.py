@@ -1,0 +1,119 @@
+"""Results of a run: the summary (the results contract), series as DataFrames, files and tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+class Result:
+    """One run's results.
+
+    - ``summary``: the ``summary.json`` object (see ARCHITECTURE.md, "The results contract").
+    - ``flow_series``: one row per flow and 200 ms bin: ``flow, t_s, send_kbps, recv_kbps, owd_ms``.
+    - ``link_series``: one row per link and bin: ``link, t_s, capacity_kbps, throughput_kbps,
+      queue_delay_ms, queue_delay_max_ms, drops``.
+    """
+
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        flow_series: dict[str, list],
+        link_series: dict[str, list],
+        *,
+        summary_json: str | None = None,
+    ) -> None:
+        self.summary = summary
+        self.flow_series = pd.DataFrame(flow_series)
+        self.link_series = pd.DataFrame(link_series)
+        self._summary_json = summary_json or json.dumps(summary, indent=2)
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """The per-flow summary as a flat DataFrame (``owd_ms_p95``, ...)."""
+        return pd.DataFrame([flatten(f) for f in self.summary["flows"]])
+
+    @property
+    def links(self) -> pd.DataFrame:
+        """The per-link summary as a flat DataFrame (``queue_delay_ms_p95``, ...)."""
+        return pd.DataFrame([flatten(link) for link in self.summary["links"]])
+
+    def table(self) -> str:
+        """A plain-text table of the flows and the links that carried traffic."""
+        f = self.flows
+        flow_cols = {
+            "id": "flow",
+            "kind": "kind",
+            "cc": "cc",
+            "throughput_kbps": "thr kbit/s",
+            "loss_ratio": "loss",
+            "owd_ms_mean": "owd mean ms",
+            "owd_ms_p50": "owd p50",
+            "owd_ms_p95": "owd p95",
+            "owd_ms_p99": "owd p99",
+        }
+        ft = f[[c for c in flow_cols if c in f]].rename(columns=flow_cols)
+        links = self.links
+        links = links[(links["utilization"] > 0) | (links["drops"] > 0)]
+        link_cols = {
+            "id": "link",
+            "capacity_mean_kbps": "capacity kbit/s",
+            "utilization": "util",
+            "queue_delay_ms_mean": "queue mean ms",
+            "queue_delay_ms_p95": "queue p95",
+            "queue_delay_ms_max": "queue max",
+            "drops": "drops",
+        }
+        lt = links[[c for c in link_cols if c in links]].rename(columns=link_cols)
+        fmt = {"float_format": lambda x: f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}", "index": False}
+        head = (
+            f"scenario {self.summary['scenario']}  seed {self.summary['seed']}  "
+            f"{self.summary['sim_duration_s']:g} s simulated in {self.summary['wall_s']:.3f} s wall "
+            f"({self.summary['events']} events)"
+        )
+        parts = [head, "", ft.to_string(**fmt), "", lt.to_string(**fmt)]
+        for w in self.summary.get("warnings", []):
+            parts.append(f"warning: {w}")
+        return "\n".join(parts)
+
+    def write(self, out_dir: str | Path, *, plots: bool = True) -> list[Path]:
+        """Writes ``summary.json``, the series (Parquet, or CSV without pyarrow) and the plots."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = [out / "summary.json"]
+        written[0].write_text(self._summary_json + "\n")
+        written += write_frame(self.flow_series, out / "flows")
+        written += write_frame(self.link_series, out / "links")
+        if plots:
+            from .plots import plot_run
+
+            written += plot_run(self, out)
+        return written
+
+
+def write_frame(df: pd.DataFrame, stem: Path) -> list[Path]:
+    """Writes ``stem.parquet`` when pyarrow is installed, else ``stem.csv``."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        path = stem.with_suffix(".csv")
+        df.to_csv(path, index=False)
+    else:
+        path = stem.with_suffix(".parquet")
+        df.to_parquet(path, index=False)
+    return [path]
+
+
+def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"owd_ms": {"p95": 3}}`` -> ``{"owd_ms_p95": 3}`` (the summary.csv column names)."""
+    flat: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            flat.update(flatten(v, f"{key}_"))
+        else:
+            flat[key] = v
+    return flat

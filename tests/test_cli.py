@@ -1,0 +1,64 @@
+"""The `lowlat` command: runs, writes the results contract, fails cleanly on bad input."""
+
+import json
+
+
+def test_run_prints_table_and_writes_results(lowlat_cli, tmp_path):
+    out = tmp_path / "out"
+    p = lowlat_cli("run", "dumbbell-cbr", "--out", out)
+    assert p.returncode == 0, p.stderr
+    assert "bottleneck" in p.stdout and "cbr" in p.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scenario"] == "dumbbell-cbr"
+    assert (out / "overview.png").stat().st_size > 10_000
+    assert (out / "flows.csv").exists() or (out / "flows.parquet").exists()
+    assert (out / "links.csv").exists() or (out / "links.parquet").exists()
+
+
+def test_scenarios_lists_the_catalog(lowlat_cli):
+    p = lowlat_cli("scenarios")
+    assert p.returncode == 0
+    assert "dumbbell-cbr" in p.stdout and "codel-overload" in p.stdout
+
+
+def _assert_clean_failure(p, *needles):
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr, p.stderr
+    err = p.stderr.strip()
+    assert err.startswith("lowlat: error: "), err
+    assert len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_bad_scenarios_fail_with_one_line_and_no_traceback(lowlat_cli, tmp_path):
+    good = (
+        'duration = "10 s"\n[bottleneck]\nrate = "1 Mbit/s"\n'
+        '[[flows]]\nid = "f"\nkind = "cbr"\nrate = "500 kbit/s"\nstart = "1 s"\n'
+    )
+    cases = {
+        "missing.toml": (good.replace('duration = "10 s"\n', ""), ["duration"]),
+        "unit.toml": (good.replace('"1 Mbit/s"', '"1 ms"'), ["bottleneck.rate", "1 ms"]),
+        "unknown.toml": (good + 'colour = "red"\n', ["colour"]),
+        "negative.toml": (good.replace('"500 kbit/s"', '"-5 kbit/s"'), ["flows[0].rate"]),
+        "order.toml": (good + 'stop = "0.5 s"\n', ["flows[0].stop"]),
+    }
+    for name, (text, needles) in cases.items():
+        f = tmp_path / name
+        f.write_text(text)
+        _assert_clean_failure(lowlat_cli("validate", f), name, *needles)
+        _assert_clean_failure(lowlat_cli("run", f), name, *needles)
+
+
+def test_unknown_scenario_name(lowlat_cli):
+    _assert_clean_failure(lowlat_cli("run", "no-such-scenario"), "no-such-scenario", "catalog")
+
+
+def test_bench_prints_its_figures(lowlat_cli):
+    p = lowlat_cli("bench", "--json", "--rates", "10", "--duration", "5")
+    assert p.returncode == 0, p.stderr
+    case = json.loads(p.stdout)["cases"][0]
+    for key in ["wall_s", "events", "events_per_s", "sim_s_per_wall_s", "delivered_per_s", "peak_rss_mib"]:
+        assert case[key] > 0
+    # 5 s at 9.5 Mbit/s of 1500-byte packets, minus those still in flight.
+    assert abs(case["delivered_packets"] - 5 * 9.5e6 / 12000) < 50
