@@ -159,11 +159,11 @@ impl Div<u64> for Duration {
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0;
-        if ns % 1_000_000_000 == 0 {
+        if ns.is_multiple_of(1_000_000_000) {
             write!(f, "{} s", ns / 1_000_000_000)
-        } else if ns % 1_000_000 == 0 {
+        } else if ns.is_multiple_of(1_000_000) {
             write!(f, "{} ms", ns / 1_000_000)
-        } else if ns % 1_000 == 0 {
+        } else if ns.is_multiple_of(1_000) {
             write!(f, "{} us", ns / 1_000)
         } else {
             write!(f, "{} ns", ns)
@@ -180,14 +180,8 @@ impl FromStr for Duration {
     type Err = ParseUnitError;
     /// Parses `"50 ms"`, `"1.5s"`, `"250 us"`, `"2 min"`.
     fn from_str(s: &str) -> Result<Duration, ParseUnitError> {
-        const UNITS: &[(&str, f64)] = &[
-            ("ns", 1.0),
-            ("us", 1e3),
-            ("µs", 1e3),
-            ("ms", 1e6),
-            ("s", 1e9),
-            ("min", 60e9),
-        ];
+        const UNITS: &[(&str, f64)] =
+            &[("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("min", 60e9)];
         let ns = parse_quantity(s, UNITS, "a duration such as \"50 ms\" or \"1.5 s\"")?;
         Ok(Duration(ns.round() as u64))
     }

@@ -171,9 +171,9 @@ impl std::ops::SubAssign for Bytes {
 impl fmt::Display for Bitrate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        if b >= 1_000_000_000 && b % 1_000_000 == 0 {
+        if b >= 1_000_000_000 && b.is_multiple_of(1_000_000) {
             write!(f, "{} Gbit/s", b as f64 / 1e9)
-        } else if b >= 1_000_000 && b % 1_000 == 0 {
+        } else if b >= 1_000_000 && b.is_multiple_of(1_000) {
             write!(f, "{} Mbit/s", b as f64 / 1e6)
         } else if b >= 1_000 {
             write!(f, "{} kbit/s", b as f64 / 1e3)

@@ -95,7 +95,11 @@ impl RateSchedule {
 impl DeliveryTrace {
     /// Opportunities at the given instants of each `period` (sorted, each in (0, period]), each
     /// carrying up to `bytes_per_opportunity` bytes.
-    pub fn new(opportunities: Vec<Duration>, period: Duration, bytes_per_opportunity: u32) -> Result<DeliveryTrace, String> {
+    pub fn new(
+        opportunities: Vec<Duration>,
+        period: Duration,
+        bytes_per_opportunity: u32,
+    ) -> Result<DeliveryTrace, String> {
         if opportunities.is_empty() {
             return Err("a delivery trace needs at least one opportunity".into());
         }
@@ -183,7 +187,9 @@ impl Capacity {
             return 0.0;
         }
         match self {
-            Capacity::Constant(r) => r.as_bps() as f64 * (to - from).as_nanos() as f64 / BIT_NS_PER_BYTE as f64,
+            Capacity::Constant(r) => {
+                r.as_bps() as f64 * (to - from).as_nanos() as f64 / BIT_NS_PER_BYTE as f64
+            }
             Capacity::Schedule(s) => s.bit_ns(from, to) as f64 / BIT_NS_PER_BYTE as f64,
             Capacity::Opportunities(d) => (d.count_in(from, to) * d.bytes_per_opportunity as u64) as f64,
         }
@@ -299,7 +305,8 @@ mod tests {
 
     #[test]
     fn one_opportunity_per_ms_is_12_mbps() {
-        let trace = DeliveryTrace::new(vec![Duration::from_millis(1)], Duration::from_millis(1), 1500).unwrap();
+        let trace =
+            DeliveryTrace::new(vec![Duration::from_millis(1)], Duration::from_millis(1), 1500).unwrap();
         let cap = Capacity::Opportunities(trace);
         assert_eq!(cap.mean_rate(ms(0), ms(1000)), Bitrate::mbps(12));
         assert_eq!(cap.rate_at(ms(500)), Bitrate::mbps(12));
@@ -313,7 +320,8 @@ mod tests {
 
     #[test]
     fn small_packets_share_an_opportunity_and_big_ones_span_several() {
-        let trace = DeliveryTrace::new(vec![Duration::from_millis(1)], Duration::from_millis(1), 1500).unwrap();
+        let trace =
+            DeliveryTrace::new(vec![Duration::from_millis(1)], Duration::from_millis(1), 1500).unwrap();
         let mut s = Server::new(Capacity::Opportunities(trace));
         let a = s.finish_time(Time(300_000), Bytes(750)).unwrap();
         let b = s.finish_time(a, Bytes(750)).unwrap();
@@ -329,8 +337,12 @@ mod tests {
     #[test]
     fn traces_repeat_and_far_jumps_work() {
         // Two opportunities at 2 and 3 ms of a 5 ms period.
-        let trace = DeliveryTrace::new(vec![Duration::from_millis(2), Duration::from_millis(3)], Duration::from_millis(5), 1500)
-            .unwrap();
+        let trace = DeliveryTrace::new(
+            vec![Duration::from_millis(2), Duration::from_millis(3)],
+            Duration::from_millis(5),
+            1500,
+        )
+        .unwrap();
         let cap = Capacity::Opportunities(trace);
         assert_eq!(cap.capacity_bytes(ms(0), ms(10)), 4.0 * 1500.0);
         assert_eq!(cap.capacity_bytes(ms(2), ms(3)), 1500.0);

@@ -374,3 +374,103 @@ impl Link {
         self.queue.len() + self.in_service.is_some() as usize + self.in_flight.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::QueueLimit;
+    use lowlat_core::{Bytes, FlowId};
+
+    fn pkt(i: u64) -> Packet {
+        Packet::new(i, FlowId(0), Bytes(1250), i, Time::ZERO)
+    }
+
+    /// Drives a link until it is idle, returning each packet with its delivery time.
+    fn drain(link: &mut Link) -> Vec<(Time, Packet)> {
+        let mut out = Vec::new();
+        while let Some(t) = link.poll_timeout() {
+            link.handle_timeout(t);
+            while let Some(p) = link.poll_output(t) {
+                out.push((t, p));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn serialises_back_to_back_then_adds_propagation() {
+        // 1250 B at 10 Mbit/s = 1 ms; 5 ms propagation.
+        let mut link = Link::new(
+            &LinkConfig::constant(Bitrate::mbps(10), Duration::from_millis(5)),
+            1,
+            "l",
+            Duration::from_millis(200),
+        );
+        for i in 0..3 {
+            link.handle_input(Time::ZERO, pkt(i));
+        }
+        let out = drain(&mut link);
+        let times: Vec<_> = out.iter().map(|(t, _)| *t).collect();
+        assert_eq!(times, vec![Time::from_millis(6), Time::from_millis(7), Time::from_millis(8)]);
+        // Sojourn: 0, 1 and 2 ms.
+        assert_eq!(link.stats().sojourn_sum_ns, 3_000_000);
+        assert_eq!(link.stats().sojourn_max_ns, 2_000_000);
+    }
+
+    #[derive(Debug, Default)]
+    struct DropOddSeq {
+        seen_dequeues: u32,
+    }
+
+    impl Middlebox for DropOddSeq {
+        fn name(&self) -> &'static str {
+            "drop-odd"
+        }
+        fn on_enqueue(&mut self, _now: Time, pkt: &mut Packet, _q: &QueueState) -> Verdict {
+            pkt.ecn = 3; // rewriting in place is allowed
+            if pkt.seq % 2 == 1 {
+                Verdict::Drop
+            } else {
+                Verdict::Pass
+            }
+        }
+        fn on_dequeue(&mut self, _now: Time, _pkt: &Packet, q: &QueueState) {
+            assert!(q.busy);
+            self.seen_dequeues += 1;
+        }
+    }
+
+    #[test]
+    fn a_middlebox_sees_enqueues_and_dequeues_and_may_rewrite_or_drop() {
+        let mut link = Link::new(
+            &LinkConfig::constant(Bitrate::mbps(10), Duration::ZERO),
+            1,
+            "l",
+            Duration::from_millis(200),
+        );
+        link.set_middlebox(Box::new(DropOddSeq::default()));
+        for i in 0..10 {
+            link.handle_input(Time::ZERO, pkt(i));
+        }
+        let out = drain(&mut link);
+        assert_eq!(out.len(), 5);
+        assert!(out.iter().all(|(_, p)| p.seq % 2 == 0 && p.ecn == 3));
+        assert_eq!(link.stats().middlebox_drops, 5);
+        assert_eq!(link.middlebox().unwrap().name(), "drop-odd");
+    }
+
+    #[test]
+    fn a_time_limited_queue_follows_the_current_rate() {
+        let cfg = LinkConfig {
+            queue: QueueConfig::DropTail { limit: QueueLimit::Time(Duration::from_millis(10)) },
+            ..LinkConfig::constant(Bitrate::mbps(10), Duration::ZERO)
+        };
+        let mut link = Link::new(&cfg, 1, "l", Duration::from_millis(200));
+        // 10 ms at 10 Mbit/s = 12 500 B = 10 packets queued, plus the one in service.
+        for i in 0..20 {
+            link.handle_input(Time::ZERO, pkt(i));
+        }
+        assert_eq!(link.queue().len(), 10);
+        assert_eq!(link.stats().tail_drops, 9);
+    }
+}

@@ -38,7 +38,13 @@ pub enum LossModel {
 impl LossModel {
     /// A simple Gilbert model from the two transition probabilities.
     pub fn gilbert(p_good_to_bad: f64, p_bad_to_good: f64) -> LossModel {
-        LossModel::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_in_good: 0.0, loss_in_bad: 1.0, bad: false }
+        LossModel::GilbertElliott {
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_in_good: 0.0,
+            loss_in_bad: 1.0,
+            bad: false,
+        }
     }
 
     /// Decides the fate of the next packet.

@@ -76,12 +76,16 @@ fn error(file: &str, line: Option<usize>, message: impl Into<String>) -> TraceEr
 }
 
 fn read(path: &Path) -> Result<String, TraceError> {
-    std::fs::read_to_string(path).map_err(|e| error(&path.display().to_string(), None, format!("cannot read the trace: {e}")))
+    std::fs::read_to_string(path)
+        .map_err(|e| error(&path.display().to_string(), None, format!("cannot read the trace: {e}")))
 }
 
 /// Lines that carry data: `(1-based number, trimmed text)`.
 fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
 }
 
 /// Parses a mahimahi trace; `source` names it in errors.
@@ -90,12 +94,16 @@ pub fn parse_mahimahi(text: &str, source: &str) -> Result<DeliveryTrace, TraceEr
     let mut zeros = 0usize;
     let mut last: Option<(u64, usize)> = None;
     for (n, l) in data_lines(text) {
-        let ms: u64 = l
-            .parse()
-            .map_err(|_| error(source, Some(n), format!("got {l:?}, expected a whole number of milliseconds")))?;
+        let ms: u64 = l.parse().map_err(|_| {
+            error(source, Some(n), format!("got {l:?}, expected a whole number of milliseconds"))
+        })?;
         if let Some((prev, prev_line)) = last {
             if ms < prev {
-                return Err(error(source, Some(n), format!("timestamp {ms} ms is before the previous one ({prev} ms, line {prev_line})")));
+                return Err(error(
+                    source,
+                    Some(n),
+                    format!("timestamp {ms} ms is before the previous one ({prev} ms, line {prev_line})"),
+                ));
             }
         }
         if ms > u64::MAX / 1_000_000 {
@@ -109,7 +117,11 @@ pub fn parse_mahimahi(text: &str, source: &str) -> Result<DeliveryTrace, TraceEr
         }
     }
     let Some(&period) = stamps.last() else {
-        return Err(error(source, None, "no delivery opportunity: a mahimahi trace needs at least one timestamp above 0"));
+        return Err(error(
+            source,
+            None,
+            "no delivery opportunity: a mahimahi trace needs at least one timestamp above 0",
+        ));
     };
     let mut opportunities: Vec<Duration> = stamps.into_iter().map(Duration::from_millis).collect();
     opportunities.extend(std::iter::repeat_n(Duration::from_millis(period), zeros));
@@ -132,19 +144,31 @@ pub fn parse_rate_trace(
     for (n, l) in data_lines(text) {
         let cols: Vec<&str> = l.split_whitespace().collect();
         if cols.len() != 2 {
-            return Err(error(source, Some(n), format!("got {} columns, expected two: `<seconds> <Mbit/s>`", cols.len())));
+            return Err(error(
+                source,
+                Some(n),
+                format!("got {} columns, expected two: `<seconds> <Mbit/s>`", cols.len()),
+            ));
         }
         let num = |s: &str, what: &str| -> Result<f64, TraceError> {
             match s.parse::<f64>() {
                 Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-                _ => Err(error(source, Some(n), format!("got {s:?}, expected a non-negative number of {what}"))),
+                _ => Err(error(
+                    source,
+                    Some(n),
+                    format!("got {s:?}, expected a non-negative number of {what}"),
+                )),
             }
         };
         let t = num(cols[0], "seconds")?;
         let r = num(cols[1], "Mbit/s")?;
         if let Some(&(pt, _, pl)) = samples.last() {
             if t <= pt {
-                return Err(error(source, Some(n), format!("time {t} s is not after the previous sample's {pt} s (line {pl})")));
+                return Err(error(
+                    source,
+                    Some(n),
+                    format!("time {t} s is not after the previous sample's {pt} s (line {pl})"),
+                ));
             }
         }
         samples.push((t, r, n));
@@ -187,30 +211,44 @@ pub fn parse_rate_trace(
 }
 
 /// Loads a two-column rate trace file.
-pub fn load_rate_trace(path: &Path, opts: &RateTraceOptions) -> Result<(RateSchedule, Vec<TraceWarning>), TraceError> {
+pub fn load_rate_trace(
+    path: &Path,
+    opts: &RateTraceOptions,
+) -> Result<(RateSchedule, Vec<TraceWarning>), TraceError> {
     parse_rate_trace(&read(path)?, &path.display().to_string(), opts)
 }
 
 /// Parses a trace of either format, chosen by its first data line: one integer is mahimahi, two
 /// numbers a rate trace.
-pub fn parse_trace_auto(text: &str, source: &str, opts: &RateTraceOptions) -> Result<(Capacity, Vec<TraceWarning>), TraceError> {
+pub fn parse_trace_auto(
+    text: &str,
+    source: &str,
+    opts: &RateTraceOptions,
+) -> Result<(Capacity, Vec<TraceWarning>), TraceError> {
     let Some((n, first)) = data_lines(text).next() else {
         return Err(error(source, None, "the trace is empty"));
     };
     let cols: Vec<&str> = first.split_whitespace().collect();
     match cols.len() {
-        1 if cols[0].parse::<u64>().is_ok() => parse_mahimahi(text, source).map(|t| (Capacity::Opportunities(t), vec![])),
+        1 if cols[0].parse::<u64>().is_ok() => {
+            parse_mahimahi(text, source).map(|t| (Capacity::Opportunities(t), vec![]))
+        }
         2 => parse_rate_trace(text, source, opts).map(|(s, w)| (Capacity::Schedule(s), w)),
         _ => Err(error(
             source,
             Some(n),
-            format!("got {first:?}: neither a mahimahi timestamp (one whole number) nor `<seconds> <Mbit/s>`"),
+            format!(
+                "got {first:?}: neither a mahimahi timestamp (one whole number) nor `<seconds> <Mbit/s>`"
+            ),
         )),
     }
 }
 
 /// Loads a trace file of either format (see [`parse_trace_auto`]).
-pub fn load_trace_auto(path: &Path, opts: &RateTraceOptions) -> Result<(Capacity, Vec<TraceWarning>), TraceError> {
+pub fn load_trace_auto(
+    path: &Path,
+    opts: &RateTraceOptions,
+) -> Result<(Capacity, Vec<TraceWarning>), TraceError> {
     parse_trace_auto(&read(path)?, &path.display().to_string(), opts)
 }
 
@@ -235,7 +273,9 @@ mod tests {
 
     #[test]
     fn rate_trace_is_piecewise_constant() {
-        let (s, w) = parse_rate_trace("0.2 10\n0.4 20\n# comment\n\n0.6 5\n", "w.trace", &RateTraceOptions::default()).unwrap();
+        let (s, w) =
+            parse_rate_trace("0.2 10\n0.4 20\n# comment\n\n0.6 5\n", "w.trace", &RateTraceOptions::default())
+                .unwrap();
         assert!(w.is_empty());
         let cap = Capacity::Schedule(s);
         assert_eq!(cap.rate_at(Time::ZERO), Bitrate::mbps(10));
@@ -292,7 +332,16 @@ mod tests {
     #[test]
     fn never_panics_on_garbage() {
         let o = RateTraceOptions::default();
-        for text in ["\u{0}\u{1}", "1e400 5", "99999999999999999999999", "1 2 3", "0", "5\n4", " \t \n", "18446744073709551615"] {
+        for text in [
+            "\u{0}\u{1}",
+            "1e400 5",
+            "99999999999999999999999",
+            "1 2 3",
+            "0",
+            "5\n4",
+            " \t \n",
+            "18446744073709551615",
+        ] {
             let _ = parse_trace_auto(text, "g", &o);
             let _ = parse_mahimahi(text, "g");
             let _ = parse_rate_trace(text, "g", &o);
@@ -310,7 +359,8 @@ mod tests {
         for e in entries.flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "pitree-trace") {
-                let (_, w) = load_rate_trace(&p, &RateTraceOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+                let (_, w) =
+                    load_rate_trace(&p, &RateTraceOptions::default()).unwrap_or_else(|e| panic!("{e}"));
                 loaded += 1;
                 if !w.is_empty() {
                     warned.push(p.file_name().unwrap().to_string_lossy().into_owned());

@@ -19,12 +19,18 @@ fn parse(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<Scen
         "json" => Format::Json,
         other => return Err(PyValueError::new_err(format!("unknown scenario format {other:?}"))),
     };
-    Scenario::parse(text, format, label, Path::new(base_dir)).map_err(|e| ScenarioError::new_err(e.to_string()))
+    Scenario::parse(text, format, label, Path::new(base_dir))
+        .map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
 /// Validates a scenario; returns `(name, description, warnings)` or raises `ScenarioError`.
 #[pyfunction]
-fn validate(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<(String, String, Vec<String>)> {
+fn validate(
+    text: &str,
+    format: &str,
+    label: &str,
+    base_dir: &str,
+) -> PyResult<(String, String, Vec<String>)> {
     let s = parse(text, format, label, base_dir)?;
     Ok((s.name, s.description, s.warnings))
 }
@@ -56,7 +62,8 @@ impl Simulation {
 
     /// Runs events up to `until_s` simulated seconds (without holding the GIL).
     fn advance(&mut self, py: Python<'_>, until_s: f64) -> PyResult<()> {
-        let sim = self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
+        let sim =
+            self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
         let until = Time::from_secs_f64(until_s);
         py.detach(|| sim.advance(until));
         Ok(())

@@ -181,7 +181,11 @@ impl RunResult {
                 f_t.push(i as f64 * bin_s);
                 f_send.push(b.tx_bytes as f64 * 8.0 / bin_s / 1e3);
                 f_recv.push(b.rx_bytes as f64 * 8.0 / bin_s / 1e3);
-                f_owd.push(if b.rx_packets > 0 { b.owd_sum_ns as f64 / b.rx_packets as f64 * 1e-6 } else { f64::NAN });
+                f_owd.push(if b.rx_packets > 0 {
+                    b.owd_sum_ns as f64 / b.rx_packets as f64 * 1e-6
+                } else {
+                    f64::NAN
+                });
             }
         }
 
@@ -209,7 +213,11 @@ impl RunResult {
                 l_t.push(t0.as_secs_f64());
                 l_cap.push(link.capacity().capacity_bytes(t0, t1) * 8.0 / width / 1e3);
                 l_thr.push(b.tx_bytes as f64 * 8.0 / width / 1e3);
-                l_q.push(if b.dequeued > 0 { b.sojourn_sum_ns as f64 / b.dequeued as f64 * 1e-6 } else { f64::NAN });
+                l_q.push(if b.dequeued > 0 {
+                    b.sojourn_sum_ns as f64 / b.dequeued as f64 * 1e-6
+                } else {
+                    f64::NAN
+                });
                 l_qmax.push(if b.dequeued > 0 { b.sojourn_max_ns as f64 * 1e-6 } else { f64::NAN });
                 l_drops.push(b.drops as f64);
             }

@@ -295,7 +295,12 @@ impl Scenario {
 
     /// Reads and validates a scenario given as text; `label` names it in errors, relative trace
     /// paths are resolved against `base_dir`.
-    pub fn parse(text: &str, format: Format, label: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
+    pub fn parse(
+        text: &str,
+        format: Format,
+        label: &str,
+        base_dir: &Path,
+    ) -> Result<Scenario, ScenarioError> {
         let spec: ScenarioSpec = match format {
             Format::Toml => {
                 let value: toml::Value = toml::from_str(text).map_err(|e| {
@@ -337,12 +342,18 @@ impl Scenario {
         let bottleneck = link_config(&spec.bottleneck, "bottleneck", label, base_dir, &mut warnings)?;
         let assist = spec.bottleneck.assist.clone().unwrap_or_else(|| "none".into());
         if assist != "none" {
-            return Err(err("bottleneck.assist", format!("got {assist:?}, expected \"none\" (the only assistance available yet)")));
+            return Err(err(
+                "bottleneck.assist",
+                format!("got {assist:?}, expected \"none\" (the only assistance available yet)"),
+            ));
         }
         let reverse = match &spec.reverse {
             Some(r) => {
                 if r.assist.is_some() {
-                    return Err(err("reverse.assist", "assistance sits at the forward bottleneck's queue".into()));
+                    return Err(err(
+                        "reverse.assist",
+                        "assistance sits at the forward bottleneck's queue".into(),
+                    ));
                 }
                 link_config(r, "reverse", label, base_dir, &mut warnings)?
             }
@@ -362,27 +373,41 @@ impl Scenario {
         for (i, f) in spec.flows.iter().enumerate() {
             let key = |k: &str| format!("flows[{i}].{k}");
             if f.id.is_empty() || !ids.insert(f.id.clone()) {
-                return Err(err(&key("id"), format!("got {:?}, expected a non-empty id unique among the flows", f.id)));
+                return Err(err(
+                    &key("id"),
+                    format!("got {:?}, expected a non-empty id unique among the flows", f.id),
+                ));
             }
             let kind = match f.kind.as_str() {
                 "cbr" => TrafficKind::Cbr,
                 "poisson" => TrafficKind::Poisson,
-                other => return Err(err(&key("kind"), format!("got {other:?}, expected \"cbr\" or \"poisson\""))),
+                other => {
+                    return Err(err(&key("kind"), format!("got {other:?}, expected \"cbr\" or \"poisson\"")))
+                }
             };
             if f.rate.0 == Bitrate::ZERO {
                 return Err(err(&key("rate"), "got 0, expected a positive bitrate".into()));
             }
             let packet_size = f.packet_size.map(|b| b.0).unwrap_or(Bytes(1200));
             if packet_size.0 < 28 || packet_size.0 > 65_535 {
-                return Err(err(&key("packet_size"), format!("got \"{packet_size}\", expected 28 B to 65535 B")));
+                return Err(err(
+                    &key("packet_size"),
+                    format!("got \"{packet_size}\", expected 28 B to 65535 B"),
+                ));
             }
             let start = f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
             let stop = f.stop.map(|d| d.0).unwrap_or(duration);
             if stop <= start {
-                return Err(err(&key("stop"), format!("got \"{stop}\", expected a time after start (\"{start}\")")));
+                return Err(err(
+                    &key("stop"),
+                    format!("got \"{stop}\", expected a time after start (\"{start}\")"),
+                ));
             }
             if stop > duration {
-                return Err(err(&key("stop"), format!("got \"{stop}\", expected at most the scenario's duration (\"{duration}\")")));
+                return Err(err(
+                    &key("stop"),
+                    format!("got \"{stop}\", expected at most the scenario's duration (\"{duration}\")"),
+                ));
             }
             let access = f.access.as_ref().map(|a| access_config(a, &key("access"), label)).transpose()?;
             let egress = f.egress.as_ref().map(|a| access_config(a, &key("egress"), label)).transpose()?;
@@ -470,11 +495,17 @@ fn link_config(
             return Err(err("schedule", "expected at least one { at, rate } step".into()));
         }
         if points[0].at.0 != Duration::ZERO {
-            return Err(err("schedule[0].at", format!("got \"{}\", expected \"0 s\": the schedule must start at 0", points[0].at.0)));
+            return Err(err(
+                "schedule[0].at",
+                format!("got \"{}\", expected \"0 s\": the schedule must start at 0", points[0].at.0),
+            ));
         }
         for w in points.windows(2).enumerate() {
             if w.1[1].at.0 <= w.1[0].at.0 {
-                return Err(err(&format!("schedule[{}].at", w.0 + 1), format!("got \"{}\", expected a time after \"{}\"", w.1[1].at.0, w.1[0].at.0)));
+                return Err(err(
+                    &format!("schedule[{}].at", w.0 + 1),
+                    format!("got \"{}\", expected a time after \"{}\"", w.1[1].at.0, w.1[0].at.0),
+                ));
             }
         }
         let pts = points.iter().map(|p| (Time::ZERO + p.at.0, p.rate.0)).collect();
@@ -488,7 +519,10 @@ fn link_config(
             "mahimahi" => trace::load_mahimahi(&path).map(|t| (Capacity::Opportunities(t), vec![])),
             "rate" => trace::load_rate_trace(&path, &opts).map(|(s, w)| (Capacity::Schedule(s), w)),
             other => {
-                return Err(err("trace_format", format!("got {other:?}, expected \"auto\", \"mahimahi\" or \"rate\"")))
+                return Err(err(
+                    "trace_format",
+                    format!("got {other:?}, expected \"auto\", \"mahimahi\" or \"rate\""),
+                ))
             }
         }
         .map_err(|e| err("trace", e.to_string()))?;
@@ -560,7 +594,9 @@ pub fn parse_queue_limit(s: &str) -> Result<QueueLimit, String> {
     if let Some(n) = t.strip_suffix("packets").or_else(|| t.strip_suffix("packet")) {
         return match n.trim().parse::<u32>() {
             Ok(n) if n > 0 => Ok(QueueLimit::Packets(n)),
-            _ => Err(format!("got {s:?}, expected a positive whole number of packets such as \"100 packets\"")),
+            _ => {
+                Err(format!("got {s:?}, expected a positive whole number of packets such as \"100 packets\""))
+            }
         };
     }
     if let Ok(d) = t.parse::<Duration>() {
@@ -580,7 +616,11 @@ fn queue_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, Sc
     match q.kind.as_str() {
         "droptail" | "fifo" => {
             if q.target.is_some() || q.interval.is_some() {
-                return Err(ScenarioError::new(label, key, "`target` and `interval` are CoDel parameters; kind is \"droptail\""));
+                return Err(ScenarioError::new(
+                    label,
+                    key,
+                    "`target` and `interval` are CoDel parameters; kind is \"droptail\"",
+                ));
             }
             Ok(QueueConfig::DropTail { limit })
         }
@@ -597,6 +637,10 @@ fn queue_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, Sc
             }
             Ok(QueueConfig::CoDel { config, limit })
         }
-        other => Err(ScenarioError::new(label, format!("{key}.kind"), format!("got {other:?}, expected \"droptail\" or \"codel\""))),
+        other => Err(ScenarioError::new(
+            label,
+            format!("{key}.kind"),
+            format!("got {other:?}, expected \"droptail\" or \"codel\""),
+        )),
     }
 }

@@ -34,19 +34,24 @@ packet_size = "1500 B"
 #[test]
 fn md1_mean_waiting_time_at_load_0_5() {
     let (measured, expected) = md1_mean_wait_ms(0.5, 300);
-    assert!((measured - expected).abs() < 0.03 * expected, "measured {measured} ms, M/D/1 gives {expected} ms");
+    assert!(
+        (measured - expected).abs() < 0.03 * expected,
+        "measured {measured} ms, M/D/1 gives {expected} ms"
+    );
 }
 
 #[test]
 fn md1_mean_waiting_time_at_load_0_9() {
     let (measured, expected) = md1_mean_wait_ms(0.9, 1500);
-    assert!((measured - expected).abs() < 0.03 * expected, "measured {measured} ms, M/D/1 gives {expected} ms");
+    assert!(
+        (measured - expected).abs() < 0.03 * expected,
+        "measured {measured} ms, M/D/1 gives {expected} ms"
+    );
 }
 
 #[test]
 fn cbr_at_95_percent_gives_utilisation_0_95_and_no_loss() {
-    let r = run(
-        r#"
+    let r = run(r#"
 duration = "60 s"
 [bottleneck]
 rate = "10 Mbit/s"
@@ -58,8 +63,7 @@ rate = "9.5 Mbit/s"
 packet_size = "1500 B"
 access = { rate = "10 Gbit/s" }
 egress = { rate = "10 Gbit/s" }
-"#,
-    );
+"#);
     let b = r.summary.links.iter().find(|l| l.id == "bottleneck").unwrap();
     assert!((b.utilization - 0.95).abs() < 0.005, "utilisation {}", b.utilization);
     assert_eq!(b.drops, 0);
@@ -102,8 +106,7 @@ packet_size = "1000 B"
 
 #[test]
 fn gilbert_elliott_end_to_end_matches_its_stationary_rate() {
-    let r = run(
-        r#"
+    let r = run(r#"
 duration = "400 s"
 seed = 9
 [bottleneck]
@@ -114,8 +117,7 @@ id = "cbr"
 kind = "cbr"
 rate = "5 Mbit/s"
 packet_size = "1000 B"
-"#,
-    );
+"#);
     let expected = 0.017 / (0.017 + 0.935);
     let got = r.summary.flows[0].loss_ratio;
     assert!((got - expected).abs() < 0.05 * expected, "loss {got}, stationary {expected}");
@@ -123,8 +125,7 @@ packet_size = "1000 B"
 
 #[test]
 fn drop_tail_300ms_never_holds_more_than_300ms_of_data() {
-    let r = run(
-        r#"
+    let r = run(r#"
 duration = "30 s"
 [bottleneck]
 rate = "2 Mbit/s"
@@ -134,8 +135,7 @@ id = "overload"
 kind = "cbr"
 rate = "3 Mbit/s"
 packet_size = "1200 B"
-"#,
-    );
+"#);
     let b = &r.summary.links[0];
     let limit_bytes = 2e6 * 0.3 / 8.0;
     assert!(b.max_queue_bytes as f64 <= limit_bytes, "held {} bytes", b.max_queue_bytes);
@@ -191,8 +191,7 @@ fn codel_against_heavy_unresponsive_overload_still_bounds_the_queue() {
 
 #[test]
 fn schedule_changes_capacity_at_the_given_times() {
-    let r = run(
-        r#"
+    let r = run(r#"
 duration = "20 s"
 [bottleneck]
 schedule = [{ at = "0 s", rate = "1 Mbit/s" }, { at = "10 s", rate = "4 Mbit/s" }]
@@ -201,8 +200,7 @@ id = "cbr"
 kind = "cbr"
 rate = "8 Mbit/s"
 packet_size = "1000 B"
-"#,
-    );
+"#);
     let b = &r.summary.links[0];
     assert!((b.capacity_mean_kbps - 2500.0).abs() < 1.0, "{}", b.capacity_mean_kbps);
     assert!((b.utilization - 1.0).abs() < 0.01, "{}", b.utilization);

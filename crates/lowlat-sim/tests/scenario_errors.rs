@@ -57,17 +57,38 @@ fn negative_rate() {
 
 #[test]
 fn flow_ending_before_it_starts() {
-    assert_error(&GOOD.replace("stop = \"9 s\"", "stop = \"0.5 s\""), &["flows[0].stop", "500 ms", "after start"]);
+    assert_error(
+        &GOOD.replace("stop = \"9 s\"", "stop = \"0.5 s\""),
+        &["flows[0].stop", "500 ms", "after start"],
+    );
     assert_error(&GOOD.replace("stop = \"9 s\"", "stop = \"11 s\""), &["flows[0].stop", "duration"]);
 }
 
 #[test]
 fn other_semantic_errors() {
     assert_error(&GOOD.replace("kind = \"cbr\"", "kind = \"tcp\""), &["flows[0].kind", "\"tcp\""]);
-    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nloss = { kind = \"bernoulli\", p = 1.5 }"), &["bottleneck.loss.p", "1.5"]);
-    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nqueue = { kind = \"red\" }"), &["bottleneck.queue.kind", "codel"]);
-    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nqueue = { kind = \"codel\", limit = \"lots\" }"), &["bottleneck.queue.limit", "lots"]);
-    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\ntrace = \"x.trace\""), &["bottleneck", "exactly one"]);
-    assert_error(&GOOD.replace("rate = \"1 Mbit/s\"", "trace = \"does-not-exist.trace\""), &["bottleneck.trace", "does-not-exist.trace"]);
+    assert_error(
+        &GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nloss = { kind = \"bernoulli\", p = 1.5 }"),
+        &["bottleneck.loss.p", "1.5"],
+    );
+    assert_error(
+        &GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\nqueue = { kind = \"red\" }"),
+        &["bottleneck.queue.kind", "codel"],
+    );
+    assert_error(
+        &GOOD.replace(
+            "rate = \"1 Mbit/s\"",
+            "rate = \"1 Mbit/s\"\nqueue = { kind = \"codel\", limit = \"lots\" }",
+        ),
+        &["bottleneck.queue.limit", "lots"],
+    );
+    assert_error(
+        &GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\ntrace = \"x.trace\""),
+        &["bottleneck", "exactly one"],
+    );
+    assert_error(
+        &GOOD.replace("rate = \"1 Mbit/s\"", "trace = \"does-not-exist.trace\""),
+        &["bottleneck.trace", "does-not-exist.trace"],
+    );
     assert_error("duration = \"10 s\"\n[bottleneck\n", &["line", "invalid TOML"]);
 }

@@ -87,7 +87,9 @@ impl QueueDiscipline {
     pub fn new(config: &QueueConfig) -> QueueDiscipline {
         match config {
             QueueConfig::DropTail { limit } => QueueDiscipline::DropTail(DropTail::new(*limit)),
-            QueueConfig::CoDel { config, limit } => QueueDiscipline::CoDel(CoDel::new(config.clone(), *limit)),
+            QueueConfig::CoDel { config, limit } => {
+                QueueDiscipline::CoDel(CoDel::new(config.clone(), *limit))
+            }
         }
     }
 

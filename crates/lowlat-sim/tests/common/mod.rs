@@ -12,7 +12,8 @@ pub fn scenario(toml: &str) -> Scenario {
 
 /// The error an inline scenario gives.
 pub fn scenario_error(toml: &str) -> ScenarioError {
-    Scenario::parse(toml, Format::Toml, "test.toml", Path::new(".")).expect_err("the scenario should be rejected")
+    Scenario::parse(toml, Format::Toml, "test.toml", Path::new("."))
+        .expect_err("the scenario should be rejected")
 }
 
 /// Runs an inline scenario.

@@ -1,0 +1,1 @@
+//! Bytes on the wire (placeholder: being written).
