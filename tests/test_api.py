@@ -83,3 +83,9 @@ def test_every_catalog_scenario_runs(entry):
     bott = next(link for link in r.summary["links"] if link["id"] == "bottleneck")
     assert 0.0 < bott["utilization"] <= 1.0 + 1e-9
     assert all(f["packets_received"] > 0 for f in r.summary["flows"])
+
+
+def test_progress_bar_on_request(capsys):
+    r = lowlat.run(SMALL, progress=True)
+    assert r.summary["sim_duration_s"] == 5.0
+    assert "sim s" in capsys.readouterr().err
