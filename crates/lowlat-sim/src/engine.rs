@@ -14,8 +14,8 @@ use std::collections::BinaryHeap;
 pub enum Target {
     /// A link (index into the link arena).
     Link(u32),
-    /// A traffic source (index into the flow arena).
-    Source(u32),
+    /// A flow endpoint: `2 x flow` for its sender, `2 x flow + 1` for its receiver.
+    Endpoint(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct Wakeups {
     heap: BinaryHeap<Entry>,
     seq: u64,
     links: Vec<Slot>,
-    sources: Vec<Slot>,
+    endpoints: Vec<Slot>,
     processed: u64,
 }
 
@@ -58,13 +58,13 @@ struct Slot {
 }
 
 impl Wakeups {
-    /// Room for `links` links and `sources` sources.
-    pub fn new(links: usize, sources: usize) -> Wakeups {
+    /// Room for `links` links and `endpoints` endpoints.
+    pub fn new(links: usize, endpoints: usize) -> Wakeups {
         Wakeups {
-            heap: BinaryHeap::with_capacity(4 * (links + sources) + 16),
+            heap: BinaryHeap::with_capacity(4 * (links + endpoints) + 16),
             seq: 0,
             links: vec![Slot::default(); links],
-            sources: vec![Slot::default(); sources],
+            endpoints: vec![Slot::default(); endpoints],
             processed: 0,
         }
     }
@@ -72,7 +72,7 @@ impl Wakeups {
     fn slot(&mut self, target: Target) -> &mut Slot {
         match target {
             Target::Link(i) => &mut self.links[i as usize],
-            Target::Source(i) => &mut self.sources[i as usize],
+            Target::Endpoint(i) => &mut self.endpoints[i as usize],
         }
     }
 
@@ -126,8 +126,8 @@ mod tests {
         w.set(Target::Link(0), Some(Time(10)));
         w.set(Target::Link(1), Some(Time(5)));
         w.set(Target::Link(2), Some(Time(10)));
-        w.set(Target::Source(0), Some(Time(7)));
-        w.set(Target::Source(0), Some(Time(12))); // supersedes 7
+        w.set(Target::Endpoint(0), Some(Time(7)));
+        w.set(Target::Endpoint(0), Some(Time(12))); // supersedes 7
         let order: Vec<_> = std::iter::from_fn(|| w.pop_until(Time(100))).collect();
         assert_eq!(
             order,
@@ -135,7 +135,7 @@ mod tests {
                 (Time(5), Target::Link(1)),
                 (Time(10), Target::Link(0)),
                 (Time(10), Target::Link(2)),
-                (Time(12), Target::Source(0)),
+                (Time(12), Target::Endpoint(0)),
             ]
         );
         assert_eq!(w.processed(), 4);

@@ -3,6 +3,7 @@
 //! - [`scenario`]: scenarios as data (TOML/JSON), validated before anything runs.
 //! - [`engine`]: the totally ordered event queue (time, then scheduling order).
 //! - [`sim`]: the dumbbell topology and the driver that moves packets between sans-IO components.
+//! - [`app`]: the [`app::Endpoint`] trait: the applications at either end of a flow.
 //! - [`traffic`]: CBR and Poisson sources and the per-flow measurements.
 //! - [`results`]: the summary of the results contract and the 200 ms series.
 //! - [`bench`]: the project's standard benchmark.
@@ -17,6 +18,7 @@
 //! println!("{}", result.summary_json());
 //! ```
 
+pub mod app;
 pub mod bench;
 pub mod engine;
 pub mod results;

@@ -8,6 +8,7 @@
 //! data, reverse for feedback); the driver moves it from link to link and wakes components at the
 //! times they ask for. Nothing here reads the wall clock except to report how long a run took.
 
+use crate::app::{Endpoint, Sink, Transmit};
 use crate::engine::{Target, Wakeups};
 use crate::results::RunResult;
 use crate::scenario::Scenario;
@@ -35,7 +36,10 @@ impl Path {
 }
 
 pub(crate) struct FlowState {
-    pub(crate) source: Source,
+    /// The sender endpoint (sends data on the forward path).
+    sender: Box<dyn Endpoint>,
+    /// The receiver endpoint (sends feedback on the reverse path).
+    receiver: Box<dyn Endpoint>,
     forward: Path,
     reverse: Path,
     pub(crate) metrics: FlowMetrics,
@@ -100,7 +104,8 @@ impl Simulation {
                 back.push(down);
             }
             flows.push(FlowState {
-                source: Source::new(f, stream(seed, &format!("flow.{}", f.id))),
+                sender: Box::new(Source::new(f, stream(seed, &format!("flow.{}", f.id)))),
+                receiver: Box::new(Sink),
                 forward,
                 reverse: back,
                 metrics: FlowMetrics::new(bin),
@@ -108,9 +113,10 @@ impl Simulation {
         }
         // "none" leaves the queue without a middlebox: no virtual call per packet.
         debug_assert_eq!(scenario.assist, "none");
-        let mut wakeups = Wakeups::new(links.len(), flows.len());
+        let mut wakeups = Wakeups::new(links.len(), 2 * flows.len());
         for (i, f) in flows.iter().enumerate() {
-            wakeups.set(Target::Source(i as u32), f.source.poll_timeout());
+            wakeups.set(Target::Endpoint(2 * i as u32), f.sender.poll_timeout());
+            wakeups.set(Target::Endpoint(2 * i as u32 + 1), f.receiver.poll_timeout());
         }
         let end = Time::ZERO + scenario.duration;
         Simulation {
@@ -126,6 +132,27 @@ impl Simulation {
             next_packet_id: 0,
             wall: std::time::Duration::ZERO,
         }
+    }
+
+    /// Replaces the endpoints of flow `id` (before the run starts): how a library user plugs in
+    /// an application of their own. Errors if there is no such flow or the run has started.
+    pub fn set_endpoints(
+        &mut self,
+        id: &str,
+        sender: Box<dyn Endpoint>,
+        receiver: Box<dyn Endpoint>,
+    ) -> Result<(), String> {
+        if self.events() > 0 {
+            return Err("endpoints can only be replaced before the run starts".into());
+        }
+        let i = self.scenario.flows.iter().position(|f| f.id == id).ok_or_else(|| format!("no flow {id:?}"))?;
+        let flow = &mut self.flows[i];
+        flow.sender = sender;
+        flow.receiver = receiver;
+        let (s, r) = (flow.sender.poll_timeout(), flow.receiver.poll_timeout());
+        self.wakeups.set(Target::Endpoint(2 * i as u32), s);
+        self.wakeups.set(Target::Endpoint(2 * i as u32 + 1), r);
+        Ok(())
     }
 
     /// The scenario being run.
@@ -157,11 +184,16 @@ impl Simulation {
     pub fn advance(&mut self, until: Time) {
         let started = std::time::Instant::now();
         let until = until.min(self.end);
-        while let Some((now, target)) = self.wakeups.pop_until(until) {
+        // The run covers [0, end): an event exactly at the end belongs to the next run.
+        let horizon = if until >= self.end { Time(self.end.as_nanos().saturating_sub(1)) } else { until };
+        while let Some((now, target)) = self.wakeups.pop_until(horizon) {
             self.now = now;
             match target {
                 Target::Link(i) => self.wake_link(i, now),
-                Target::Source(i) => self.wake_source(i, now),
+                Target::Endpoint(e) => {
+                    self.endpoint(e).handle_timeout(now);
+                    self.drain_endpoint(e, now);
+                }
             }
         }
         self.now = self.now.max(until);
@@ -179,18 +211,44 @@ impl Simulation {
         RunResult::collect(&self)
     }
 
-    fn wake_source(&mut self, i: u32, now: Time) {
-        let flow = &mut self.flows[i as usize];
-        if let Some((seq, size)) = flow.source.handle_timeout(now) {
-            let pkt = Packet::new(self.next_packet_id, FlowId(i), size, seq, now);
-            self.next_packet_id += 1;
-            flow.metrics.on_sent(now, size.0);
-            self.wakeups.set(Target::Source(i), flow.source.poll_timeout());
-            let first = flow.forward.get(0).expect("every forward path holds the bottleneck");
-            self.enter_link(first, now, pkt);
+    /// Endpoint `e`: the sender of flow `e / 2` if `e` is even, else its receiver.
+    fn endpoint(&mut self, e: u32) -> &mut dyn Endpoint {
+        let flow = &mut self.flows[(e / 2) as usize];
+        if e % 2 == 0 {
+            flow.sender.as_mut()
         } else {
-            self.wakeups.set(Target::Source(i), flow.source.poll_timeout());
+            flow.receiver.as_mut()
         }
+    }
+
+    /// Sends what endpoint `e` has to send at `now`, then reschedules it.
+    fn drain_endpoint(&mut self, e: u32, now: Time) {
+        while let Some(t) = self.endpoint(e).poll_transmit(now) {
+            self.send(e, now, t);
+        }
+        // A time at or before `now` is fine: the endpoint is woken again at this instant.
+        let next = self.endpoint(e).poll_timeout().map(|t| t.max(now));
+        self.wakeups.set(Target::Endpoint(e), next);
+    }
+
+    /// Puts an endpoint's packet on the first hop of its path.
+    fn send(&mut self, e: u32, now: Time, t: Transmit) {
+        let flow_index = e / 2;
+        let mut pkt = Packet::new(self.next_packet_id, FlowId(flow_index), t.size, t.seq, now);
+        self.next_packet_id += 1;
+        pkt.app = t.app;
+        pkt.ecn = t.ecn;
+        let flow = &mut self.flows[flow_index as usize];
+        let path = if e % 2 == 0 {
+            flow.metrics.on_sent(now, t.size.0);
+            flow.forward
+        } else {
+            pkt.kind = PacketKind::Feedback;
+            flow.metrics.on_feedback_sent(t.size.0);
+            flow.reverse
+        };
+        let first = path.get(0).expect("every path holds a bottleneck");
+        self.enter_link(first, now, pkt);
     }
 
     fn wake_link(&mut self, i: u32, now: Time) {
@@ -239,12 +297,21 @@ impl Simulation {
         self.wakeups.set(Target::Link(link), l.poll_timeout());
     }
 
+    /// A packet reached the end of its path: to the receiver (data) or the sender (feedback).
     fn deliver(&mut self, now: Time, pkt: Packet) {
-        let flow = &mut self.flows[pkt.flow.index()];
-        match pkt.kind {
-            PacketKind::Data => flow.metrics.on_received(now, pkt.seq, pkt.size as u64, pkt.sent_at),
-            // No application consumes feedback in the core yet.
-            PacketKind::Feedback => {}
-        }
+        let flow_index = pkt.flow.0;
+        let flow = &mut self.flows[flow_index as usize];
+        let e = match pkt.kind {
+            PacketKind::Data => {
+                flow.metrics.on_received(now, pkt.seq, pkt.size as u64, pkt.sent_at);
+                2 * flow_index + 1
+            }
+            PacketKind::Feedback => {
+                flow.metrics.on_feedback_received(pkt.size as u64);
+                2 * flow_index
+            }
+        };
+        self.endpoint(e).handle_packet(now, &pkt);
+        self.drain_endpoint(e, now);
     }
 }

@@ -1,9 +1,10 @@
 //! Traffic for the simulator core: a constant-bit-rate (UDP-like) source, a Poisson source, and
-//! the per-flow measurements a sink takes.
+//! the per-flow measurements.
 //!
-//! Sources are sans-IO: [`Source::poll_timeout`] says when the next packet is due,
-//! [`Source::handle_timeout`] emits it.
+//! Sources are sender [`Endpoint`]s: [`Endpoint::poll_timeout`] says when the next packet is due,
+//! [`Endpoint::poll_transmit`] emits it.
 
+use crate::app::{Endpoint, Transmit};
 use crate::scenario::{FlowConfig, TrafficKind};
 use hdrhistogram::Histogram;
 use lowlat_core::rng::Rng;
@@ -38,13 +39,8 @@ impl Source {
         }
     }
 
-    /// When the next packet is due.
-    pub fn poll_timeout(&self) -> Option<Time> {
-        self.next
-    }
-
     /// Emits the packet due at `now`: its sequence number and size.
-    pub fn handle_timeout(&mut self, now: Time) -> Option<(u64, Bytes)> {
+    fn emit(&mut self, now: Time) -> Option<(u64, Bytes)> {
         let due = self.next.filter(|&t| t <= now)?;
         let seq = self.seq;
         self.seq += 1;
@@ -67,6 +63,16 @@ impl Source {
     /// Packets emitted so far.
     pub fn sent(&self) -> u64 {
         self.seq
+    }
+}
+
+impl Endpoint for Source {
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        self.emit(now).map(|(seq, size)| Transmit { size, seq, app: 0, ecn: 0 })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.next
     }
 }
 
@@ -106,6 +112,12 @@ pub struct FlowMetrics {
     pub owd_max_ns: u64,
     /// Per-bin counters.
     pub bins: Vec<FlowBin>,
+    /// Feedback packets the receiver sent.
+    pub feedback_sent_packets: u64,
+    /// Feedback bytes the receiver sent.
+    pub feedback_sent_bytes: u64,
+    /// Feedback packets that reached the sender.
+    pub feedback_received_packets: u64,
 }
 
 impl FlowMetrics {
@@ -122,6 +134,9 @@ impl FlowMetrics {
             owd_sum_ns: 0,
             owd_max_ns: 0,
             bins: Vec::new(),
+            feedback_sent_packets: 0,
+            feedback_sent_bytes: 0,
+            feedback_received_packets: 0,
         }
     }
 
@@ -138,6 +153,17 @@ impl FlowMetrics {
         self.sent_packets += 1;
         self.sent_bytes += size;
         self.bin_at(now).tx_bytes += size;
+    }
+
+    /// The receiver sent a feedback packet of `size` bytes.
+    pub fn on_feedback_sent(&mut self, size: u64) {
+        self.feedback_sent_packets += 1;
+        self.feedback_sent_bytes += size;
+    }
+
+    /// A feedback packet of `size` bytes reached the sender.
+    pub fn on_feedback_received(&mut self, _size: u64) {
+        self.feedback_received_packets += 1;
     }
 
     /// The sink received packet `seq` of `size` bytes at `now`, sent at `sent_at`.

@@ -1,0 +1,48 @@
+//! Endpoints: the applications at either end of a flow.
+//!
+//! A flow is a sender [`Endpoint`] and a receiver [`Endpoint`]. Both are sans-IO: the driver hands
+//! them the packets of their flow that reach them and wakes them at the times they ask for; they
+//! answer with packets to send. The sender's packets travel the forward path as data, the
+//! receiver's travel the reverse path as feedback (RTCP, ACKs), each with its real size, so a
+//! congested reverse path delays and loses them. CBR and Poisson sources are senders; RTP media,
+//! transports and their feedback generators plug in the same way.
+
+use lowlat_core::{Bytes, Packet, Time};
+
+/// A packet an endpoint hands the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Size on the wire.
+    pub size: Bytes,
+    /// Sequence number within the flow and direction (gaps are counted as losses by the metrics).
+    pub seq: u64,
+    /// Opaque reference the endpoint's peer understands (payload index, frame id, ...).
+    pub app: u64,
+    /// ECN codepoint to send with.
+    pub ecn: u8,
+}
+
+/// One end of a flow.
+pub trait Endpoint: std::fmt::Debug + Send + Sync {
+    /// A packet of this flow reached this endpoint at `now`.
+    fn handle_packet(&mut self, _now: Time, _pkt: &Packet) {}
+
+    /// The instant from [`Endpoint::poll_timeout`] has come.
+    fn handle_timeout(&mut self, _now: Time) {}
+
+    /// The next packet to send at `now`, if any (drained after every input).
+    fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
+        None
+    }
+
+    /// When it next wants to be woken.
+    fn poll_timeout(&self) -> Option<Time> {
+        None
+    }
+}
+
+/// A receiver that only takes packets in (the sink of open-loop sources).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sink;
+
+impl Endpoint for Sink {}
