@@ -1,0 +1,57 @@
+//! Sender congestion controllers, sans-IO.
+//!
+//! A controller never reads a clock or touches a socket: it is handed `now` and what the sender
+//! learnt (a packet was sent, a feedback report arrived, the network signalled its capacity), and it
+//! answers through its read-outs ([`RateController::target_bitrate`],
+//! [`RateController::pacing_rate`]) and [`RateController::poll_timeout`]. The simulator, the
+//! emulator and a real RTP stack drive the same code.
+//!
+//! One controller per file, its constants in a `Config` whose `Default` holds the values of its
+//! standard, each documented with the section it comes from.
+//!
+//! - [`fixed`]: a constant rate, for calibration.
+//! - [`nada`]: NADA (RFC 8698).
+
+pub mod feedback;
+pub mod fixed;
+pub mod nada;
+
+pub use feedback::{FeedbackReport, NetworkSignal, PacketResult, SentPacket};
+pub use fixed::{FixedRate, FixedRateConfig};
+pub use nada::{Nada, NadaConfig};
+
+use lowlat_core::{Bitrate, Time};
+
+/// A rate controller for RTP media (feedback-driven).
+///
+/// Optional hooks have do-nothing defaults, as in quinn-proto's `congestion::Controller`.
+pub trait RateController: std::fmt::Debug + Send + Sync {
+    /// A short name for results (`"nada"`, `"gcc"`, ...).
+    fn name(&self) -> &'static str;
+
+    /// A media packet left the sender.
+    fn on_packet_sent(&mut self, _now: Time, _packet: &SentPacket) {}
+
+    /// A feedback report (transport-cc, RFC 8888, or one built by the network) arrived.
+    fn on_feedback(&mut self, now: Time, report: &FeedbackReport);
+
+    /// The network signalled its state explicitly (SCONE-PRO style capacity/queue hints).
+    fn on_network_signal(&mut self, _now: Time, _signal: &NetworkSignal) {}
+
+    /// The sender's rate-shaping (RTP) queue holds this many bytes (NADA's buffer, SCReAM's queue).
+    fn on_send_queue(&mut self, _now: Time, _bytes: lowlat_core::Bytes) {}
+
+    /// The instant from [`RateController::poll_timeout`] has come.
+    fn handle_timeout(&mut self, _now: Time) {}
+
+    /// When it next wants to be woken.
+    fn poll_timeout(&self) -> Option<Time> {
+        None
+    }
+
+    /// The rate the encoder should produce.
+    fn target_bitrate(&self) -> Bitrate;
+
+    /// The rate the pacer should send at.
+    fn pacing_rate(&self) -> Bitrate;
+}
