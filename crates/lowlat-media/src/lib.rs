@@ -1,0 +1,16 @@
+//! The real-time media application, as sans-IO components.
+//!
+//! - [`source`]: video source models after RFC 8593: a synthetic codec that follows its target
+//!   rate with a reaction delay, frame-size noise and key-frame transients, and a perfect codec.
+//! - [`pacer`]: packetiser and pacer: frames cut into MTU-bounded RTP packets, sent at the
+//!   controller's pacing rate from a sender queue that is flushed when it grows too old.
+//! - [`receiver`]: frame assembly and per-frame metrics at the receiver, and the per-packet
+//!   feedback it reports (transport-wide sequence numbers and arrival times).
+
+pub mod pacer;
+pub mod receiver;
+pub mod source;
+
+pub use pacer::{Pacer, PacerConfig, RtpPacket};
+pub use receiver::{FeedbackCollector, FeedbackSchedule, FrameAssembler};
+pub use source::{Codec, Frame, VideoSource, VideoSourceConfig};

@@ -1,0 +1,184 @@
+//! The receiver: frame assembly with per-frame metrics, and the feedback it reports.
+//!
+//! A frame is complete when all its packets have arrived (no retransmission in this model); its
+//! delay is the completion time minus its capture time. The feedback collector remembers, per
+//! transport-wide sequence number, when each packet arrived, and hands out reports on one of the
+//! schedules the RMCAT controllers use: a fixed interval (transport-cc, RFC 8888 at 50-100 ms), or
+//! SCReAM's rule (every N packets, but no more often than T_min and no less often than T_max).
+
+use lowlat_core::{Duration, Time};
+use std::collections::HashMap;
+
+/// Per-frame bookkeeping and metrics.
+#[derive(Clone, Debug, Default)]
+pub struct FrameAssembler {
+    partial: HashMap<u64, u16>,
+    highest: u64,
+    /// `(completion time, delay)` of every complete frame.
+    pub completed: Vec<(Time, Duration)>,
+}
+
+impl FrameAssembler {
+    /// A packet `index` of `frame_packets` of frame `frame`, captured at `capture`, arrived.
+    pub fn on_packet(&mut self, now: Time, frame: u64, frame_packets: u16, capture: Time) {
+        let got = self.partial.entry(frame).or_insert(0);
+        *got += 1;
+        if *got >= frame_packets {
+            self.partial.remove(&frame);
+            self.completed.push((now, now - capture));
+        }
+        if frame > self.highest {
+            self.highest = frame;
+            // Frames far behind the newest will never complete (a packet was lost): forget them.
+            if self.partial.len() > 64 {
+                let horizon = self.highest.saturating_sub(64);
+                self.partial.retain(|&f, _| f >= horizon);
+            }
+        }
+    }
+}
+
+/// When feedback is sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FeedbackSchedule {
+    /// Every interval (if anything arrived).
+    Interval(Duration),
+    /// Every `every` packets, but at least `min` apart and at most `max` apart.
+    Scream {
+        /// N.
+        every: u32,
+        /// T_min.
+        min: Duration,
+        /// T_max.
+        max: Duration,
+    },
+}
+
+/// Arrivals not yet reported, and the schedule that reports them.
+#[derive(Clone, Debug)]
+pub struct FeedbackCollector {
+    schedule: FeedbackSchedule,
+    /// `(transport sequence number, arrival)`, in arrival order.
+    pending: Vec<(u64, Time)>,
+    /// The next sequence number a report starts from.
+    next_seq: u64,
+    last_report: Time,
+    started: bool,
+}
+
+impl FeedbackCollector {
+    /// A collector on `schedule`.
+    pub fn new(schedule: FeedbackSchedule) -> FeedbackCollector {
+        FeedbackCollector {
+            schedule,
+            pending: Vec::new(),
+            next_seq: 0,
+            last_report: Time::ZERO,
+            started: false,
+        }
+    }
+
+    /// A media packet with transport sequence number `seq` arrived.
+    pub fn on_packet(&mut self, now: Time, seq: u64) {
+        if !self.started {
+            self.started = true;
+            self.last_report = now;
+        }
+        self.pending.push((seq, now));
+    }
+
+    /// When the next report is due.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        Some(match self.schedule {
+            FeedbackSchedule::Interval(d) => self.last_report + d,
+            FeedbackSchedule::Scream { every, min, max } => {
+                if self.pending.len() >= every as usize {
+                    self.last_report + min
+                } else {
+                    self.last_report + max
+                }
+            }
+        })
+    }
+
+    /// The report due at `now`: every sequence number from the last report's end to the highest
+    /// received, with its arrival time or `None` (lost). Sequence numbers below a previous report
+    /// (late packets) are dropped.
+    pub fn poll_report(&mut self, now: Time) -> Option<Vec<(u64, Option<Time>)>> {
+        if self.poll_timeout().is_none_or(|t| t > now) {
+            return None;
+        }
+        self.last_report = now;
+        self.pending.sort_unstable_by_key(|p| p.0);
+        let highest = self.pending.last()?.0;
+        let mut out = Vec::with_capacity((highest + 1).saturating_sub(self.next_seq) as usize);
+        let mut it = self.pending.drain(..).filter(|p| p.0 >= self.next_seq).peekable();
+        for seq in self.next_seq..=highest {
+            match it.peek() {
+                Some(&(s, t)) if s == seq => {
+                    out.push((seq, Some(t)));
+                    it.next();
+                }
+                _ => out.push((seq, None)),
+            }
+        }
+        drop(it);
+        self.next_seq = highest + 1;
+        Some(out)
+    }
+}
+
+/// Size on the wire of a transport-cc feedback packet covering `covered` sequence numbers of
+/// which `received` arrived (IPv4 + UDP headers 28 B, RTCP + feedback header 20 B, one 2-byte
+/// chunk per 7 statuses at worst, one byte per small receive delta, padded to 32 bits).
+pub fn transport_cc_size(covered: usize, received: usize) -> u64 {
+    let body = 20 + 2 * covered.div_ceil(7) + received;
+    28 + body.div_ceil(4) as u64 * 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_complete_when_all_packets_arrive() {
+        let mut a = FrameAssembler::default();
+        a.on_packet(Time::from_millis(10), 0, 2, Time::ZERO);
+        assert!(a.completed.is_empty());
+        a.on_packet(Time::from_millis(12), 0, 2, Time::ZERO);
+        assert_eq!(a.completed, vec![(Time::from_millis(12), Duration::from_millis(12))]);
+    }
+
+    #[test]
+    fn reports_cover_gaps_as_losses() {
+        let mut c = FeedbackCollector::new(FeedbackSchedule::Interval(Duration::from_millis(50)));
+        c.on_packet(Time::from_millis(1), 0);
+        c.on_packet(Time::from_millis(2), 2);
+        assert!(c.poll_report(Time::from_millis(49)).is_none());
+        let r = c.poll_report(Time::from_millis(51)).unwrap();
+        assert_eq!(r, vec![(0, Some(Time::from_millis(1))), (1, None), (2, Some(Time::from_millis(2)))]);
+        c.on_packet(Time::from_millis(60), 1); // late: already reported lost
+        c.on_packet(Time::from_millis(61), 3);
+        let r = c.poll_report(Time::from_millis(101)).unwrap();
+        assert_eq!(r, vec![(3, Some(Time::from_millis(61)))]);
+    }
+
+    #[test]
+    fn scream_schedule_reports_every_n_packets_within_bounds() {
+        let s = FeedbackSchedule::Scream {
+            every: 5,
+            min: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+        };
+        let mut c = FeedbackCollector::new(s);
+        c.on_packet(Time::ZERO, 0);
+        assert_eq!(c.poll_timeout(), Some(Time::from_millis(200)));
+        for i in 1..5 {
+            c.on_packet(Time::from_millis(1), i);
+        }
+        assert_eq!(c.poll_timeout(), Some(Time::from_millis(20)));
+    }
+}
