@@ -223,14 +223,10 @@ impl Link {
     /// A packet arrives at the queue at `now`.
     pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
         self.advance(now);
-        if let Some(mb) = self.middlebox.as_mut() {
-            let state = QueueState {
-                bytes: self.queue.bytes(),
-                packets: self.queue.len(),
-                rate: self.server.rate_at(now),
-                busy: self.in_service.is_some(),
-                head_since: self.in_service.map(|s| s.started),
-            };
+        if self.middlebox.is_some() {
+            // Only built when a middlebox looks: this runs per packet.
+            let state = self.queue_state(now);
+            let mb = self.middlebox.as_mut().expect("checked just above");
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
                 Verdict::Drop => {
@@ -288,14 +284,9 @@ impl Link {
         // A capacity that never comes back holds the packet for ever (finish = MAX).
         let finish = self.server.finish_time(t, pkt.bytes()).unwrap_or(Time::MAX);
         self.in_service = Some(InService { pkt, started: t, finish });
-        if let Some(mb) = self.middlebox.as_mut() {
-            let state = QueueState {
-                bytes: self.queue.bytes(),
-                packets: self.queue.len(),
-                rate: self.server.rate_at(t),
-                busy: true,
-                head_since: Some(t),
-            };
+        if self.middlebox.is_some() {
+            let state = self.queue_state(t);
+            let mb = self.middlebox.as_mut().expect("checked just above");
             mb.on_dequeue(t, &pkt, &state);
         }
     }
@@ -326,15 +317,11 @@ impl Link {
     /// The instant `poll_timeout` asked for (or any later one) has come.
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
-        if let Some(mb) = self.middlebox.as_mut() {
+        if self.middlebox.is_some() {
+            // Only built when a middlebox looks: this runs per packet.
+            let state = self.queue_state(now);
+            let mb = self.middlebox.as_mut().expect("checked just above");
             if mb.poll_timeout().is_some_and(|t| t <= now) {
-                let state = QueueState {
-                    bytes: self.queue.bytes(),
-                    packets: self.queue.len(),
-                    rate: self.server.rate_at(now),
-                    busy: self.in_service.is_some(),
-                    head_since: self.in_service.map(|s| s.started),
-                };
                 mb.handle_timeout(now, &state);
             }
         }
