@@ -8,18 +8,21 @@ use lowlat_core::{Bitrate, Time};
 pub struct FixedRateConfig {
     /// The rate it always asks for.
     pub rate: Bitrate,
+    /// Pacing rate / target: headroom so that packet headers and frame-size noise do not build the
+    /// sender queue (1.5, SCReAM v2's PACKET_PACING_HEADROOM; libwebrtc paces at 2.5x).
+    pub pacing_factor: f64,
 }
 
 impl Default for FixedRateConfig {
     fn default() -> Self {
-        FixedRateConfig { rate: Bitrate::mbps(1) }
+        FixedRateConfig { rate: Bitrate::mbps(1), pacing_factor: 1.5 }
     }
 }
 
 impl FixedRateConfig {
     /// Builds the controller.
     pub fn build(&self) -> FixedRate {
-        FixedRate { rate: self.rate }
+        FixedRate { rate: self.rate, pacing: self.rate.scaled(self.pacing_factor) }
     }
 }
 
@@ -27,6 +30,7 @@ impl FixedRateConfig {
 #[derive(Clone, Debug, PartialEq)]
 pub struct FixedRate {
     rate: Bitrate,
+    pacing: Bitrate,
 }
 
 impl RateController for FixedRate {
@@ -38,6 +42,6 @@ impl RateController for FixedRate {
         self.rate
     }
     fn pacing_rate(&self) -> Bitrate {
-        self.rate
+        self.pacing
     }
 }

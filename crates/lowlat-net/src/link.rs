@@ -142,6 +142,23 @@ struct InService {
     finish: Time,
 }
 
+/// The queue's state as a middlebox sees it (a free function so it can borrow the fields it reads
+/// while the middlebox is borrowed mutably).
+fn state_of(
+    queue: &QueueDiscipline,
+    server: &Server,
+    in_service: Option<InService>,
+    now: Time,
+) -> QueueState {
+    QueueState {
+        bytes: queue.bytes(),
+        packets: queue.len(),
+        rate: server.rate_at(now),
+        busy: in_service.is_some(),
+        head_since: in_service.map(|s| s.started),
+    }
+}
+
 /// A link: queue, server, loss, delay, jitter, and an optional middlebox at the queue.
 #[derive(Debug)]
 pub struct Link {
@@ -211,22 +228,15 @@ impl Link {
 
     /// The queue's state as a middlebox sees it.
     pub fn queue_state(&self, now: Time) -> QueueState {
-        QueueState {
-            bytes: self.queue.bytes(),
-            packets: self.queue.len(),
-            rate: self.server.rate_at(now),
-            busy: self.in_service.is_some(),
-            head_since: self.in_service.map(|s| s.started),
-        }
+        state_of(&self.queue, &self.server, self.in_service, now)
     }
 
     /// A packet arrives at the queue at `now`.
     pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
         self.advance(now);
-        if self.middlebox.is_some() {
+        if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
-            let state = self.queue_state(now);
-            let mb = self.middlebox.as_mut().expect("checked just above");
+            let state = state_of(&self.queue, &self.server, self.in_service, now);
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
                 Verdict::Drop => {
@@ -284,9 +294,8 @@ impl Link {
         // A capacity that never comes back holds the packet for ever (finish = MAX).
         let finish = self.server.finish_time(t, pkt.bytes()).unwrap_or(Time::MAX);
         self.in_service = Some(InService { pkt, started: t, finish });
-        if self.middlebox.is_some() {
-            let state = self.queue_state(t);
-            let mb = self.middlebox.as_mut().expect("checked just above");
+        if let Some(mb) = self.middlebox.as_mut() {
+            let state = state_of(&self.queue, &self.server, self.in_service, t);
             mb.on_dequeue(t, &pkt, &state);
         }
     }
@@ -317,10 +326,9 @@ impl Link {
     /// The instant `poll_timeout` asked for (or any later one) has come.
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
-        if self.middlebox.is_some() {
+        if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
-            let state = self.queue_state(now);
-            let mb = self.middlebox.as_mut().expect("checked just above");
+            let state = state_of(&self.queue, &self.server, self.in_service, now);
             if mb.poll_timeout().is_some_and(|t| t <= now) {
                 mb.handle_timeout(now, &state);
             }

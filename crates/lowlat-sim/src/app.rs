@@ -39,6 +39,16 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     fn poll_timeout(&self) -> Option<Time> {
         None
     }
+
+    /// The congestion controller's name, for results (`None`: open loop).
+    fn cc_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// What a media endpoint measured (RTT samples, frames), read once at the end of the run.
+    fn media_metrics(&self) -> Option<crate::media::MediaMetrics> {
+        None
+    }
 }
 
 /// A receiver that only takes packets in (the sink of open-loop sources).

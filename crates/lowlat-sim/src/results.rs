@@ -1,8 +1,10 @@
 //! What a run produces: the summary of the results contract (ARCHITECTURE.md) and the 200 ms
 //! time series, as plain data that serialises to the stable `summary.json`.
 
+use crate::media::MediaMetrics;
 use crate::sim::Simulation;
 use hdrhistogram::Histogram;
+use lowlat_core::Time;
 use serde::Serialize;
 
 /// The version written into every summary.
@@ -26,6 +28,24 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// From raw samples (exact percentiles: nearest rank), in the samples' unit.
+    pub fn from_samples(samples: &mut [f64]) -> Stats {
+        if samples.is_empty() {
+            return Stats::default();
+        }
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        let q = |p: f64| Some(samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
+        Stats {
+            mean: Some(samples.iter().sum::<f64>() / n as f64),
+            p50: q(0.50),
+            p90: q(0.90),
+            p95: q(0.95),
+            p99: q(0.99),
+            max: Some(samples[n - 1]),
+        }
+    }
+
     /// From a histogram of nanoseconds, the exact sum and the exact max, in milliseconds.
     pub fn from_ns(h: &Histogram<u64>, sum_ns: u128, max_ns: Option<u64>) -> Stats {
         if h.is_empty() {
@@ -73,6 +93,59 @@ pub struct FlowSummary {
     pub packets_sent: u64,
     /// Packets received.
     pub packets_received: u64,
+    /// Media flows: frame delay (capture to complete at the receiver), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_delay_ms: Option<Stats>,
+    /// Media flows: frames completed per second over the flow's active time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fps_mean: Option<f64>,
+    /// Media flows: share of RTT samples above 200 ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_rtt_over_200ms: Option<f64>,
+    /// Media flows: share of frames later than 400 ms (a frame that never completes counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_frame_delay_over_400ms: Option<f64>,
+    /// Media flows: share of 1 s bins with fewer than 10 frames completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_fps_below_10: Option<f64>,
+}
+
+/// The media fields of a flow's summary, from its endpoints' metrics.
+struct MediaSummary {
+    rtt_ms: Stats,
+    frame_delay_ms: Stats,
+    fps_mean: f64,
+    ratio_rtt_over_200ms: f64,
+    ratio_frame_delay_over_400ms: f64,
+    ratio_fps_below_10: f64,
+}
+
+fn media_summary(sent: &MediaMetrics, recv: &MediaMetrics, start: Time, end: Time) -> MediaSummary {
+    let mut rtt: Vec<f64> = sent.rtt.iter().map(|d| d.as_millis_f64()).collect();
+    let over_200 = rtt.iter().filter(|&&r| r > 200.0).count();
+    let mut delays: Vec<f64> = recv.frames.iter().map(|(_, d)| d.as_millis_f64()).collect();
+    let late = delays.iter().filter(|&&d| d > 400.0).count() as u64;
+    let never = sent.frames_sent.saturating_sub(delays.len() as u64);
+    let active = (end - start).as_secs_f64();
+    let bins = (end - start).as_nanos().div_ceil(1_000_000_000).max(1) as usize;
+    let mut per_bin = vec![0u32; bins];
+    for (t, _) in &recv.frames {
+        if let Some(b) = per_bin.get_mut(((*t - start).as_nanos() / 1_000_000_000) as usize) {
+            *b += 1;
+        }
+    }
+    MediaSummary {
+        ratio_rtt_over_200ms: if rtt.is_empty() { 0.0 } else { over_200 as f64 / rtt.len() as f64 },
+        rtt_ms: Stats::from_samples(&mut rtt),
+        ratio_frame_delay_over_400ms: if sent.frames_sent == 0 {
+            0.0
+        } else {
+            (late + never) as f64 / sent.frames_sent as f64
+        },
+        frame_delay_ms: Stats::from_samples(&mut delays),
+        fps_mean: if active > 0.0 { recv.frames.len() as f64 / active } else { 0.0 },
+        ratio_fps_below_10: per_bin.iter().filter(|&&n| n < 10).count() as f64 / bins as f64,
+    }
 }
 
 /// One link's line of the summary.
@@ -161,19 +234,29 @@ impl RunResult {
             let active = (cfg.stop.min(end) - cfg.start).as_secs_f64();
             let thr = if active > 0.0 { m.rx_bytes as f64 * 8.0 / active / 1e3 } else { 0.0 };
             let could_arrive = m.max_seq.map_or(0, |s| s + 1);
+            let end_t = cfg.stop.min(end);
+            let media = match (st.sender.media_metrics(), st.receiver.media_metrics()) {
+                (Some(s), Some(r)) => Some(media_summary(&s, &r, cfg.start, end_t)),
+                _ => None,
+            };
             flows.push(FlowSummary {
                 id: cfg.id.clone(),
                 kind: cfg.kind.name().into(),
-                cc: "none".into(),
+                cc: st.sender.cc_name().unwrap_or("none").into(),
                 start_s: cfg.start.as_secs_f64(),
-                end_s: cfg.stop.min(end).as_secs_f64(),
+                end_s: end_t.as_secs_f64(),
                 throughput_kbps: thr,
                 goodput_kbps: thr,
                 loss_ratio: if could_arrive > 0 { m.lost() as f64 / could_arrive as f64 } else { 0.0 },
                 owd_ms: Stats::from_ns(&m.owd, m.owd_sum_ns, Some(m.owd_max_ns)),
-                rtt_ms: Stats::default(),
+                rtt_ms: media.as_ref().map_or(Stats::default(), |x| x.rtt_ms),
                 packets_sent: m.sent_packets,
                 packets_received: m.rx_packets,
+                frame_delay_ms: media.as_ref().map(|x| x.frame_delay_ms),
+                fps_mean: media.as_ref().map(|x| x.fps_mean),
+                ratio_rtt_over_200ms: media.as_ref().map(|x| x.ratio_rtt_over_200ms),
+                ratio_frame_delay_over_400ms: media.as_ref().map(|x| x.ratio_frame_delay_over_400ms),
+                ratio_fps_below_10: media.as_ref().map(|x| x.ratio_fps_below_10),
             });
             for i in 0..nbins {
                 let b = m.bins.get(i).copied().unwrap_or_default();
@@ -194,7 +277,7 @@ impl RunResult {
             (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
         for (link, name) in sim.links.iter().zip(&sim.link_names) {
             let s = link.stats();
-            let cap_bytes = link.capacity().capacity_bytes(lowlat_core::Time::ZERO, end);
+            let cap_bytes = link.capacity().capacity_bytes(Time::ZERO, end);
             links.push(LinkSummary {
                 id: name.clone(),
                 capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
@@ -206,8 +289,8 @@ impl RunResult {
             });
             for i in 0..nbins {
                 let b = s.bins.get(i).copied().unwrap_or_default();
-                let t0 = lowlat_core::Time(i as u64 * bin_ns);
-                let t1 = lowlat_core::Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
+                let t0 = Time(i as u64 * bin_ns);
+                let t1 = Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
                 let width = (t1 - t0).as_secs_f64();
                 l_id.push(name.clone());
                 l_t.push(t0.as_secs_f64());

@@ -9,6 +9,8 @@
 //! The format is documented for users in `docs/scenario-format.md`.
 
 use lowlat_core::{Bitrate, Bytes, Duration, ParseUnitError, Time};
+use lowlat_media::receiver::FeedbackSchedule;
+use lowlat_media::source::{Codec, VideoSourceConfig};
 use lowlat_net::capacity::{Capacity, RateSchedule};
 use lowlat_net::link::LinkConfig;
 use lowlat_net::loss::LossModel;
@@ -191,12 +193,26 @@ pub struct AccessSpec {
 pub struct FlowSpec {
     /// Unique name.
     pub id: String,
-    /// `"cbr"` or `"poisson"`.
+    /// `"cbr"`, `"poisson"` or `"rtp-video"`.
     pub kind: String,
-    /// Mean sending rate.
-    pub rate: R,
-    /// Packet size on the wire (default 1200 B).
+    /// Mean sending rate (cbr, poisson); start rate of a video flow (default: its rmin), or the
+    /// rate of the `fixed` controller.
+    pub rate: Option<R>,
+    /// Packet size on the wire (default 1200 B); for video, the largest RTP payload.
     pub packet_size: Option<B>,
+    /// Video: the congestion controller, `"nada"` (default) or `"fixed"`.
+    pub cc: Option<String>,
+    /// Video: frames per second (default 30).
+    pub fps: Option<f64>,
+    /// Video: lowest encoder rate (default 150 kbit/s, RFC 8867 §4).
+    pub rmin: Option<R>,
+    /// Video: highest encoder rate (default 1.5 Mbit/s, RFC 8867 §4).
+    pub rmax: Option<R>,
+    /// Video: `"synthetic"` (RFC 8593, default) or `"perfect"`.
+    pub codec: Option<String>,
+    /// Video: feedback interval (`"100 ms"`, the default) or `"scream"` (every 5 packets, within
+    /// 20-200 ms).
+    pub feedback: Option<String>,
     /// When the source starts (default 0 s).
     pub start: Option<D>,
     /// When it stops (default: the end of the run).
@@ -214,6 +230,8 @@ pub enum TrafficKind {
     Cbr,
     /// Poisson arrivals of fixed-size packets (for the M/D/1 check).
     Poisson,
+    /// RTP video with a congestion controller and feedback.
+    RtpVideo,
 }
 
 impl TrafficKind {
@@ -222,6 +240,7 @@ impl TrafficKind {
         match self {
             TrafficKind::Cbr => "cbr",
             TrafficKind::Poisson => "poisson",
+            TrafficKind::RtpVideo => "rtp-video",
         }
     }
 }
@@ -245,6 +264,19 @@ pub struct FlowConfig {
     pub access: Option<LinkConfig>,
     /// Receiver-side access link, both directions.
     pub egress: Option<LinkConfig>,
+    /// Video settings (rtp-video flows only).
+    pub media: Option<MediaConfig>,
+}
+
+/// A video flow's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MediaConfig {
+    /// The congestion controller's name.
+    pub cc: String,
+    /// The encoder model.
+    pub source: VideoSourceConfig,
+    /// When the receiver sends feedback.
+    pub feedback: FeedbackSchedule,
 }
 
 /// A validated scenario: pure data, ready to build.
@@ -381,11 +413,23 @@ impl Scenario {
             let kind = match f.kind.as_str() {
                 "cbr" => TrafficKind::Cbr,
                 "poisson" => TrafficKind::Poisson,
+                "rtp-video" => TrafficKind::RtpVideo,
                 other => {
-                    return Err(err(&key("kind"), format!("got {other:?}, expected \"cbr\" or \"poisson\"")))
+                    return Err(err(
+                        &key("kind"),
+                        format!("got {other:?}, expected \"cbr\", \"poisson\" or \"rtp-video\""),
+                    ))
                 }
             };
-            if f.rate.0 == Bitrate::ZERO {
+            let media = media_config(f, kind, &key, label)?;
+            let rate = match (f.rate, &media) {
+                (Some(r), _) => r.0,
+                (None, Some(m)) => m.source.rmin,
+                (None, None) => {
+                    return Err(err(&key("rate"), format!("missing: a {} flow needs a rate", f.kind)))
+                }
+            };
+            if rate == Bitrate::ZERO {
                 return Err(err(&key("rate"), "got 0, expected a positive bitrate".into()));
             }
             let packet_size = f.packet_size.map(|b| b.0).unwrap_or(Bytes(1200));
@@ -414,12 +458,13 @@ impl Scenario {
             flows.push(FlowConfig {
                 id: f.id.clone(),
                 kind,
-                rate: f.rate.0,
+                rate,
                 packet_size,
                 start: Time::ZERO + start,
                 stop: Time::ZERO + stop,
                 access,
                 egress,
+                media,
             });
         }
         Ok(Scenario {
@@ -453,6 +498,79 @@ fn one_line(msg: &str) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// The video settings of flow `f`, checked; `None` for other kinds (which must not carry them).
+fn media_config(
+    f: &FlowSpec,
+    kind: TrafficKind,
+    key: &dyn Fn(&str) -> String,
+    label: &str,
+) -> Result<Option<MediaConfig>, ScenarioError> {
+    let err = |k: &str, msg: String| ScenarioError::new(label, key(k), msg);
+    if kind != TrafficKind::RtpVideo {
+        for (k, given) in [
+            ("cc", f.cc.is_some()),
+            ("fps", f.fps.is_some()),
+            ("rmin", f.rmin.is_some()),
+            ("rmax", f.rmax.is_some()),
+            ("codec", f.codec.is_some()),
+            ("feedback", f.feedback.is_some()),
+        ] {
+            if given {
+                return Err(err(k, format!("only rtp-video flows take `{k}`; this flow is {:?}", f.kind)));
+            }
+        }
+        return Ok(None);
+    }
+    let mut source = VideoSourceConfig::default();
+    let cc = f.cc.clone().unwrap_or_else(|| "nada".into());
+    if !CONTROLLERS.contains(&cc.as_str()) {
+        return Err(err("cc", format!("got {cc:?}, expected one of {}", CONTROLLERS.join(", "))));
+    }
+    if let Some(fps) = f.fps {
+        if !(fps > 0.0 && fps <= 240.0) {
+            return Err(err("fps", format!("got {fps}, expected frames per second in (0, 240]")));
+        }
+        source.fps = fps;
+    }
+    if let Some(r) = f.rmin {
+        source.rmin = r.0;
+    }
+    if let Some(r) = f.rmax {
+        source.rmax = r.0;
+    }
+    if source.rmin == Bitrate::ZERO || source.rmax < source.rmin {
+        return Err(err(
+            "rmax",
+            format!("got rmin {} and rmax {}, expected 0 < rmin <= rmax", source.rmin, source.rmax),
+        ));
+    }
+    source.codec = match f.codec.as_deref().unwrap_or("synthetic") {
+        "synthetic" => Codec::Synthetic,
+        "perfect" => Codec::Perfect,
+        other => return Err(err("codec", format!("got {other:?}, expected \"synthetic\" or \"perfect\""))),
+    };
+    let feedback = match f.feedback.as_deref().unwrap_or("100 ms") {
+        "scream" => FeedbackSchedule::Scream {
+            every: 5,
+            min: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+        },
+        other => match other.parse::<Duration>() {
+            Ok(d) if d > Duration::ZERO => FeedbackSchedule::Interval(d),
+            _ => {
+                return Err(err(
+                    "feedback",
+                    format!("got {other:?}, expected an interval such as \"50 ms\" or \"scream\""),
+                ))
+            }
+        },
+    };
+    Ok(Some(MediaConfig { cc, source, feedback }))
+}
+
+/// The congestion controllers a video flow can use.
+pub const CONTROLLERS: &[&str] = &["nada", "fixed"];
 
 fn access_config(a: &AccessSpec, key: &str, label: &str) -> Result<LinkConfig, ScenarioError> {
     let rate = a.rate.map(|r| r.0).unwrap_or(Bitrate::gbps(1));

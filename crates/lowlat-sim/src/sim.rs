@@ -10,6 +10,7 @@
 
 use crate::app::{Endpoint, Sink, Transmit};
 use crate::engine::{Target, Wakeups};
+use crate::media::{self, RtpReceiver, RtpSender};
 use crate::results::RunResult;
 use crate::scenario::Scenario;
 use crate::traffic::{FlowMetrics, Source};
@@ -37,9 +38,9 @@ impl Path {
 
 pub(crate) struct FlowState {
     /// The sender endpoint (sends data on the forward path).
-    sender: Box<dyn Endpoint>,
+    pub(crate) sender: Box<dyn Endpoint>,
     /// The receiver endpoint (sends feedback on the reverse path).
-    receiver: Box<dyn Endpoint>,
+    pub(crate) receiver: Box<dyn Endpoint>,
     forward: Path,
     reverse: Path,
     pub(crate) metrics: FlowMetrics,
@@ -103,9 +104,20 @@ impl Simulation {
             if let Some((_, down)) = access {
                 back.push(down);
             }
+            let rng = stream(seed, &format!("flow.{}", f.id));
+            let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match &f.media {
+                Some(m) => {
+                    let mb = media::mailbox();
+                    (
+                        Box::new(RtpSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng, mb.clone())),
+                        Box::new(RtpReceiver::new(m, f.start, mb)),
+                    )
+                }
+                None => (Box::new(Source::new(f, rng)), Box::new(Sink)),
+            };
             flows.push(FlowState {
-                sender: Box::new(Source::new(f, stream(seed, &format!("flow.{}", f.id)))),
-                receiver: Box::new(Sink),
+                sender,
+                receiver,
                 forward,
                 reverse: back,
                 metrics: FlowMetrics::new(bin),
@@ -145,7 +157,8 @@ impl Simulation {
         if self.events() > 0 {
             return Err("endpoints can only be replaced before the run starts".into());
         }
-        let i = self.scenario.flows.iter().position(|f| f.id == id).ok_or_else(|| format!("no flow {id:?}"))?;
+        let i =
+            self.scenario.flows.iter().position(|f| f.id == id).ok_or_else(|| format!("no flow {id:?}"))?;
         let flow = &mut self.flows[i];
         flow.sender = sender;
         flow.receiver = receiver;
@@ -214,7 +227,7 @@ impl Simulation {
     /// Endpoint `e`: the sender of flow `e / 2` if `e` is even, else its receiver.
     fn endpoint(&mut self, e: u32) -> &mut dyn Endpoint {
         let flow = &mut self.flows[(e / 2) as usize];
-        if e % 2 == 0 {
+        if e.is_multiple_of(2) {
             flow.sender.as_mut()
         } else {
             flow.receiver.as_mut()
@@ -239,7 +252,7 @@ impl Simulation {
         pkt.app = t.app;
         pkt.ecn = t.ecn;
         let flow = &mut self.flows[flow_index as usize];
-        let path = if e % 2 == 0 {
+        let path = if e.is_multiple_of(2) {
             flow.metrics.on_sent(now, t.size.0);
             flow.forward
         } else {

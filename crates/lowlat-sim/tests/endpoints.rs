@@ -69,8 +69,12 @@ rate = "1 kbit/s"
     );
     let mut sim = Simulation::new(sc);
     let rtts = Arc::new(Mutex::new(Vec::new()));
-    sim.set_endpoints("ping", Box::new(Pinger { next: Time::ZERO, seq: 0, rtts: rtts.clone() }), Box::new(Echo::default()))
-        .unwrap();
+    sim.set_endpoints(
+        "ping",
+        Box::new(Pinger { next: Time::ZERO, seq: 0, rtts: rtts.clone() }),
+        Box::new(Echo::default()),
+    )
+    .unwrap();
     assert!(sim.set_endpoints("nope", Box::new(Echo::default()), Box::new(Echo::default())).is_err());
     let r = sim.run();
     let rtts = rtts.lock().unwrap();

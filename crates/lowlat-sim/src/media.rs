@@ -1,0 +1,233 @@
+//! RTP video flows in the simulator: the sender and receiver [`Endpoint`]s that connect the media
+//! components (`lowlat-media`) and a rate controller (`lowlat-cc`) to the network.
+//!
+//! The sender encodes frames at the controller's target rate, packetises and paces them at its
+//! pacing rate, and hands each feedback report to the controller. The receiver assembles frames and
+//! sends feedback on its schedule. A feedback packet travels the reverse path with the size a
+//! transport-cc packet of its content would have; its content reaches the sender through the
+//! flow's mailbox, looked up by the packet's id when (and only if) the packet arrives.
+
+use crate::app::{Endpoint, Transmit};
+use crate::scenario::MediaConfig;
+use lowlat_cc::{FeedbackReport, FixedRateConfig, NadaConfig, PacketResult, RateController, SentPacket};
+use lowlat_core::rng::Rng;
+use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
+use lowlat_media::pacer::{Pacer, PacerConfig};
+use lowlat_media::receiver::{transport_cc_size, FeedbackCollector, FrameAssembler};
+use lowlat_media::source::VideoSource;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// Reports in flight from receiver to sender: `(id, report time, per-sequence arrivals)`.
+pub type Mailbox = Arc<Mutex<VecDeque<(u64, Time, Vec<(u64, Option<Time>)>)>>>;
+
+/// What a media endpoint measured, read once at the end of the run.
+#[derive(Clone, Debug, Default)]
+pub struct MediaMetrics {
+    /// Round-trip samples (one per feedback report).
+    pub rtt: Vec<Duration>,
+    /// `(completion, delay)` of every complete frame.
+    pub frames: Vec<(Time, Duration)>,
+    /// Frames the source produced.
+    pub frames_sent: u64,
+    /// Packets the sender queue discarded.
+    pub discarded_packets: u64,
+}
+
+/// Frame id, packet index and packet count in one `Packet::app` word (40 + 12 + 12 bits).
+fn pack(frame: u64, index: u16, count: u16) -> u64 {
+    (frame << 24) | ((index as u64 & 0xfff) << 12) | (count as u64 & 0xfff)
+}
+
+fn unpack(app: u64) -> (u64, u16) {
+    (app >> 24, (app & 0xfff) as u16)
+}
+
+/// Builds the controller a scenario names.
+pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Box<dyn RateController> {
+    let (rmin, rmax) = (media.source.rmin, media.source.rmax);
+    match media.cc.as_str() {
+        "fixed" => Box::new(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }.build()),
+        // Invariant: the scenario validator only lets through names in CONTROLLERS.
+        "nada" => Box::new(NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() }.build()),
+        other => unreachable!("unknown controller {other:?} passed validation"),
+    }
+}
+
+/// The sending side of a video flow.
+#[derive(Debug)]
+pub struct RtpSender {
+    source: VideoSource,
+    pacer: Pacer,
+    cc: Box<dyn RateController>,
+    stop: Time,
+    /// Sent packets not yet covered by feedback, from sequence number `history_base`.
+    history: VecDeque<SentPacket>,
+    history_base: u64,
+    next_seq: u64,
+    mailbox: Mailbox,
+    metrics: MediaMetrics,
+}
+
+impl RtpSender {
+    /// A sender starting at `start`, stopping at `stop`.
+    pub fn new(
+        media: &MediaConfig,
+        start: Time,
+        stop: Time,
+        start_rate: Bitrate,
+        mtu: Bytes,
+        rng: Rng,
+        mailbox: Mailbox,
+    ) -> RtpSender {
+        RtpSender {
+            source: VideoSource::new(media.source.clone(), start, start_rate, rng),
+            pacer: Pacer::new(PacerConfig { mtu_payload: mtu, ..PacerConfig::default() }),
+            cc: controller(media, start_rate),
+            stop,
+            history: VecDeque::new(),
+            history_base: 0,
+            next_seq: 0,
+            mailbox,
+            metrics: MediaMetrics::default(),
+        }
+    }
+
+    fn next_frame_time(&self) -> Option<Time> {
+        Some(self.source.poll_timeout()).filter(|&t| t < self.stop)
+    }
+}
+
+impl Endpoint for RtpSender {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        let body = {
+            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+            // Reports are delivered in order; older ones whose packets were lost are gone.
+            while mb.front().is_some_and(|(id, _, _)| *id < pkt.app) {
+                mb.pop_front();
+            }
+            match mb.front() {
+                Some((id, _, _)) if *id == pkt.app => mb.pop_front(),
+                _ => None,
+            }
+        };
+        let Some((_, report_time, arrivals)) = body else { return };
+        let mut packets = Vec::with_capacity(arrivals.len());
+        for (seq, arrival) in arrivals {
+            if let Some(sent) = seq.checked_sub(self.history_base).and_then(|i| self.history.get(i as usize))
+            {
+                packets.push(PacketResult { sent: *sent, arrival, ecn: 0 });
+            }
+        }
+        // Everything up to the report's last sequence number is settled.
+        if let Some(last) = packets.last().map(|p| p.sent.seq) {
+            while self.history_base <= last && self.history.pop_front().is_some() {
+                self.history_base += 1;
+            }
+        }
+        let report = FeedbackReport { packets, report_time };
+        if let Some(rtt) = report.rtt_sample(now) {
+            self.metrics.rtt.push(rtt);
+        }
+        self.cc.on_send_queue(now, self.pacer.queued_bytes());
+        self.cc.on_feedback(now, &report);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.cc.handle_timeout(now);
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        while self.next_frame_time().is_some_and(|t| t <= now) {
+            self.source.set_target(self.cc.target_bitrate());
+            if let Some(frame) = self.source.poll_frame(now) {
+                self.metrics.frames_sent += 1;
+                self.pacer.enqueue_frame(now, &frame);
+            }
+        }
+        let p = self.pacer.poll_transmit(now, self.cc.pacing_rate())?;
+        let sent = SentPacket { seq: self.next_seq, size: p.size, send_time: now };
+        self.next_seq += 1;
+        self.history.push_back(sent);
+        self.cc.on_packet_sent(now, &sent);
+        Some(Transmit { size: p.size, seq: sent.seq, app: pack(p.frame, p.index, p.frame_packets), ecn: 0 })
+    }
+
+    fn cc_name(&self) -> Option<&'static str> {
+        Some(self.cc.name())
+    }
+
+    fn media_metrics(&self) -> Option<MediaMetrics> {
+        let mut m = self.metrics.clone();
+        m.discarded_packets = self.pacer.discarded_packets();
+        Some(m)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        [self.next_frame_time(), self.pacer.poll_timeout(self.cc.pacing_rate()), self.cc.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// The receiving side of a video flow.
+#[derive(Debug)]
+pub struct RtpReceiver {
+    assembler: FrameAssembler,
+    collector: FeedbackCollector,
+    start: Time,
+    fps: f64,
+    next_report_id: u64,
+    mailbox: Mailbox,
+}
+
+impl RtpReceiver {
+    /// A receiver for frames captured from `start` at `fps`.
+    pub fn new(media: &MediaConfig, start: Time, mailbox: Mailbox) -> RtpReceiver {
+        RtpReceiver {
+            assembler: FrameAssembler::default(),
+            collector: FeedbackCollector::new(media.feedback),
+            start,
+            fps: media.source.fps,
+            next_report_id: 0,
+            mailbox,
+        }
+    }
+}
+
+impl Endpoint for RtpReceiver {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        let (frame, count) = unpack(pkt.app);
+        // The capture clock is the source's: frame k is captured at start + k / fps.
+        let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
+        self.assembler.on_packet(now, frame, count, capture);
+        self.collector.on_packet(now, pkt.seq);
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        let report = self.collector.poll_report(now)?;
+        let received = report.iter().filter(|r| r.1.is_some()).count();
+        let size = Bytes(transport_cc_size(report.len(), received));
+        let id = self.next_report_id;
+        self.next_report_id += 1;
+        self.mailbox
+            .lock()
+            .expect("the mailbox lock is never held across a panic")
+            .push_back((id, now, report));
+        Some(Transmit { size, seq: id, app: id, ecn: 0 })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.collector.poll_timeout()
+    }
+
+    fn media_metrics(&self) -> Option<MediaMetrics> {
+        Some(MediaMetrics { frames: self.assembler.completed.clone(), ..MediaMetrics::default() })
+    }
+}
+
+/// A new mailbox for one flow.
+pub fn mailbox() -> Mailbox {
+    Arc::new(Mutex::new(VecDeque::new()))
+}
