@@ -62,3 +62,21 @@ def test_bench_prints_its_figures(lowlat_cli):
         assert case[key] > 0
     # 5 s at 9.5 Mbit/s of 1500-byte packets, minus those still in flight.
     assert abs(case["delivered_packets"] - 5 * 9.5e6 / 12000) < 50
+
+
+def test_run_compares_controllers_on_rmcat_5_1(lowlat_cli, tmp_path):
+    out = tmp_path / "r51"
+    p = lowlat_cli("run", "rmcat-5.1", "--cc", "nada,fixed", "--out", out, "--no-plots")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert any(line.strip().startswith("nada") for line in lines), p.stdout
+    assert any(line.strip().startswith("fixed") for line in lines), p.stdout
+    assert "frame p99" in p.stdout
+    nada = json.loads((out / "nada" / "summary.json").read_text())
+    video = next(f for f in nada["flows"] if f["id"] == "video")
+    assert video["cc"] == "nada" and video["frame_delay_ms"]["p99"] is not None
+    assert (out / "fixed" / "summary.json").exists()
+
+
+def test_unknown_controller_is_a_clean_error(lowlat_cli):
+    _assert_clean_failure(lowlat_cli("run", "rmcat-5.1", "--cc", "nada,bogus"), "bogus", "nada")

@@ -31,15 +31,16 @@ def run(
     scenario: str | Path | Mapping[str, Any],
     *,
     seed: int | None = None,
+    cc: str | None = None,
     progress: bool | None = None,
 ) -> Result:
     """Runs a scenario (a path, a catalog name, or a dict in the scenario format) to its end.
 
-    ``seed`` overrides the scenario's seed. ``progress``: ``None`` shows a bar on a terminal once a
+    ``seed`` overrides the scenario's seed; ``cc`` the controller of every rtp-video flow. ``progress``: ``None`` shows a bar on a terminal once a
     run has taken more than a few seconds, ``True`` always, ``False`` never.
     """
     src = resolve(scenario)
-    sim = _native.Simulation(src.text, src.format, src.label, src.base_dir, seed)
+    sim = _native.Simulation(src.text, src.format, src.label, src.base_dir, seed, cc)
     end = sim.end_s()
     # Advance in small slices of simulated time so the bar moves and Ctrl-C is honoured.
     step = max(end / 500.0, 1e-3)
@@ -54,7 +55,8 @@ def run(
             if bar is None and show and (progress or time.perf_counter() - started > PROGRESS_AFTER_S):
                 from tqdm import tqdm
 
-                bar = tqdm(total=round(end, 3), unit="sim s", desc=sim.name(), leave=False)
+                desc = f"{sim.name()} [{cc}]" if cc else sim.name()
+                bar = tqdm(total=round(end, 3), unit="sim s", desc=desc, leave=False)
             if bar is not None:
                 bar.update(round(t, 3) - bar.n)
     finally:

@@ -11,6 +11,7 @@ from pathlib import Path
 from . import _native
 from .api import run, validate
 from .catalog import scenarios
+from .results import comparison, number
 
 EPILOG = """examples:
   lowlat scenarios                          list the shipped scenarios
@@ -35,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("scenario", help="a scenario file or a catalog name (see `lowlat scenarios`)")
     p.add_argument("--out", metavar="DIR", help="write summary.json, series and plots to DIR")
     p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument(
+        "--cc",
+        metavar="CC[,CC...]",
+        help="run once per controller, each controlling every rtp-video flow, and compare "
+        f"(available: {', '.join(_native.controllers())}); with --out, results go to DIR/CC/",
+    )
     p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -69,14 +76,31 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    result = run(args.scenario, seed=args.seed, progress=False if args.no_progress else None)
+    progress = False if args.no_progress else None
+    if not args.cc:
+        result = run(args.scenario, seed=args.seed, progress=progress)
+        if args.json:
+            print(json.dumps(result.summary, indent=2))
+        else:
+            print(result.table())
+        if args.out:
+            written = result.write(args.out, plots=not args.no_plots)
+            print(f"\nwrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), file=sys.stderr)
+        return 0
+    ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
+    results = {}
+    for cc in ccs:
+        results[cc] = run(args.scenario, seed=args.seed, cc=cc, progress=progress)
+        if args.out:
+            results[cc].write(Path(args.out) / cc, plots=not args.no_plots)
     if args.json:
-        print(json.dumps(result.summary, indent=2))
+        print(json.dumps({cc: r.summary for cc, r in results.items()}, indent=2))
     else:
-        print(result.table())
+        first = next(iter(results.values())).summary
+        print(f"scenario {first['scenario']}  seed {first['seed']}  {first['sim_duration_s']:g} s simulated\n")
+        print(comparison(results).to_string(index=False, float_format=number))
     if args.out:
-        written = result.write(args.out, plots=not args.no_plots)
-        print(f"\nwrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), file=sys.stderr)
+        print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(ccs)}}}/", file=sys.stderr)
     return 0
 
 

@@ -54,8 +54,16 @@ class Result:
             "owd_ms_p50": "owd p50",
             "owd_ms_p95": "owd p95",
             "owd_ms_p99": "owd p99",
+            "rtt_ms_p95": "rtt p95",
+            "frame_delay_ms_mean": "frame mean ms",
+            "frame_delay_ms_p90": "frame p90",
+            "frame_delay_ms_p99": "frame p99",
+            "fps_mean": "fps",
+            "ratio_rtt_over_200ms": "rtt>200ms",
+            "ratio_frame_delay_over_400ms": "frame>400ms",
+            "ratio_fps_below_10": "fps<10",
         }
-        ft = f[[c for c in flow_cols if c in f]].rename(columns=flow_cols)
+        ft = f[[c for c in flow_cols if c in f and f[c].notna().any()]].rename(columns=flow_cols)
         links = self.links
         links = links[(links["utilization"] > 0) | (links["drops"] > 0)]
         link_cols = {
@@ -68,7 +76,7 @@ class Result:
             "drops": "drops",
         }
         lt = links[[c for c in link_cols if c in links]].rename(columns=link_cols)
-        fmt = {"float_format": lambda x: f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}", "index": False}
+        fmt = {"float_format": number, "index": False}
         head = (
             f"scenario {self.summary['scenario']}  seed {self.summary['seed']}  "
             f"{self.summary['sim_duration_s']:g} s simulated in {self.summary['wall_s']:.3f} s wall "
@@ -92,6 +100,44 @@ class Result:
 
             written += plot_run(self, out)
         return written
+
+
+def number(x: float) -> str:
+    """Table format: 3 decimals below 10, 1 above."""
+    return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
+
+
+COMPARISON_COLUMNS = {
+    "cc": "cc",
+    "id": "flow",
+    "throughput_kbps": "thr kbit/s",
+    "utilization": "util",
+    "owd_ms_p50": "owd p50 ms",
+    "owd_ms_p95": "owd p95",
+    "frame_delay_ms_mean": "frame mean ms",
+    "frame_delay_ms_p90": "frame p90",
+    "frame_delay_ms_p99": "frame p99",
+    "loss_ratio": "loss",
+    "ratio_rtt_over_200ms": "rtt>200ms",
+    "ratio_frame_delay_over_400ms": "frame>400ms",
+    "ratio_fps_below_10": "fps<10",
+}
+
+
+def comparison(results: dict[str, "Result"]) -> pd.DataFrame:
+    """One row per (controller, video flow): the RMCAT comparison table."""
+    rows = []
+    for cc, r in results.items():
+        bott = next((link for link in r.summary["links"] if link["id"] == "bottleneck"), {})
+        for f in r.summary["flows"]:
+            if f["kind"] != "rtp-video":
+                continue
+            row = flatten(f)
+            row["cc"] = cc
+            row["utilization"] = bott.get("utilization")
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    return df[[c for c in COMPARISON_COLUMNS if c in df]].rename(columns=COMPARISON_COLUMNS)
 
 
 def write_frame(df: pd.DataFrame, stem: Path) -> list[Path]:

@@ -51,9 +51,19 @@ impl Simulation {
 impl Simulation {
     /// Builds a simulation from scenario text; `seed` overrides the scenario's seed.
     #[new]
-    #[pyo3(signature = (text, format, label, base_dir, seed=None))]
-    fn new(text: &str, format: &str, label: &str, base_dir: &str, seed: Option<u64>) -> PyResult<Self> {
+    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None))]
+    fn new(
+        text: &str,
+        format: &str,
+        label: &str,
+        base_dir: &str,
+        seed: Option<u64>,
+        cc: Option<&str>,
+    ) -> PyResult<Self> {
         let mut s = parse(text, format, label, base_dir)?;
+        if let Some(cc) = cc {
+            s = s.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+        }
         if let Some(seed) = seed {
             s.seed = seed;
         }
@@ -123,6 +133,12 @@ fn bench_dumbbell(py: Python<'_>, rate_bps: u64, duration_s: f64) -> (String, f6
     (f.name, f.wall_s, f.events, f.sim_s, f.delivered)
 }
 
+/// The congestion controllers a video flow can use.
+#[pyfunction]
+fn controllers() -> Vec<&'static str> {
+    lowlat_sim::scenario::CONTROLLERS.to_vec()
+}
+
 /// The version of the Rust core.
 #[pyfunction]
 fn version() -> &'static str {
@@ -136,5 +152,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(controllers, m)?)?;
     Ok(())
 }

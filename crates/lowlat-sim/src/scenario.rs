@@ -306,6 +306,32 @@ pub struct Scenario {
     pub warnings: Vec<String>,
 }
 
+impl Scenario {
+    /// Runs every video flow with controller `cc` instead of the one the scenario names.
+    pub fn with_cc(mut self, cc: &str) -> Result<Scenario, ScenarioError> {
+        if !CONTROLLERS.contains(&cc) {
+            return Err(ScenarioError::new(
+                &self.source,
+                "cc",
+                format!("got {cc:?}, expected one of {}", CONTROLLERS.join(", ")),
+            ));
+        }
+        let mut any = false;
+        for m in self.flows.iter_mut().filter_map(|f| f.media.as_mut()) {
+            m.cc = cc.to_string();
+            any = true;
+        }
+        if !any {
+            return Err(ScenarioError::new(
+                &self.source,
+                "cc",
+                "the scenario has no rtp-video flow to control",
+            ));
+        }
+        Ok(self)
+    }
+}
+
 /// How a scenario's text is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
