@@ -10,15 +10,26 @@
 //! standard, each documented with the section it comes from.
 //!
 //! - [`fixed`]: a constant rate, for calibration.
+//! - [`gcc`]: Google congestion control (draft-ietf-rmcat-gcc-02, libwebrtc's trendline).
 //! - [`nada`]: NADA (RFC 8698).
+//! - [`scream`]: SCReAM v1 (RFC 8298).
+//! - [`scream2`]: SCReAM v2 (draft-johansson-ccwg-rfc8298bis-screamv2).
 
+pub mod base_delay;
 pub mod feedback;
 pub mod fixed;
+pub mod gcc;
+pub mod inflight;
 pub mod nada;
+pub mod scream;
+pub mod scream2;
 
 pub use feedback::{FeedbackReport, NetworkSignal, PacketResult, SentPacket};
 pub use fixed::{FixedRate, FixedRateConfig};
+pub use gcc::{Gcc, GccConfig};
 pub use nada::{Nada, NadaConfig};
+pub use scream::{Scream, ScreamConfig};
+pub use scream2::{ScreamV2, ScreamV2Config};
 
 use lowlat_core::{Bitrate, Time};
 
@@ -38,8 +49,22 @@ pub trait RateController: std::fmt::Debug + Send + Sync {
     /// The network signalled its state explicitly (SCONE-PRO style capacity/queue hints).
     fn on_network_signal(&mut self, _now: Time, _signal: &NetworkSignal) {}
 
-    /// The sender's rate-shaping (RTP) queue holds this many bytes (NADA's buffer, SCReAM's queue).
-    fn on_send_queue(&mut self, _now: Time, _bytes: lowlat_core::Bytes) {}
+    /// The sender's rate-shaping (RTP) queue holds `bytes`, its oldest packet has waited `delay`
+    /// (NADA's buffer, SCReAM's RTP queue).
+    fn on_send_queue(&mut self, _now: Time, _bytes: lowlat_core::Bytes, _delay: lowlat_core::Duration) {}
+
+    /// Whether a packet of `size` may leave now (window-based controllers such as SCReAM count
+    /// the bytes in flight from [`RateController::on_packet_sent`] and the feedback; rate-based
+    /// ones always allow). While this is false the sender waits for feedback or
+    /// [`RateController::poll_timeout`].
+    fn can_send(&self, _now: Time, _size: lowlat_core::Bytes) -> bool {
+        true
+    }
+
+    /// Whether the sender should fill idle pacing time with padding (GCC's probes).
+    fn wants_padding(&self, _now: Time) -> bool {
+        false
+    }
 
     /// The instant from [`RateController::poll_timeout`] has come.
     fn handle_timeout(&mut self, _now: Time) {}

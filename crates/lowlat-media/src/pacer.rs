@@ -104,14 +104,24 @@ impl Pacer {
         self.last_refill = now;
     }
 
-    /// The next packet to send at `now` at pacing rate `rate`, if the bucket allows.
-    pub fn poll_transmit(&mut self, now: Time, rate: Bitrate) -> Option<RtpPacket> {
-        self.refill(now, rate);
+    /// Discards the whole queue if its oldest packet has waited longer than the maximum.
+    pub fn discard_stale(&mut self, now: Time) {
         if self.queue.front().is_some_and(|p| now - p.enqueued > self.cfg.max_queue_delay) {
             self.discarded_packets += self.queue.len() as u64;
             self.queue.clear();
             self.queued_bytes = 0;
         }
+    }
+
+    /// Size of the packet at the head of the queue.
+    pub fn front_size(&self) -> Option<Bytes> {
+        self.queue.front().map(|p| p.size)
+    }
+
+    /// The next packet to send at `now` at pacing rate `rate`, if the bucket allows.
+    pub fn poll_transmit(&mut self, now: Time, rate: Bitrate) -> Option<RtpPacket> {
+        self.refill(now, rate);
+        self.discard_stale(now);
         if self.tokens < 0.0 {
             return None;
         }
@@ -121,9 +131,25 @@ impl Pacer {
         Some(p)
     }
 
+    /// Whether a padding packet of `size` may leave at `now` (queue empty, bucket allows); if so
+    /// its tokens are spent. Padding fills idle pacing time while a controller probes.
+    pub fn poll_padding(&mut self, now: Time, rate: Bitrate, size: Bytes) -> bool {
+        self.refill(now, rate);
+        if !self.queue.is_empty() || self.tokens < 0.0 || rate == Bitrate::ZERO {
+            return false;
+        }
+        self.tokens -= size.bits() as f64;
+        true
+    }
+
     /// When the next packet may leave (None: queue empty).
     pub fn poll_timeout(&self, rate: Bitrate) -> Option<Time> {
         self.queue.front()?;
+        self.next_send_time(rate)
+    }
+
+    /// When the bucket next allows a packet, queued or padding (None: rate zero).
+    pub fn next_send_time(&self, rate: Bitrate) -> Option<Time> {
         if self.tokens >= 0.0 {
             return Some(self.last_refill);
         }
@@ -131,6 +157,11 @@ impl Pacer {
             return None;
         }
         Some(self.last_refill + Duration::from_secs_f64(-self.tokens / rate.as_bps_f64()) + Duration(1))
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
     }
 
     /// Bytes waiting.

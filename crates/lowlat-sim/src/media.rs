@@ -9,7 +9,10 @@
 
 use crate::app::{Endpoint, Transmit};
 use crate::scenario::MediaConfig;
-use lowlat_cc::{FeedbackReport, FixedRateConfig, NadaConfig, PacketResult, RateController, SentPacket};
+use lowlat_cc::{
+    FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult, RateController, ScreamConfig,
+    ScreamV2Config, SentPacket,
+};
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
@@ -43,6 +46,9 @@ fn unpack(app: u64) -> (u64, u16) {
     (app >> 24, (app & 0xfff) as u16)
 }
 
+/// The `app` word of a padding packet (GCC's probes): carries no frame.
+const PADDING: u64 = u64::MAX;
+
 /// Builds the controller a scenario names.
 pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Box<dyn RateController> {
     let (rmin, rmax) = (media.source.rmin, media.source.rmax);
@@ -50,6 +56,16 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Box<dyn RateContr
         "fixed" => Box::new(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }.build()),
         // Invariant: the scenario validator only lets through names in CONTROLLERS.
         "nada" => Box::new(NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() }.build()),
+        "gcc" => {
+            Box::new(GccConfig { start_rate, min_rate: rmin, max_rate: rmax, ..GccConfig::default() }.build())
+        }
+        "scream" => Box::new(
+            ScreamConfig { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamConfig::default() }.build(),
+        ),
+        "scream2" => Box::new(
+            ScreamV2Config { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamV2Config::default() }
+                .build(),
+        ),
         other => unreachable!("unknown controller {other:?} passed validation"),
     }
 }
@@ -67,6 +83,10 @@ pub struct RtpSender {
     next_seq: u64,
     mailbox: Mailbox,
     metrics: MediaMetrics,
+    /// Size of a padding packet.
+    padding_size: Bytes,
+    /// The latest instant the sender was driven at (for read-outs that take no `now`).
+    last_now: Time,
 }
 
 impl RtpSender {
@@ -90,7 +110,22 @@ impl RtpSender {
             next_seq: 0,
             mailbox,
             metrics: MediaMetrics::default(),
+            padding_size: Bytes(mtu.0 + PacerConfig::default().overhead.0),
+            last_now: start,
         }
+    }
+
+    /// Whether the controller's window holds back the packet at the head of the queue.
+    fn window_closed(&self, now: Time) -> bool {
+        self.pacer.front_size().is_some_and(|size| !self.cc.can_send(now, size))
+    }
+
+    fn record_sent(&mut self, now: Time, size: Bytes) -> SentPacket {
+        let sent = SentPacket { seq: self.next_seq, size, send_time: now };
+        self.next_seq += 1;
+        self.history.push_back(sent);
+        self.cc.on_packet_sent(now, &sent);
+        sent
     }
 
     fn next_frame_time(&self) -> Option<Time> {
@@ -129,11 +164,13 @@ impl Endpoint for RtpSender {
         if let Some(rtt) = report.rtt_sample(now) {
             self.metrics.rtt.push(rtt);
         }
-        self.cc.on_send_queue(now, self.pacer.queued_bytes());
+        self.last_now = now;
+        self.cc.on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
         self.cc.on_feedback(now, &report);
     }
 
     fn handle_timeout(&mut self, now: Time) {
+        self.last_now = now;
         self.cc.handle_timeout(now);
     }
 
@@ -145,12 +182,26 @@ impl Endpoint for RtpSender {
                 self.pacer.enqueue_frame(now, &frame);
             }
         }
-        let p = self.pacer.poll_transmit(now, self.cc.pacing_rate())?;
-        let sent = SentPacket { seq: self.next_seq, size: p.size, send_time: now };
-        self.next_seq += 1;
-        self.history.push_back(sent);
-        self.cc.on_packet_sent(now, &sent);
-        Some(Transmit { size: p.size, seq: sent.seq, app: pack(p.frame, p.index, p.frame_packets), ecn: 0 })
+        self.last_now = now;
+        self.pacer.discard_stale(now);
+        let rate = self.cc.pacing_rate();
+        if self.window_closed(now) {
+            return None;
+        }
+        if let Some(p) = self.pacer.poll_transmit(now, rate) {
+            let sent = self.record_sent(now, p.size);
+            let app = pack(p.frame, p.index, p.frame_packets);
+            return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: 0 });
+        }
+        if self.cc.wants_padding(now)
+            && self.pacer.is_empty()
+            && self.cc.can_send(now, self.padding_size)
+            && self.pacer.poll_padding(now, rate, self.padding_size)
+        {
+            let sent = self.record_sent(now, self.padding_size);
+            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: 0 });
+        }
+        None
     }
 
     fn cc_name(&self) -> Option<&'static str> {
@@ -164,10 +215,17 @@ impl Endpoint for RtpSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        [self.next_frame_time(), self.pacer.poll_timeout(self.cc.pacing_rate()), self.cc.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        let now = self.last_now;
+        let rate = self.cc.pacing_rate();
+        // A closed window opens only with feedback or the controller's own timer.
+        let send = if self.window_closed(now) {
+            None
+        } else if self.pacer.is_empty() {
+            self.cc.wants_padding(now).then(|| self.pacer.next_send_time(rate)).flatten()
+        } else {
+            self.pacer.poll_timeout(rate)
+        };
+        [self.next_frame_time(), send, self.cc.poll_timeout()].into_iter().flatten().min()
     }
 }
 
@@ -187,7 +245,7 @@ impl RtpReceiver {
     pub fn new(media: &MediaConfig, start: Time, mailbox: Mailbox) -> RtpReceiver {
         RtpReceiver {
             assembler: FrameAssembler::default(),
-            collector: FeedbackCollector::new(media.feedback),
+            collector: FeedbackCollector::new(media.feedback_schedule()),
             start,
             fps: media.source.fps,
             next_report_id: 0,
@@ -198,11 +256,14 @@ impl RtpReceiver {
 
 impl Endpoint for RtpReceiver {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        self.collector.on_packet(now, pkt.seq);
+        if pkt.app == PADDING {
+            return;
+        }
         let (frame, count) = unpack(pkt.app);
         // The capture clock is the source's: frame k is captured at start + k / fps.
         let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
         self.assembler.on_packet(now, frame, count, capture);
-        self.collector.on_packet(now, pkt.seq);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {

@@ -200,7 +200,8 @@ pub struct FlowSpec {
     pub rate: Option<R>,
     /// Packet size on the wire (default 1200 B); for video, the largest RTP payload.
     pub packet_size: Option<B>,
-    /// Video: the congestion controller, `"nada"` (default) or `"fixed"`.
+    /// Video: the congestion controller: `"gcc"`, `"nada"` (default), `"scream"` (v1, RFC 8298),
+    /// `"scream2"` (v2) or `"fixed"`.
     pub cc: Option<String>,
     /// Video: frames per second (default 30).
     pub fps: Option<f64>,
@@ -210,8 +211,8 @@ pub struct FlowSpec {
     pub rmax: Option<R>,
     /// Video: `"synthetic"` (RFC 8593, default) or `"perfect"`.
     pub codec: Option<String>,
-    /// Video: feedback interval (`"100 ms"`, the default) or `"scream"` (every 5 packets, within
-    /// 20-200 ms).
+    /// Video: feedback interval (`"100 ms"`) or `"scream"` (every 5 packets, within 20-200 ms);
+    /// default: SCReAM's rule for SCReAM, 100 ms for the others.
     pub feedback: Option<String>,
     /// When the source starts (default 0 s).
     pub start: Option<D>,
@@ -275,9 +276,25 @@ pub struct MediaConfig {
     pub cc: String,
     /// The encoder model.
     pub source: VideoSourceConfig,
-    /// When the receiver sends feedback.
-    pub feedback: FeedbackSchedule,
+    /// When the receiver sends feedback; `None`: the controller's usual schedule
+    /// ([`MediaConfig::feedback_schedule`]).
+    pub feedback: Option<FeedbackSchedule>,
 }
+
+impl MediaConfig {
+    /// The feedback schedule: the scenario's, else the controller's usual one (SCReAM: every 5
+    /// packets within 20-200 ms, as in its evaluations; the others: every 100 ms, NADA's DELTA).
+    pub fn feedback_schedule(&self) -> FeedbackSchedule {
+        self.feedback.unwrap_or(match self.cc.as_str() {
+            "scream" | "scream2" => SCREAM_FEEDBACK,
+            _ => FeedbackSchedule::Interval(Duration::from_millis(100)),
+        })
+    }
+}
+
+/// SCReAM's feedback rule: every 5 packets, but within [20 ms, 200 ms].
+const SCREAM_FEEDBACK: FeedbackSchedule =
+    FeedbackSchedule::Scream { every: 5, min: Duration::from_millis(20), max: Duration::from_millis(200) };
 
 /// A validated scenario: pure data, ready to build.
 #[derive(Clone, Debug, PartialEq)]
@@ -576,14 +593,11 @@ fn media_config(
         "perfect" => Codec::Perfect,
         other => return Err(err("codec", format!("got {other:?}, expected \"synthetic\" or \"perfect\""))),
     };
-    let feedback = match f.feedback.as_deref().unwrap_or("100 ms") {
-        "scream" => FeedbackSchedule::Scream {
-            every: 5,
-            min: Duration::from_millis(20),
-            max: Duration::from_millis(200),
-        },
-        other => match other.parse::<Duration>() {
-            Ok(d) if d > Duration::ZERO => FeedbackSchedule::Interval(d),
+    let feedback = match f.feedback.as_deref() {
+        None => None,
+        Some("scream") => Some(SCREAM_FEEDBACK),
+        Some(other) => match other.parse::<Duration>() {
+            Ok(d) if d > Duration::ZERO => Some(FeedbackSchedule::Interval(d)),
             _ => {
                 return Err(err(
                     "feedback",
@@ -596,7 +610,7 @@ fn media_config(
 }
 
 /// The congestion controllers a video flow can use.
-pub const CONTROLLERS: &[&str] = &["nada", "fixed"];
+pub const CONTROLLERS: &[&str] = &["gcc", "nada", "scream", "scream2", "fixed"];
 
 fn access_config(a: &AccessSpec, key: &str, label: &str) -> Result<LinkConfig, ScenarioError> {
     let rate = a.rate.map(|r| r.0).unwrap_or(Bitrate::gbps(1));

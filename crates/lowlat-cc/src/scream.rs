@@ -1,0 +1,478 @@
+//! SCReAM v1: Self-Clocked Rate Adaptation for Multimedia (RFC 8298).
+//!
+//! Two loops, as in RFC 8298 §4.1:
+//! - Network congestion control (§4.1.2): a LEDBAT-like congestion window. The queueing delay is
+//!   the one-way delay above its base (minimum per minute over ten minutes, §4.1.2.1); its trend
+//!   is the lag-1 autocorrelation of the last 20 normalised samples (§4.1.2.2). The window grows by
+//!   the bytes acked while the trend is low and no congestion was seen for
+//!   T_RESUME_FAST_INCREASE ("fast increase"), else by GAIN x off_target x MSS / cwnd per acked
+//!   byte; it shrinks by BETA_LOSS on loss and BETA_ECN on CE, at most once per RTT (§4.1.2.4), and
+//!   never exceeds 1.1 x the recent maximum bytes in flight. Packets leave while the send window
+//!   (§4.1.2.5) allows; the pacing rate is max(RATE_PACE_MIN, cwnd / s_rtt) (§4.1.2.6).
+//! - Media rate control (§4.1.3), every RATE_ADJUST_INTERVAL: x BETA_R on loss; in fast increase a
+//!   ramp of at most RAMP_UP_SPEED, damped near the last maximum; otherwise the rate follows what
+//!   the window carries per RTT, less PRE_CONGESTION_GUARD x trend and the RTP queue; scaled by
+//!   TARGET_RATE_SCALE_RTP_QDELAY while the RTP queue delay exceeds RTP_QDELAY_TH.
+//!
+//! The competing-flow rule (§4.1.2.3, opt-in): while the loss event rate exceeds 0.002 and the normalised
+//! queueing delay stays high with low variance (a standing queue kept by loss-based flows), the
+//! delay target climbs from QDELAY_TARGET_LO towards QDELAY_TARGET_HI, and decays back otherwise.
+
+use crate::base_delay::BaseDelay;
+use crate::inflight::InFlight;
+use crate::{FeedbackReport, RateController, SentPacket};
+use lowlat_core::{Bitrate, Bytes, Duration, Time};
+use std::collections::VecDeque;
+
+/// SCReAM v1's constants (RFC 8298 §4.3) and the application's rate range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScreamConfig {
+    /// TARGET_BITRATE_MIN.
+    pub min_rate: Bitrate,
+    /// TARGET_BITRATE_MAX.
+    pub max_rate: Bitrate,
+    /// Media rate at start.
+    pub start_rate: Bitrate,
+    /// QDELAY_TARGET_LO (0.1 s).
+    pub qdelay_target_lo: Duration,
+    /// QDELAY_TARGET_HI (0.4 s).
+    pub qdelay_target_hi: Duration,
+    /// QDELAY_WEIGHT: smoothing of the normalised queueing delay (0.1).
+    pub qdelay_weight: f64,
+    /// QDELAY_TREND_LO: fast increase only below this trend (0.2).
+    pub qdelay_trend_lo: f64,
+    /// T_RESUME_FAST_INCREASE (5 s).
+    pub t_resume_fast_increase: Duration,
+    /// MIN_CWND (3000 B).
+    pub min_cwnd: Bytes,
+    /// MAX_BYTES_IN_FLIGHT_HEAD_ROOM (1.1).
+    pub max_bytes_in_flight_head_room: f64,
+    /// GAIN of the window increase (1.0).
+    pub gain: f64,
+    /// BETA_LOSS (0.8).
+    pub beta_loss: f64,
+    /// BETA_ECN (0.9).
+    pub beta_ecn: f64,
+    /// BETA_R: media rate reduction on loss (0.9).
+    pub beta_r: f64,
+    /// MSS (1000 B).
+    pub mss: Bytes,
+    /// RATE_ADJUST_INTERVAL (0.2 s).
+    pub rate_adjust_interval: Duration,
+    /// RAMP_UP_SPEED, per second (200 kbit/s).
+    pub ramp_up_speed: Bitrate,
+    /// PRE_CONGESTION_GUARD (0.1).
+    pub pre_congestion_guard: f64,
+    /// TX_QUEUE_SIZE_FACTOR (1.0).
+    pub tx_queue_size_factor: f64,
+    /// RTP_QDELAY_TH (0.02 s).
+    pub rtp_qdelay_th: Duration,
+    /// TARGET_RATE_SCALE_RTP_QDELAY (0.95).
+    pub target_rate_scale_rtp_qdelay: f64,
+    /// RATE_PACE_MIN (50 kbit/s).
+    pub rate_pace_min: Bitrate,
+    /// Packets without feedback for this long are given up (and the window restarts).
+    pub feedback_timeout: Duration,
+    /// Competing-flows compensation (§4.1.2.3): raise the delay target towards
+    /// QDELAY_TARGET_HI against loss-based flows. Off by default (the reference implementation
+    /// gates it too): a lone flow filling a drop-tail queue looks the same and would raise it.
+    pub compete_with_loss_based: bool,
+}
+
+impl Default for ScreamConfig {
+    fn default() -> Self {
+        ScreamConfig {
+            min_rate: Bitrate::kbps(150),
+            max_rate: Bitrate::kbps(1500),
+            start_rate: Bitrate::kbps(150),
+            qdelay_target_lo: Duration::from_millis(100),
+            qdelay_target_hi: Duration::from_millis(400),
+            qdelay_weight: 0.1,
+            qdelay_trend_lo: 0.2,
+            t_resume_fast_increase: Duration::from_secs(5),
+            min_cwnd: Bytes(3000),
+            max_bytes_in_flight_head_room: 1.1,
+            gain: 1.0,
+            beta_loss: 0.8,
+            beta_ecn: 0.9,
+            beta_r: 0.9,
+            mss: Bytes(1000),
+            rate_adjust_interval: Duration::from_millis(200),
+            ramp_up_speed: Bitrate::kbps(200),
+            pre_congestion_guard: 0.1,
+            tx_queue_size_factor: 1.0,
+            rtp_qdelay_th: Duration::from_millis(20),
+            target_rate_scale_rtp_qdelay: 0.95,
+            rate_pace_min: Bitrate::kbps(50),
+            feedback_timeout: Duration::from_secs(1),
+            compete_with_loss_based: false,
+        }
+    }
+}
+
+impl ScreamConfig {
+    /// Builds the controller.
+    pub fn build(&self) -> Scream {
+        Scream {
+            cfg: self.clone(),
+            cwnd: self.min_cwnd.0 as f64,
+            in_flight: InFlight::default(),
+            base: BaseDelay::new(Duration::from_secs(60), 10),
+            qdelay: 0.0,
+            qdelay_fraction_avg: 0.0,
+            qdelay_fraction_hist: VecDeque::with_capacity(20),
+            qdelay_trend: 0.0,
+            qdelay_target: self.qdelay_target_lo.as_secs_f64(),
+            last_hist_update: None,
+            s_rtt: None,
+            last_congestion: None,
+            loss_event_rate: 0.0,
+            loss_in_rtt: false,
+            last_rtt_tick: None,
+            target: self.start_rate.clamp(self.min_rate, self.max_rate).as_bps_f64(),
+            target_last_max: None,
+            loss_since_adjust: false,
+            last_adjust: None,
+            acked_since_adjust: 0,
+            sent_since_adjust: 0,
+            rtp_queue_bytes: 0,
+            rtp_queue_delay: Duration::ZERO,
+            last_feedback: None,
+        }
+    }
+}
+
+/// The SCReAM v1 controller.
+#[derive(Clone, Debug)]
+pub struct Scream {
+    cfg: ScreamConfig,
+    /// Congestion window, bytes.
+    cwnd: f64,
+    in_flight: InFlight,
+    base: BaseDelay,
+    /// Latest queueing delay, s.
+    qdelay: f64,
+    qdelay_fraction_avg: f64,
+    qdelay_fraction_hist: VecDeque<f64>,
+    qdelay_trend: f64,
+    /// Current delay target, s.
+    qdelay_target: f64,
+    last_hist_update: Option<Time>,
+    /// Smoothed RTT, s.
+    s_rtt: Option<f64>,
+    last_congestion: Option<Time>,
+    loss_event_rate: f64,
+    loss_in_rtt: bool,
+    last_rtt_tick: Option<Time>,
+    /// Media target, bit/s.
+    target: f64,
+    target_last_max: Option<f64>,
+    loss_since_adjust: bool,
+    last_adjust: Option<Time>,
+    acked_since_adjust: u64,
+    sent_since_adjust: u64,
+    rtp_queue_bytes: u64,
+    rtp_queue_delay: Duration,
+    last_feedback: Option<Time>,
+}
+
+impl Scream {
+    /// The congestion window.
+    pub fn cwnd(&self) -> Bytes {
+        Bytes(self.cwnd as u64)
+    }
+
+    /// Bytes in flight.
+    pub fn bytes_in_flight(&self) -> Bytes {
+        self.in_flight.bytes()
+    }
+
+    /// The queueing-delay trend, 0..1.
+    pub fn qdelay_trend(&self) -> f64 {
+        self.qdelay_trend
+    }
+
+    fn srtt(&self) -> f64 {
+        self.s_rtt.unwrap_or(0.1).max(1e-3)
+    }
+
+    fn in_fast_increase(&self, now: Time) -> bool {
+        self.qdelay_trend < self.cfg.qdelay_trend_lo
+            && self.last_congestion.is_none_or(|t| now - t >= self.cfg.t_resume_fast_increase)
+    }
+
+    /// A congestion event: the window is cut at most once per smoothed RTT.
+    fn on_congestion(&mut self, now: Time, beta: f64) {
+        let srtt = Duration::from_secs_f64(self.srtt());
+        if self.last_congestion.is_some_and(|t| now - t < srtt) {
+            return;
+        }
+        self.cwnd = (self.cwnd * beta).max(self.cfg.min_cwnd.0 as f64);
+        self.last_congestion = Some(now);
+        self.loss_in_rtt = true;
+    }
+
+    /// §4.1.2.2: normalised delay history every 50 ms and its autocorrelation trend.
+    fn update_trend(&mut self, now: Time) {
+        let c = &self.cfg;
+        let fraction = self.qdelay / self.qdelay_target;
+        self.qdelay_fraction_avg =
+            (1.0 - c.qdelay_weight) * self.qdelay_fraction_avg + c.qdelay_weight * fraction;
+        if self.last_hist_update.is_some_and(|t| now - t < Duration::from_millis(50)) {
+            return;
+        }
+        self.last_hist_update = Some(now);
+        if self.qdelay_fraction_hist.len() == 20 {
+            self.qdelay_fraction_hist.pop_front();
+        }
+        self.qdelay_fraction_hist.push_back(self.qdelay_fraction_avg);
+        let h = &self.qdelay_fraction_hist;
+        let r0: f64 = h.iter().map(|x| x * x).sum();
+        let r1: f64 = h.iter().zip(h.iter().skip(1)).map(|(a, b)| a * b).sum();
+        let a = if r0 > 0.0 { r1 / r0 } else { 0.0 };
+        self.qdelay_trend = (a * self.qdelay_fraction_avg).clamp(0.0, 1.0);
+    }
+
+    /// §4.1.2.3, loss side: the loss event rate per RTT moves the delay target between LO and HI.
+    fn update_target(&mut self, now: Time) {
+        let srtt = Duration::from_secs_f64(self.srtt());
+        let last = *self.last_rtt_tick.get_or_insert(now);
+        if now - last < srtt {
+            return;
+        }
+        self.last_rtt_tick = Some(now);
+        let event = if self.loss_in_rtt { 1.0 } else { 0.0 };
+        self.loss_event_rate = 0.98 * self.loss_event_rate + 0.02 * event;
+        self.loss_in_rtt = false;
+        let (lo, hi) = (self.cfg.qdelay_target_lo.as_secs_f64(), self.cfg.qdelay_target_hi.as_secs_f64());
+        // Competing loss-based flows keep the queue standing and full: losses recur while the
+        // normalised delay stays high with little variation (self-inflicted queues swing).
+        let h = &self.qdelay_fraction_hist;
+        let n = h.len().max(1) as f64;
+        let mean = h.iter().sum::<f64>() / n;
+        let var = h.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        let competing = self.cfg.compete_with_loss_based
+            && self.loss_event_rate > 0.002
+            && mean > 0.5
+            && var < 0.2 * mean * mean;
+        self.qdelay_target =
+            if competing { (self.qdelay_target * 1.05).min(hi) } else { (self.qdelay_target * 0.99).max(lo) };
+    }
+
+    /// §4.1.2.4: window growth for newly acked bytes, capped by the bytes in flight.
+    fn grow(&mut self, now: Time, acked: u64) {
+        let c = &self.cfg;
+        if self.in_fast_increase(now) {
+            self.cwnd += acked as f64;
+        } else {
+            let off_target = (self.qdelay_target - self.qdelay) / self.qdelay_target;
+            self.cwnd += c.gain * off_target * acked as f64 * c.mss.0 as f64 / self.cwnd;
+        }
+        let cap = c.max_bytes_in_flight_head_room * self.in_flight.max_recent().0 as f64;
+        self.cwnd = self.cwnd.min(cap.max(c.min_cwnd.0 as f64)).max(c.min_cwnd.0 as f64);
+    }
+
+    /// §4.1.3: the media target, every RATE_ADJUST_INTERVAL.
+    fn adjust_rate(&mut self, now: Time) {
+        let last = *self.last_adjust.get_or_insert(now);
+        let dt = (now - last).as_secs_f64();
+        if dt < self.cfg.rate_adjust_interval.as_secs_f64() {
+            return;
+        }
+        self.last_adjust = Some(now);
+        self.in_flight.roll_max();
+        let c = &self.cfg;
+        let rate_tx = self.sent_since_adjust as f64 * 8.0 / dt;
+        let rate_ack = self.acked_since_adjust as f64 * 8.0 / dt;
+        self.sent_since_adjust = 0;
+        self.acked_since_adjust = 0;
+        if self.loss_since_adjust {
+            self.loss_since_adjust = false;
+            self.target_last_max = Some(self.target);
+            self.target *= c.beta_r;
+        } else if self.in_fast_increase(now) {
+            let mut increment = c.ramp_up_speed.as_bps_f64() * dt;
+            // Slow down near the rate where congestion was last seen.
+            if let Some(max) = self.target_last_max {
+                let scl = (self.target - max) / max;
+                increment *= (4.0 * scl).powi(2).clamp(0.2, 1.0);
+            }
+            increment *= 1.0 - (self.qdelay_trend / c.qdelay_trend_lo).min(1.0);
+            self.target += increment;
+        } else {
+            // What the window carries per RTT, with a guard against the growing trend and less
+            // what waits in the RTP queue (drained over one second).
+            let window_rate = self.cwnd * 8.0 / self.srtt();
+            let current = rate_tx.max(rate_ack);
+            let wanted = window_rate.min(current.max(self.target) * 1.25)
+                * (1.0 - c.pre_congestion_guard * self.qdelay_trend)
+                - c.tx_queue_size_factor * self.rtp_queue_bytes as f64 * 8.0;
+            let step = c.ramp_up_speed.as_bps_f64() * dt;
+            self.target = if wanted > self.target { (self.target + step).min(wanted) } else { wanted };
+        }
+        if self.rtp_queue_delay > c.rtp_qdelay_th {
+            self.target *= c.target_rate_scale_rtp_qdelay;
+        }
+        self.target = self.target.clamp(c.min_rate.as_bps_f64(), c.max_rate.as_bps_f64());
+    }
+}
+
+impl RateController for Scream {
+    fn name(&self) -> &'static str {
+        "scream"
+    }
+
+    fn on_packet_sent(&mut self, _now: Time, packet: &SentPacket) {
+        self.in_flight.on_sent(packet);
+        self.sent_since_adjust += packet.size.0;
+    }
+
+    fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
+        self.last_feedback = Some(now);
+        if let Some(rtt) = report.rtt_sample(now) {
+            let r = rtt.as_secs_f64();
+            self.s_rtt = Some(self.s_rtt.map_or(r, |s| 0.875 * s + 0.125 * r));
+        }
+        for p in &report.packets {
+            if let Some(owd) = p.one_way_delay() {
+                self.qdelay = self.base.update(now, owd).as_secs_f64();
+            }
+        }
+        let acked = self.in_flight.on_report(report);
+        self.acked_since_adjust += acked.bytes;
+        self.update_trend(now);
+        if acked.loss {
+            self.loss_since_adjust = true;
+            self.on_congestion(now, self.cfg.beta_loss);
+        } else if acked.ce_bytes > 0 {
+            self.on_congestion(now, self.cfg.beta_ecn);
+        } else {
+            self.grow(now, acked.bytes);
+        }
+        self.update_target(now);
+        self.adjust_rate(now);
+    }
+
+    fn on_send_queue(&mut self, _now: Time, bytes: Bytes, delay: Duration) {
+        self.rtp_queue_bytes = bytes.0;
+        self.rtp_queue_delay = delay;
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        // No feedback for a long time: the packets in flight are gone; restart from MIN_CWND.
+        if self.in_flight.expire(now - self.cfg.feedback_timeout) {
+            self.cwnd = self.cfg.min_cwnd.0 as f64;
+            self.loss_since_adjust = true;
+            self.last_congestion = Some(now);
+        }
+        self.adjust_rate(now);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        let expiry = self.in_flight.oldest().map(|t| t + self.cfg.feedback_timeout);
+        let adjust = self.last_adjust.map(|t| t + self.cfg.rate_adjust_interval);
+        [expiry, adjust].into_iter().flatten().min()
+    }
+
+    /// §4.1.2.5: send_wnd = cwnd + MSS - bytes_in_flight while the delay is on target, else
+    /// cwnd - bytes_in_flight.
+    fn can_send(&self, _now: Time, size: Bytes) -> bool {
+        let extra = if self.qdelay <= self.qdelay_target { self.cfg.mss.0 as f64 } else { 0.0 };
+        let send_wnd = self.cwnd + extra - self.in_flight.bytes().0 as f64;
+        send_wnd >= size.0 as f64
+    }
+
+    fn target_bitrate(&self) -> Bitrate {
+        Bitrate::from_bps_f64(self.target)
+    }
+
+    /// §4.1.2.6: max(RATE_PACE_MIN, cwnd x 8 / s_rtt).
+    fn pacing_rate(&self) -> Bitrate {
+        let r = self.cwnd * 8.0 / self.srtt();
+        Bitrate::from_bps_f64(r.max(self.cfg.rate_pace_min.as_bps_f64()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PacketResult;
+
+    fn report(first_seq: u64, n: u64, lost: &[u64], sent_at: Time, arrive: Duration) -> FeedbackReport {
+        let packets = (first_seq..first_seq + n)
+            .map(|seq| PacketResult {
+                sent: SentPacket { seq, size: Bytes(1000), send_time: sent_at },
+                arrival: (!lost.contains(&seq)).then_some(sent_at + arrive),
+                ecn: 0,
+            })
+            .collect();
+        FeedbackReport { packets, report_time: sent_at + arrive }
+    }
+
+    fn send(s: &mut Scream, first_seq: u64, n: u64, at: Time) {
+        for seq in first_seq..first_seq + n {
+            s.on_packet_sent(at, &SentPacket { seq, size: Bytes(1000), send_time: at });
+        }
+    }
+
+    #[test]
+    fn loss_cuts_the_window_by_beta_loss_once_per_rtt() {
+        let mut s = ScreamConfig::default().build();
+        // Grow the window with clean feedback (50 ms one way, 100 ms RTT).
+        let mut seq = 0;
+        for i in 0..40u64 {
+            let t = Time::from_millis(100 * i);
+            send(&mut s, seq, 10, t);
+            s.on_feedback(
+                t + Duration::from_millis(100),
+                &report(seq, 10, &[], t, Duration::from_millis(50)),
+            );
+            seq += 10;
+        }
+        let before = s.cwnd().0 as f64;
+        assert!(before > 3000.0);
+        let t = Time::from_millis(4000);
+        send(&mut s, seq, 10, t);
+        s.on_feedback(
+            t + Duration::from_millis(100),
+            &report(seq, 5, &[seq + 1], t, Duration::from_millis(50)),
+        );
+        let after = s.cwnd().0 as f64;
+        assert!((after - 0.8 * before).abs() <= 1.0, "{before} -> {after}");
+        // A second loss within the same RTT does not cut again.
+        s.on_feedback(
+            t + Duration::from_millis(150),
+            &report(seq + 5, 5, &[seq + 6], t, Duration::from_millis(50)),
+        );
+        assert!((s.cwnd().0 as f64 - after).abs() <= 1.0);
+        // One RTT later it does.
+        let t = t + Duration::from_millis(300);
+        send(&mut s, seq + 10, 10, t);
+        s.on_feedback(
+            t + Duration::from_millis(100),
+            &report(seq + 10, 10, &[seq + 12], t, Duration::from_millis(50)),
+        );
+        assert!((s.cwnd().0 as f64 - 0.8 * after).abs() <= 1.0);
+    }
+
+    #[test]
+    fn the_send_window_closes_at_cwnd() {
+        let mut s = ScreamConfig::default().build();
+        assert!(s.can_send(Time::ZERO, Bytes(1000)));
+        send(&mut s, 0, 4, Time::ZERO);
+        // 4000 in flight > 3000 + 1000 - 1000.
+        assert!(!s.can_send(Time::ZERO, Bytes(1000)));
+        s.on_feedback(Time::from_millis(100), &report(0, 4, &[], Time::ZERO, Duration::from_millis(50)));
+        assert!(s.can_send(Time::from_millis(100), Bytes(1000)));
+    }
+
+    #[test]
+    fn overdue_feedback_restarts_the_window() {
+        let mut s = ScreamConfig::default().build();
+        send(&mut s, 0, 3, Time::ZERO);
+        assert_eq!(s.poll_timeout(), Some(Time::from_secs(1)));
+        s.handle_timeout(Time::from_secs(1) + Duration(1));
+        assert_eq!(s.bytes_in_flight(), Bytes::ZERO);
+        assert!(s.can_send(Time::from_secs(1), Bytes(1000)));
+    }
+}
