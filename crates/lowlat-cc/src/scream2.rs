@@ -12,7 +12,10 @@
 //! - Growth per acked non-CE byte: MSS / ref_wnd, scaled by min(1, s_rtt / VIRTUAL_RTT)^2, damped
 //!   near the last window at congestion, with a multiplicative part (MUL_INCREASE_FACTOR x
 //!   ref_wnd / MSS) phased in over POST_CONGESTION_DELAY; never beyond
-//!   BYTES_IN_FLIGHT_HEAD_ROOM x the recent maximum in flight.
+//!   BYTES_IN_FLIGHT_HEAD_ROOM x the recent maximum in flight, and not while the target is at the
+//!   media's maximum.
+//! - RTP queue correction (reference implementation): the target is divided by 1 + f, f in
+//!   [0, 0.5] integrating how far the RTP queue delay exceeds half a frame period.
 
 use crate::base_delay::BaseDelay;
 use crate::inflight::InFlight;
@@ -62,6 +65,12 @@ pub struct ScreamV2Config {
     pub bytes_in_flight_head_room: f64,
     /// Packets without feedback for this long are given up (and the window restarts).
     pub feedback_timeout: Duration,
+    /// The media's frame period, for the RTP queue correction (1/30 s).
+    pub frame_period: Duration,
+    /// Gain on the RTP queue delay error (reference implementation: 0.2).
+    pub rate_adjust_gain1: f64,
+    /// Gain integrating it into the correction factor (reference implementation: 1/8).
+    pub rate_adjust_gain2: f64,
 }
 
 impl Default for ScreamV2Config {
@@ -87,6 +96,9 @@ impl Default for ScreamV2Config {
             packet_pacing_headroom: 1.5,
             bytes_in_flight_head_room: 2.0,
             feedback_timeout: Duration::from_secs(1),
+            frame_period: Duration::from_nanos(33_333_333),
+            rate_adjust_gain1: 0.2,
+            rate_adjust_gain2: 1.0 / 8.0,
         }
     }
 }
@@ -107,6 +119,7 @@ impl ScreamV2Config {
             last_loss_reduction: None,
             last_congestion: None,
             last_max_roll: None,
+            rate_adjust: 0.0,
         }
     }
 }
@@ -130,6 +143,8 @@ pub struct ScreamV2 {
     last_loss_reduction: Option<Time>,
     last_congestion: Option<Time>,
     last_max_roll: Option<Time>,
+    /// RTP queue correction factor, 0..0.5.
+    rate_adjust: f64,
 }
 
 impl ScreamV2 {
@@ -167,7 +182,9 @@ impl ScreamV2 {
         });
         inc *= 1.0 + c.mul_increase_factor * self.ref_wnd / mss * post * scl_i;
         let allowed = mss + self.in_flight.max_recent().0 as f64 * c.bytes_in_flight_head_room;
-        if self.ref_wnd + inc <= allowed {
+        // At the media's maximum rate a larger window would only build queue when capacity drops.
+        let at_max = self.target_bps() >= c.max_rate.as_bps_f64();
+        if self.ref_wnd + inc <= allowed && !at_max {
             self.ref_wnd += inc;
         }
         self.ref_wnd = self.ref_wnd.max(c.min_ref_wnd.0 as f64);
@@ -175,7 +192,7 @@ impl ScreamV2 {
 
     fn target_bps(&self) -> f64 {
         let r = match self.s_rtt {
-            Some(_) => self.ref_wnd * 8.0 / self.srtt(),
+            Some(_) => self.ref_wnd * 8.0 / self.srtt() / (1.0 + self.rate_adjust),
             None => self.cfg.start_rate.as_bps_f64(),
         };
         r.clamp(self.cfg.min_rate.as_bps_f64(), self.cfg.max_rate.as_bps_f64())
@@ -237,6 +254,15 @@ impl RateController for ScreamV2 {
         } else {
             self.grow(now, acked.bytes - acked.ce_bytes);
         }
+    }
+
+    /// The RTP queue correction of the reference implementation: the target is divided by
+    /// 1 + factor, the factor growing while the queue holds more than half a frame period.
+    fn on_send_queue(&mut self, _now: Time, _bytes: Bytes, delay: Duration) {
+        let c = &self.cfg;
+        let period = c.frame_period.as_secs_f64();
+        let error = c.rate_adjust_gain1 * (delay.as_secs_f64() - period / 2.0) / period;
+        self.rate_adjust = (self.rate_adjust + error * c.rate_adjust_gain2).clamp(0.0, 0.5);
     }
 
     fn handle_timeout(&mut self, now: Time) {

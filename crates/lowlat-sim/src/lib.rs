@@ -28,6 +28,6 @@ pub mod scenario;
 pub mod sim;
 pub mod traffic;
 
-pub use results::{RunResult, Summary};
+pub use results::{Column, RunResult, Summary, Table};
 pub use scenario::{Format, Scenario, ScenarioError};
 pub use sim::Simulation;

@@ -77,6 +77,7 @@ pub struct RtpSender {
     pacer: Pacer,
     cc: Box<dyn RateController>,
     stop: Time,
+    pause: Option<(Time, Time)>,
     /// Sent packets not yet covered by feedback, from sequence number `history_base`.
     history: VecDeque<SentPacket>,
     history_base: u64,
@@ -105,6 +106,7 @@ impl RtpSender {
             pacer: Pacer::new(PacerConfig { mtu_payload: mtu, ..PacerConfig::default() }),
             cc: controller(media, start_rate),
             stop,
+            pause: media.pause,
             history: VecDeque::new(),
             history_base: 0,
             next_seq: 0,
@@ -178,6 +180,9 @@ impl Endpoint for RtpSender {
         while self.next_frame_time().is_some_and(|t| t <= now) {
             self.source.set_target(self.cc.target_bitrate());
             if let Some(frame) = self.source.poll_frame(now) {
+                if self.pause.is_some_and(|(from, to)| (from..to).contains(&frame.capture_time)) {
+                    continue; // paused: the frame is never encoded
+                }
                 self.metrics.frames_sent += 1;
                 self.pacer.enqueue_frame(now, &frame);
             }

@@ -214,6 +214,11 @@ pub struct FlowSpec {
     /// Video: feedback interval (`"100 ms"`) or `"scream"` (every 5 packets, within 20-200 ms);
     /// default: SCReAM's rule for SCReAM, 100 ms for the others.
     pub feedback: Option<String>,
+    /// `"forward"` (default: data on the bottleneck, feedback on the reverse link) or `"reverse"`
+    /// (data on the reverse link, feedback on the bottleneck; RMCAT 5.3's flow the other way).
+    pub direction: Option<String>,
+    /// Video: an interval with no frames, `{ from = "40 s", to = "60 s" }` (RMCAT 5.8).
+    pub pause: Option<PauseSpec>,
     /// When the source starts (default 0 s).
     pub start: Option<D>,
     /// When it stops (default: the end of the run).
@@ -222,6 +227,16 @@ pub struct FlowSpec {
     pub access: Option<AccessSpec>,
     /// The receiver's access link (default: none).
     pub egress: Option<AccessSpec>,
+}
+
+/// An interval in which a video source sends nothing.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseSpec {
+    /// Pause start.
+    pub from: D,
+    /// Pause end.
+    pub to: D,
 }
 
 /// The traffic a flow's source generates.
@@ -267,6 +282,8 @@ pub struct FlowConfig {
     pub egress: Option<LinkConfig>,
     /// Video settings (rtp-video flows only).
     pub media: Option<MediaConfig>,
+    /// Whether data runs on the reverse link (and feedback on the bottleneck).
+    pub reverse: bool,
 }
 
 /// A video flow's settings.
@@ -279,6 +296,8 @@ pub struct MediaConfig {
     /// When the receiver sends feedback; `None`: the controller's usual schedule
     /// ([`MediaConfig::feedback_schedule`]).
     pub feedback: Option<FeedbackSchedule>,
+    /// Frames captured in `[from, to)` are not sent (the source is paused).
+    pub pause: Option<(Time, Time)>,
 }
 
 impl MediaConfig {
@@ -324,6 +343,29 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Replaces the forward and reverse bottleneck queues with a named variant: `"droptail"`
+    /// (300 ms, RFC 8867 §4) or `"codel"` (target 5 ms, interval 100 ms, RFC 8289, over a
+    /// 1000-packet buffer), the two AQM
+    /// settings of the RMCAT matrix.
+    pub fn with_queue(mut self, queue: &str) -> Result<Scenario, ScenarioError> {
+        let q = match queue {
+            "droptail" => QueueConfig::DropTail { limit: QueueLimit::Time(Duration::from_millis(300)) },
+            // CoDel needs a buffer it can manage: 1000 packets, Linux's default queue length.
+            "codel" => QueueConfig::CoDel { config: CoDelConfig::default(), limit: QueueLimit::Packets(1000) },
+            other => {
+                return Err(ScenarioError::new(
+                    &self.source,
+                    "queue",
+                    format!("got {other:?}, expected one of {}", QUEUE_VARIANTS.join(", ")),
+                ))
+            }
+        };
+        self.bottleneck.queue = q.clone();
+        self.reverse.queue = q;
+        self.name = format!("{}+{queue}", self.name);
+        Ok(self)
+    }
+
     /// Runs every video flow with controller `cc` instead of the one the scenario names.
     pub fn with_cc(mut self, cc: &str) -> Result<Scenario, ScenarioError> {
         if !CONTROLLERS.contains(&cc) {
@@ -496,6 +538,26 @@ impl Scenario {
                     format!("got \"{stop}\", expected at most the scenario's duration (\"{duration}\")"),
                 ));
             }
+            let reverse = match f.direction.as_deref().unwrap_or("forward") {
+                "forward" => false,
+                "reverse" => true,
+                other => {
+                    return Err(err(
+                        &key("direction"),
+                        format!("got {other:?}, expected \"forward\" or \"reverse\""),
+                    ))
+                }
+            };
+            let mut media = media;
+            if let Some(p) = f.pause {
+                let Some(m) = media.as_mut() else {
+                    return Err(err(&key("pause"), format!("only rtp-video flows take `pause`; this flow is {:?}", f.kind)));
+                };
+                if p.to.0 <= p.from.0 {
+                    return Err(err(&key("pause.to"), format!("got \"{}\", expected a time after pause.from (\"{}\")", p.to.0, p.from.0)));
+                }
+                m.pause = Some((Time::ZERO + p.from.0, Time::ZERO + p.to.0));
+            }
             let access = f.access.as_ref().map(|a| access_config(a, &key("access"), label)).transpose()?;
             let egress = f.egress.as_ref().map(|a| access_config(a, &key("egress"), label)).transpose()?;
             flows.push(FlowConfig {
@@ -508,6 +570,7 @@ impl Scenario {
                 access,
                 egress,
                 media,
+                reverse,
             });
         }
         Ok(Scenario {
@@ -606,8 +669,11 @@ fn media_config(
             }
         },
     };
-    Ok(Some(MediaConfig { cc, source, feedback }))
+    Ok(Some(MediaConfig { cc, source, feedback, pause: None }))
 }
+
+/// The queue variants [`Scenario::with_queue`] knows.
+pub const QUEUE_VARIANTS: &[&str] = &["droptail", "codel"];
 
 /// The congestion controllers a video flow can use.
 pub const CONTROLLERS: &[&str] = &["gcc", "nada", "scream", "scream2", "fixed"];

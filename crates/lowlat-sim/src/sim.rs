@@ -104,6 +104,10 @@ impl Simulation {
             if let Some((_, down)) = access {
                 back.push(down);
             }
+            if f.reverse {
+                // Data from the right-hand host over the reverse link; feedback over the bottleneck.
+                std::mem::swap(&mut forward, &mut back);
+            }
             let rng = stream(seed, &format!("flow.{}", f.id));
             let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match &f.media {
                 Some(m) => {

@@ -1,0 +1,143 @@
+//! The RMCAT controllers against what their standards and talks promise (issue 3's checks).
+
+mod common;
+use common::{catalog, jain, mean_between, run, scenario, series};
+use lowlat_sim::Simulation;
+
+/// One video flow with controller `cc` on a constant link.
+fn single(cc: &str, rate: &str, rmin: &str, rmax: &str, seconds: u32) -> String {
+    format!(
+        r#"
+duration = "{seconds} s"
+[bottleneck]
+rate = "{rate}"
+delay = "50 ms"
+queue = {{ kind = "droptail", limit = "300 ms" }}
+[reverse]
+rate = "{rate}"
+delay = "50 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "{cc}"
+rmin = "{rmin}"
+rmax = "{rmax}"
+"#
+    )
+}
+
+#[test]
+fn gcc_converges_on_2_mbps_within_20_s_with_low_queueing() {
+    let r = run(&single("gcc", "2 Mbit/s", "150 kbit/s", "3 Mbit/s", 40));
+    let recv = series(&r.flow_series, "video", "recv_kbps");
+    let util = mean_between(&recv, 20.0, 40.0) / 2000.0;
+    let q95 = r.summary.links[0].queue_delay_ms.p95.unwrap();
+    eprintln!("GCC on 2 Mbit/s: utilisation {util:.3} over 20-40 s, queue p95 {q95:.1} ms");
+    assert!(util >= 0.85, "utilisation {util}");
+    assert!(q95 < 100.0, "queue p95 {q95} ms");
+}
+
+#[test]
+fn gcc_falls_below_the_new_capacity_within_5_s_of_the_rmcat_5_1_drop() {
+    let r = Simulation::new(catalog("rmcat-5.1").with_cc("gcc").unwrap()).run();
+    let send = series(&r.flow_series, "video", "send_kbps");
+    // 2.5 -> 0.6 Mbit/s at 60 s: the sending rate in the 64-65 s second is below 600 kbit/s.
+    let after = mean_between(&send, 64.0, 65.0);
+    let before = mean_between(&send, 55.0, 60.0);
+    eprintln!("GCC on 5.1: {before:.0} kbit/s before the drop, {after:.0} kbit/s 4-5 s after it");
+    assert!(before > 1000.0, "GCC should use the 2.5 Mbit/s phase: {before}");
+    assert!(after < 600.0, "sending {after} kbit/s 4-5 s after the drop to 600 kbit/s");
+}
+
+#[test]
+fn nada_keeps_queueing_low_on_the_catalog_rmcat_5_1() {
+    let r = Simulation::new(catalog("rmcat-5.1").with_cc("nada").unwrap()).run();
+    let q95 = r.summary.links[0].queue_delay_ms.p95.unwrap();
+    assert!(q95 < 100.0, "queue p95 {q95} ms");
+}
+
+/// Throughput of a SCReAM flow allowed 10 kbit/s .. 10 Mbit/s on a link of `rate`, over the last
+/// half of a minute's run, as a share of the link.
+fn scream_share(cc: &str, rate: &str, kbps: f64) -> (f64, f64) {
+    let r = run(&single(cc, rate, "10 kbit/s", "10 Mbit/s", 60));
+    let recv = series(&r.flow_series, "video", "recv_kbps");
+    let share = mean_between(&recv, 30.0, 60.0) / kbps;
+    (share, r.summary.flows[0].frame_delay_ms.unwrap().p50.unwrap())
+}
+
+#[test]
+fn scream_sustains_20_kbps_to_10_mbps() {
+    for cc in ["scream", "scream2"] {
+        for (rate, kbps) in [("20 kbit/s", 20.0), ("10 Mbit/s", 10_000.0)] {
+            let (share, frame_p50) = scream_share(cc, rate, kbps);
+            eprintln!("{cc} on {rate}: {:.0} % of the link, frame delay p50 {frame_p50:.0} ms", share * 100.0);
+            assert!(share > 0.6 && share <= 1.01, "{cc} on {rate}: {share}");
+        }
+    }
+}
+
+#[test]
+fn every_controller_shares_rmcat_5_4_fairly() {
+    // Flows join at 0, 20 and 40 s; from 70 s all three have run 30 s together.
+    for cc in ["gcc", "nada", "scream", "scream2"] {
+        let r = Simulation::new(catalog("rmcat-5.4").with_cc(cc).unwrap()).run();
+        let rates: Vec<f64> = ["video1", "video2", "video3"]
+            .iter()
+            .map(|id| mean_between(&series(&r.flow_series, id, "recv_kbps"), 70.0, 119.0))
+            .collect();
+        let j = jain(&rates);
+        eprintln!("{cc} on 5.4: Jain {j:.3}, rates {rates:.0?} kbit/s");
+        assert!(j >= 0.9, "{cc}: Jain's index {j} (rates {rates:?})");
+    }
+}
+
+#[test]
+fn every_catalog_case_runs_with_every_controller_and_queue() {
+    for case in ["rmcat-5.1", "rmcat-5.2", "rmcat-5.3", "rmcat-5.4", "rmcat-5.8"] {
+        for cc in ["gcc", "nada", "scream", "scream2"] {
+            for q in ["droptail", "codel"] {
+                let r = Simulation::new(catalog(case).with_cc(cc).unwrap().with_queue(q).unwrap()).run();
+                for f in r.summary.flows.iter().filter(|f| f.kind == "rtp-video") {
+                    assert!(f.throughput_kbps > 150.0, "{case} {cc} {q}: {} at {}", f.id, f.throughput_kbps);
+                    assert_eq!(f.cc, cc);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rmcat_5_3_sends_each_flow_over_its_own_direction() {
+    let r = Simulation::new(catalog("rmcat-5.3").with_cc("nada").unwrap()).run();
+    let fwd = r.summary.flows.iter().find(|f| f.id == "video-fwd").unwrap();
+    let back = r.summary.flows.iter().find(|f| f.id == "video-back").unwrap();
+    // The reverse link carries the backward flow's media: it is busy, not just feedback.
+    let reverse = &r.summary.links[1];
+    assert!(reverse.utilization > 0.5, "reverse utilisation {}", reverse.utilization);
+    assert!(fwd.throughput_kbps > 300.0 && back.throughput_kbps > 300.0);
+}
+
+#[test]
+fn rmcat_5_8_pauses_the_second_flow() {
+    let r = Simulation::new(catalog("rmcat-5.8").with_cc("gcc").unwrap()).run();
+    let v2 = series(&r.flow_series, "video2", "send_kbps");
+    assert!(mean_between(&v2, 45.0, 60.0) < 1.0, "video2 sends while paused");
+    assert!(mean_between(&v2, 70.0, 119.0) > 300.0, "video2 resumes");
+}
+
+#[test]
+fn controllers_are_deterministic() {
+    for cc in ["gcc", "nada", "scream", "scream2"] {
+        let a = Simulation::new(catalog("rmcat-5.2").with_cc(cc).unwrap()).run();
+        let b = Simulation::new(catalog("rmcat-5.2").with_cc(cc).unwrap()).run();
+        // Debug output compares NaN (empty bins) as equal, bit for bit otherwise.
+        assert_eq!(format!("{:?}", a.flow_series), format!("{:?}", b.flow_series), "{cc}");
+        assert_eq!(a.summary.flows, b.summary.flows, "{cc}");
+    }
+}
+
+#[test]
+fn an_unknown_queue_variant_is_a_clear_error() {
+    let e = scenario(&single("gcc", "1 Mbit/s", "150 kbit/s", "1 Mbit/s", 1)).with_queue("red").unwrap_err();
+    assert!(e.to_string().contains("expected one of droptail, codel"), "{e}");
+}
