@@ -16,6 +16,10 @@ from .results import comparison, number
 EPILOG = """examples:
   lowlat scenarios                          list the shipped scenarios
   lowlat run dumbbell-cbr --out out/cbr     run one, print the table, write results and plots
+  lowlat run rmcat-5.1 --cc gcc,nada,scream --out out/5.1
+                                            compare controllers on RMCAT case 5.1
+  lowlat run rmcat-5.4 --cc gcc --queue codel
+                                            the same case behind CoDel instead of drop-tail
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
@@ -41,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="CC[,CC...]",
         help="run once per controller, each controlling every rtp-video flow, and compare "
         f"(available: {', '.join(_native.controllers())}); with --out, results go to DIR/CC/",
+    )
+    p.add_argument(
+        "--queue",
+        choices=_native.queue_variants(),
+        help="replace the bottleneck queues: droptail (300 ms, RFC 8867) or codel (RFC 8289 defaults)",
     )
     p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
@@ -78,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
     if not args.cc:
-        result = run(args.scenario, seed=args.seed, progress=progress)
+        result = run(args.scenario, seed=args.seed, queue=args.queue, progress=progress)
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
@@ -90,9 +99,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
     results = {}
     for cc in ccs:
-        results[cc] = run(args.scenario, seed=args.seed, cc=cc, progress=progress)
+        results[cc] = run(args.scenario, seed=args.seed, cc=cc, queue=args.queue, progress=progress)
         if args.out:
             results[cc].write(Path(args.out) / cc, plots=not args.no_plots)
+    if args.out and not args.no_plots:
+        from .plots import plot_comparison
+
+        plot_comparison(results, Path(args.out))
     if args.json:
         print(json.dumps({cc: r.summary for cc, r in results.items()}, indent=2))
     else:

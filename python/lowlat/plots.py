@@ -44,3 +44,59 @@ def plot_run(result: "Result", out_dir: Path) -> list[Path]:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path]
+
+
+def _media_panels(result: "Result", axes, title: str) -> None:
+    """Rate vs capacity, bottleneck queueing delay, frame delay: the SCReAM talk's three views."""
+    links = result.link_series
+    flows = result.flow_series
+    video_ids = [f["id"] for f in result.summary["flows"] if f["kind"] == "rtp-video"]
+    ax_rate, ax_queue, ax_frame = axes
+    bott = links[links["link"] == "bottleneck"]
+    ax_rate.step(bott["t_s"], bott["capacity_kbps"] / 1e3, where="post", color="black", label="capacity")
+    for fid in video_ids:
+        g = flows[flows["flow"] == fid]
+        ax_rate.plot(g["t_s"], g["recv_kbps"] / 1e3, label=f"{fid}")
+    ax_rate.set_ylabel("throughput Mbit/s")
+    ax_rate.set_ylim(bottom=0)
+    ax_rate.set_title(title)
+    ax_rate.legend(loc="upper right", fontsize="x-small")
+    ax_queue.plot(bott["t_s"], bott["queue_delay_ms"], color="tab:red")
+    ax_queue.set_ylabel("queue delay ms")
+    ax_queue.set_ylim(bottom=0)
+    for fid in video_ids:
+        g = flows[flows["flow"] == fid]
+        ax_frame.plot(g["t_s"], g["frame_delay_ms"], label=f"{fid}")
+    ax_frame.set_ylabel("frame delay ms")
+    ax_frame.set_ylim(bottom=0)
+    ax_frame.set_xlabel("time (s)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+
+
+def plot_media(result: "Result", out_dir: Path) -> list[Path]:
+    """``media.png`` for runs with video flows: throughput vs capacity, queue and frame delay."""
+    if not any(f["kind"] == "rtp-video" for f in result.summary["flows"]):
+        return []
+    ccs = sorted({f["cc"] for f in result.summary["flows"] if f["kind"] == "rtp-video"})
+    fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    _media_panels(result, axes, f"{result.summary['scenario']}: {', '.join(ccs)}")
+    fig.tight_layout()
+    path = out_dir / "media.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]
+
+
+def plot_comparison(results: dict[str, "Result"], out_dir: Path) -> list[Path]:
+    """``comparison.png``: one column per controller, rows as in :func:`plot_media`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    n = len(results)
+    fig, axes = plt.subplots(3, n, figsize=(4.5 * n, 8), sharex=True, sharey="row", squeeze=False)
+    for i, (cc, result) in enumerate(results.items()):
+        _media_panels(result, axes[:, i], f"{result.summary['scenario']}: {cc}")
+    fig.tight_layout()
+    path = out_dir / "comparison.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]

@@ -96,9 +96,10 @@ class Result:
         written += write_frame(self.flow_series, out / "flows")
         written += write_frame(self.link_series, out / "links")
         if plots:
-            from .plots import plot_run
+            from .plots import plot_media, plot_run
 
             written += plot_run(self, out)
+            written += plot_media(self, out)
         return written
 
 

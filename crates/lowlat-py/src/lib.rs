@@ -49,9 +49,10 @@ impl Simulation {
 
 #[pymethods]
 impl Simulation {
-    /// Builds a simulation from scenario text; `seed` overrides the scenario's seed.
+    /// Builds a simulation from scenario text; `seed` overrides the scenario's seed, `cc` the
+    /// controller of every video flow, `queue` the bottleneck queues (`"droptail"`, `"codel"`).
     #[new]
-    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None))]
+    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None))]
     fn new(
         text: &str,
         format: &str,
@@ -59,10 +60,14 @@ impl Simulation {
         base_dir: &str,
         seed: Option<u64>,
         cc: Option<&str>,
+        queue: Option<&str>,
     ) -> PyResult<Self> {
         let mut s = parse(text, format, label, base_dir)?;
         if let Some(cc) = cc {
             s = s.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+        }
+        if let Some(q) = queue {
+            s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
         }
         if let Some(seed) = seed {
             s.seed = seed;
@@ -139,6 +144,12 @@ fn controllers() -> Vec<&'static str> {
     lowlat_sim::scenario::CONTROLLERS.to_vec()
 }
 
+/// The bottleneck queue variants `queue=` accepts.
+#[pyfunction]
+fn queue_variants() -> Vec<&'static str> {
+    lowlat_sim::scenario::QUEUE_VARIANTS.to_vec()
+}
+
 /// The version of the Rust core.
 #[pyfunction]
 fn version() -> &'static str {
@@ -153,5 +164,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
+    m.add_function(wrap_pyfunction!(queue_variants, m)?)?;
     Ok(())
 }

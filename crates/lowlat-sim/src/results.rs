@@ -211,7 +211,7 @@ pub struct Table {
 pub struct RunResult {
     /// The summary.
     pub summary: Summary,
-    /// Per-flow series: flow, t_s, send_kbps, recv_kbps, owd_ms.
+    /// Per-flow series: flow, t_s, send_kbps, recv_kbps, owd_ms, frame_delay_ms.
     pub flow_series: Table,
     /// Per-link series: link, t_s, capacity_kbps, throughput_kbps, queue_delay_ms,
     /// queue_delay_max_ms, drops.
@@ -229,13 +229,25 @@ impl RunResult {
 
         let mut flows = Vec::new();
         let (mut f_id, mut f_t, mut f_send, mut f_recv, mut f_owd) = (vec![], vec![], vec![], vec![], vec![]);
+        let mut f_frame = vec![];
         for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
             let m = &st.metrics;
             let active = (cfg.stop.min(end) - cfg.start).as_secs_f64();
             let thr = if active > 0.0 { m.rx_bytes as f64 * 8.0 / active / 1e3 } else { 0.0 };
             let could_arrive = m.max_seq.map_or(0, |s| s + 1);
             let end_t = cfg.stop.min(end);
-            let media = match (st.sender.media_metrics(), st.receiver.media_metrics()) {
+            let receiver_media = st.receiver.media_metrics();
+            // Mean delay of the frames completed in each bin (NaN: none, or not a video flow).
+            let mut frame_bins = vec![(0.0f64, 0u32); nbins];
+            for (t, d) in receiver_media.iter().flat_map(|m| m.frames.iter()) {
+                if let Some(b) = frame_bins.get_mut((t.as_nanos() / bin_ns) as usize) {
+                    b.0 += d.as_millis_f64();
+                    b.1 += 1;
+                }
+            }
+            f_frame
+                .extend(frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }));
+            let media = match (st.sender.media_metrics(), receiver_media) {
                 (Some(s), Some(r)) => Some(media_summary(&s, &r, cfg.start, end_t)),
                 _ => None,
             };
@@ -327,6 +339,7 @@ impl RunResult {
                     col("send_kbps", f_send),
                     col("recv_kbps", f_recv),
                     col("owd_ms", f_owd),
+                    col("frame_delay_ms", f_frame),
                 ],
             },
             link_series: Table {

@@ -351,7 +351,9 @@ impl Scenario {
         let q = match queue {
             "droptail" => QueueConfig::DropTail { limit: QueueLimit::Time(Duration::from_millis(300)) },
             // CoDel needs a buffer it can manage: 1000 packets, Linux's default queue length.
-            "codel" => QueueConfig::CoDel { config: CoDelConfig::default(), limit: QueueLimit::Packets(1000) },
+            "codel" => {
+                QueueConfig::CoDel { config: CoDelConfig::default(), limit: QueueLimit::Packets(1000) }
+            }
             other => {
                 return Err(ScenarioError::new(
                     &self.source,
@@ -551,10 +553,16 @@ impl Scenario {
             let mut media = media;
             if let Some(p) = f.pause {
                 let Some(m) = media.as_mut() else {
-                    return Err(err(&key("pause"), format!("only rtp-video flows take `pause`; this flow is {:?}", f.kind)));
+                    return Err(err(
+                        &key("pause"),
+                        format!("only rtp-video flows take `pause`; this flow is {:?}", f.kind),
+                    ));
                 };
                 if p.to.0 <= p.from.0 {
-                    return Err(err(&key("pause.to"), format!("got \"{}\", expected a time after pause.from (\"{}\")", p.to.0, p.from.0)));
+                    return Err(err(
+                        &key("pause.to"),
+                        format!("got \"{}\", expected a time after pause.from (\"{}\")", p.to.0, p.from.0),
+                    ));
                 }
                 m.pause = Some((Time::ZERO + p.from.0, Time::ZERO + p.to.0));
             }

@@ -70,7 +70,10 @@ fn scream_sustains_20_kbps_to_10_mbps() {
     for cc in ["scream", "scream2"] {
         for (rate, kbps) in [("20 kbit/s", 20.0), ("10 Mbit/s", 10_000.0)] {
             let (share, frame_p50) = scream_share(cc, rate, kbps);
-            eprintln!("{cc} on {rate}: {:.0} % of the link, frame delay p50 {frame_p50:.0} ms", share * 100.0);
+            eprintln!(
+                "{cc} on {rate}: {:.0} % of the link, frame delay p50 {frame_p50:.0} ms",
+                share * 100.0
+            );
             assert!(share > 0.6 && share <= 1.01, "{cc} on {rate}: {share}");
         }
     }

@@ -23,7 +23,8 @@ pub fn run(toml: &str) -> RunResult {
 
 /// Loads a scenario of the Python package's catalog (`python/lowlat/scenarios/NAME.toml`).
 pub fn catalog(name: &str) -> Scenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../python/lowlat/scenarios/{name}.toml"));
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../python/lowlat/scenarios/{name}.toml"));
     Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
