@@ -55,13 +55,35 @@ def test_unknown_scenario_name(lowlat_cli):
 
 
 def test_bench_prints_its_figures(lowlat_cli):
-    p = lowlat_cli("bench", "--json", "--rates", "10", "--duration", "5")
+    p = lowlat_cli("bench", "--json", "--rates", "10", "--duration", "5", "--rmcat-cc", "gcc", "--repeat", "1")
     assert p.returncode == 0, p.stderr
-    case = json.loads(p.stdout)["cases"][0]
+    cases = json.loads(p.stdout)["cases"]
+    rmcat = next(c for c in cases if c["case"] == "rmcat-5.1/gcc")
+    assert rmcat["sim_s"] == 100 and rmcat["wall_s"] > 0 and rmcat["events"] > 10_000
+    case = cases[0]
     for key in ["wall_s", "events", "events_per_s", "sim_s_per_wall_s", "delivered_per_s", "peak_rss_mib"]:
         assert case[key] > 0
     # 5 s at 9.5 Mbit/s of 1500-byte packets, minus those still in flight.
     assert abs(case["delivered_packets"] - 5 * 9.5e6 / 12000) < 50
+
+
+def test_main_job_compares_gcc_nada_scream_with_plots(lowlat_cli, tmp_path):
+    out = tmp_path / "main"
+    p = lowlat_cli("run", "rmcat-5.1", "--cc", "gcc,nada,scream", "--out", out)
+    assert p.returncode == 0, p.stderr
+    for cc in ["gcc", "nada", "scream"]:
+        assert any(line.strip().startswith(cc) for line in p.stdout.splitlines()), p.stdout
+        assert (out / cc / "media.png").stat().st_size > 10_000
+    assert (out / "comparison.png").stat().st_size > 30_000
+
+
+def test_queue_variant_replaces_the_bottleneck_queue(lowlat_cli, tmp_path):
+    p = lowlat_cli("run", "rmcat-5.4", "--cc", "gcc", "--queue", "codel", "--json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)["gcc"]
+    assert summary["scenario"] == "rmcat-5.4+codel"
+    bad = lowlat_cli("run", "rmcat-5.4", "--queue", "red")
+    assert bad.returncode != 0 and "invalid choice" in bad.stderr
 
 
 def test_run_compares_controllers_on_rmcat_5_1(lowlat_cli, tmp_path):

@@ -69,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         help="bottleneck rates in Mbit/s (default: 10,100)",
     )
     p.add_argument("--duration", type=float, default=120.0, metavar="S", help="simulated seconds (default 120)")
+    p.add_argument(
+        "--rmcat-cc",
+        default="gcc,nada,scream,scream2",
+        metavar="CC,...",
+        help="controllers to time on RMCAT 5.1 (default: gcc,nada,scream,scream2; empty to skip)",
+    )
+    p.add_argument("--repeat", type=int, default=3, metavar="N", help="RMCAT runs per controller, best counts (default 3)")
 
     args = parser.parse_args(argv)
     if args.command is None:
@@ -173,6 +180,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"{c['case']:<26} wall {c['wall_s']:7.3f} s  events {c['events']:>10}  "
                 f"{c['events_per_s'] / 1e6:6.2f} M events/s  {c['sim_s_per_wall_s']:8.1f} sim s/s  "
                 f"{c['delivered_per_s'] / 1e6:6.2f} M delivered pkt/s  peak RSS {c['peak_rss_mib']:.0f} MiB",
+                flush=True,
+            )
+    # RMCAT case 5.1 (100 s), one controller per run: the figure a sweep of the matrix scales with.
+    for cc in [c for c in args.rmcat_cc.split(",") if c.strip()]:
+        walls = []
+        for _ in range(args.repeat):
+            r = run("rmcat-5.1", cc=cc.strip(), progress=False)
+            walls.append(r.summary["wall_s"])
+        wall = min(walls)
+        s = r.summary
+        cases.append(
+            {
+                "case": f"rmcat-5.1/{cc.strip()}",
+                "sim_s": s["sim_duration_s"],
+                "wall_s": wall,
+                "events": s["events"],
+                "events_per_s": s["events"] / wall,
+                "sim_s_per_wall_s": s["sim_duration_s"] / wall,
+            }
+        )
+        if not args.json:
+            c = cases[-1]
+            print(
+                f"{c['case']:<26} wall {c['wall_s'] * 1e3:7.1f} ms per 100 s run (best of {args.repeat})  "
+                f"events {c['events']:>8}  {c['sim_s_per_wall_s']:8.0f} sim s/s",
                 flush=True,
             )
     if args.json:
