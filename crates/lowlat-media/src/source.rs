@@ -6,19 +6,70 @@
 //! R_v / fps x (1 + e), e Gaussian with standard deviation 10 %. A key frame (periodic, or forced
 //! by a large rate change) starts a transient: that frame is K_r times the steady size and the next
 //! K_d frames are shrunk to give those bytes back, so the long-run rate stays R_v.
-//! The perfect codec produces exactly R_v / fps per frame.
+//! The perfect codec produces exactly R_v / fps per frame. The trace-driven codec (RFC 8593 §5)
+//! replays frame sizes recorded from a real encoder, scaled so that their mean is R_v / fps.
 
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use rand_distr::{Distribution, StandardNormal};
+use std::sync::Arc;
 
 /// Which encoder model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Codec {
     /// RFC 8593's synthetic codec.
     Synthetic,
     /// Exactly the target rate, no noise, no key frames.
     Perfect,
+    /// Frame sizes replayed from a trace (cyclically), scaled to the target rate.
+    Trace(FrameSizeTrace),
+}
+
+/// Recorded frame sizes, shared between runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameSizeTrace {
+    sizes: Arc<[u32]>,
+    mean: f64,
+}
+
+impl FrameSizeTrace {
+    /// A trace of frame sizes in bytes; None if empty or all zero.
+    pub fn new(sizes: Vec<u32>) -> Option<FrameSizeTrace> {
+        let mean = sizes.iter().map(|&s| f64::from(s)).sum::<f64>() / sizes.len().max(1) as f64;
+        (mean > 0.0).then(|| FrameSizeTrace { sizes: sizes.into(), mean })
+    }
+
+    /// Parses one frame size in bytes per line (blank lines and `#` comments skipped); errors
+    /// name the line (`line N: ...`).
+    pub fn parse(text: &str) -> Result<FrameSizeTrace, String> {
+        let mut sizes = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let v: u32 = line
+                .parse()
+                .map_err(|_| format!("line {}: got {line:?}, expected a frame size in bytes", i + 1))?;
+            sizes.push(v);
+        }
+        FrameSizeTrace::new(sizes).ok_or_else(|| "no frame sizes (or all zero)".to_string())
+    }
+
+    /// Frames in the trace.
+    pub fn len(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// Whether the trace is empty (never, once built).
+    pub fn is_empty(&self) -> bool {
+        self.sizes.is_empty()
+    }
+
+    /// Frame `i`'s size relative to the trace's mean.
+    fn relative(&self, i: u64) -> f64 {
+        f64::from(self.sizes[(i % self.sizes.len() as u64) as usize]) / self.mean
+    }
 }
 
 /// Settings of a [`VideoSource`]; defaults from RFC 8867 §4 and RFC 8593.
@@ -150,10 +201,15 @@ impl VideoSource {
             key |= due - last >= every;
         }
         let steady = self.rate.as_bps_f64() / 8.0 / self.cfg.fps;
-        let size = match self.cfg.codec {
+        let size = match &self.cfg.codec {
             Codec::Perfect => {
                 key = self.next_id == 0;
                 steady
+            }
+            Codec::Trace(trace) => {
+                // The trace carries its own key frames.
+                key = false;
+                steady * trace.relative(self.next_id)
             }
             Codec::Synthetic => {
                 let noise: f64 = StandardNormal.sample(&mut self.rng);

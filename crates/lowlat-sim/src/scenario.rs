@@ -10,7 +10,7 @@
 
 use lowlat_core::{Bitrate, Bytes, Duration, ParseUnitError, Time};
 use lowlat_media::receiver::FeedbackSchedule;
-use lowlat_media::source::{Codec, VideoSourceConfig};
+use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
 use lowlat_net::capacity::{Capacity, RateSchedule};
 use lowlat_net::link::LinkConfig;
 use lowlat_net::loss::LossModel;
@@ -209,8 +209,10 @@ pub struct FlowSpec {
     pub rmin: Option<R>,
     /// Video: highest encoder rate (default 1.5 Mbit/s, RFC 8867 §4).
     pub rmax: Option<R>,
-    /// Video: `"synthetic"` (RFC 8593, default) or `"perfect"`.
+    /// Video: `"synthetic"` (RFC 8593, default), `"perfect"` or `"trace"` (sizes from `codec_trace`).
     pub codec: Option<String>,
+    /// Video: the frame-size trace of `codec = "trace"` (one size in bytes per line).
+    pub codec_trace: Option<String>,
     /// Video: feedback interval (`"100 ms"`) or `"scream"` (every 5 packets, within 20-200 ms);
     /// default: SCReAM's rule for SCReAM, 100 ms for the others.
     pub feedback: Option<String>,
@@ -508,7 +510,7 @@ impl Scenario {
                     ))
                 }
             };
-            let media = media_config(f, kind, &key, label)?;
+            let media = media_config(f, kind, &key, label, base_dir)?;
             let rate = match (f.rate, &media) {
                 (Some(r), _) => r.0,
                 (None, Some(m)) => m.source.rmin,
@@ -619,6 +621,7 @@ fn media_config(
     kind: TrafficKind,
     key: &dyn Fn(&str) -> String,
     label: &str,
+    base_dir: &Path,
 ) -> Result<Option<MediaConfig>, ScenarioError> {
     let err = |k: &str, msg: String| ScenarioError::new(label, key(k), msg);
     if kind != TrafficKind::RtpVideo {
@@ -628,6 +631,7 @@ fn media_config(
             ("rmin", f.rmin.is_some()),
             ("rmax", f.rmax.is_some()),
             ("codec", f.codec.is_some()),
+            ("codec_trace", f.codec_trace.is_some()),
             ("feedback", f.feedback.is_some()),
         ] {
             if given {
@@ -662,8 +666,27 @@ fn media_config(
     source.codec = match f.codec.as_deref().unwrap_or("synthetic") {
         "synthetic" => Codec::Synthetic,
         "perfect" => Codec::Perfect,
-        other => return Err(err("codec", format!("got {other:?}, expected \"synthetic\" or \"perfect\""))),
+        "trace" => {
+            let Some(file) = f.codec_trace.as_deref() else {
+                return Err(err("codec_trace", "missing: codec = \"trace\" needs a frame-size file".into()));
+            };
+            let path = resolve(base_dir, file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| err("codec_trace", format!("cannot read {}: {e}", path.display())))?;
+            let trace = FrameSizeTrace::parse(&text)
+                .map_err(|m| err("codec_trace", format!("{}: {m}", path.display())))?;
+            Codec::Trace(trace)
+        }
+        other => {
+            return Err(err(
+                "codec",
+                format!("got {other:?}, expected \"synthetic\", \"perfect\" or \"trace\""),
+            ))
+        }
     };
+    if f.codec_trace.is_some() && !matches!(source.codec, Codec::Trace(_)) {
+        return Err(err("codec_trace", "only codec = \"trace\" reads a frame-size file".into()));
+    }
     let feedback = match f.feedback.as_deref() {
         None => None,
         Some("scream") => Some(SCREAM_FEEDBACK),

@@ -74,3 +74,46 @@ cc = "nada"
     assert!(b.queue_delay_ms.p95.unwrap() < 100.0, "queue p95 {:?} ms", b.queue_delay_ms.p95);
     assert!(b.utilization > 0.6, "utilisation {}", b.utilization);
 }
+
+#[test]
+fn trace_codec_replays_frame_sizes_scaled_to_the_target() {
+    let dir = std::env::temp_dir().join(format!("lowlat-trace-codec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A key frame of 10x every 10 frames: the mean frame is (9 + 10) / 10 = 1.9 units.
+    let sizes: String = (0..100).map(|i| if i % 10 == 0 { "10000\n" } else { "1000\n" }).collect();
+    std::fs::write(dir.join("frames.txt"), format!("# bytes per frame\n{sizes}")).unwrap();
+    let text = r#"
+duration = "20 s"
+[bottleneck]
+rate = "100 Mbit/s"
+delay = "10 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "fixed"
+codec = "trace"
+codec_trace = "frames.txt"
+rate = "1 Mbit/s"
+fps = 25
+"#;
+    let s = lowlat_sim::Scenario::parse(text, lowlat_sim::Format::Toml, "t.toml", &dir).unwrap();
+    let r = lowlat_sim::Simulation::new(s).run();
+    let f = &r.summary.flows[0];
+    // Payload 1 Mbit/s plus 48 B headers per packet (about 4 % here).
+    assert!((1000.0..1100.0).contains(&f.throughput_kbps), "throughput {}", f.throughput_kbps);
+    // Key frames are 10000 / 1900 x 5000 B = 26 kB: several times a steady frame's delay.
+    let d = f.frame_delay_ms.unwrap();
+    assert!(d.max.unwrap() > 3.0 * d.p50.unwrap(), "{d:?}");
+
+    std::fs::write(dir.join("bad.txt"), "1000\nlots\n").unwrap();
+    let e = lowlat_sim::Scenario::parse(
+        &text.replace("frames.txt", "bad.txt"),
+        lowlat_sim::Format::Toml,
+        "t.toml",
+        &dir,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("codec_trace") && e.contains("bad.txt: line 2") && e.contains("lots"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
