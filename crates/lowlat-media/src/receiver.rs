@@ -6,7 +6,9 @@
 //! schedules the RMCAT controllers use: a fixed interval (transport-cc, RFC 8888 at 50-100 ms), or
 //! SCReAM's rule (every N packets, but no more often than T_min and no less often than T_max).
 
-use lowlat_core::{Duration, Time};
+use lowlat_core::{Bytes, Duration, Time};
+use lowlat_wire::ccfb::compact_ntp;
+use lowlat_wire::{CcfbBlock, CcfbMetric, CcfbReport, TwccBuilder};
 use std::collections::HashMap;
 
 /// Per-frame bookkeeping and metrics.
@@ -131,17 +133,78 @@ impl FeedbackCollector {
     }
 }
 
-/// Size on the wire of a transport-cc feedback packet covering `covered` sequence numbers of
-/// which `received` arrived (IPv4 + UDP headers 28 B, RTCP + feedback header 20 B, one 2-byte
-/// chunk per 7 statuses at worst, one byte per small receive delta, padded to 32 bits).
-pub fn transport_cc_size(covered: usize, received: usize) -> u64 {
-    let body = 20 + 2 * covered.div_ceil(7) + received;
-    28 + body.div_ceil(4) as u64 * 4
+/// Which RTCP feedback format the receiver sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FeedbackFormat {
+    /// Transport-wide congestion control feedback (RTPFB FMT 15).
+    #[default]
+    TransportCc,
+    /// RFC 8888 congestion control feedback (RTPFB FMT 11).
+    Rfc8888,
+}
+
+/// Bytes of IPv4 and UDP headers around an RTCP datagram.
+const IP_UDP_OVERHEAD: u64 = 28;
+
+/// Encodes reports with `lowlat-wire` to learn their exact size on the wire.
+#[derive(Clone, Debug)]
+pub struct FeedbackEncoder {
+    format: FeedbackFormat,
+    twcc: TwccBuilder,
+    scratch: Vec<u8>,
+}
+
+impl FeedbackEncoder {
+    /// An encoder for `format`.
+    pub fn new(format: FeedbackFormat) -> FeedbackEncoder {
+        FeedbackEncoder { format, twcc: TwccBuilder::new(1, 2), scratch: Vec::with_capacity(1500) }
+    }
+
+    /// Size of the UDP datagram carrying `report` (one compound RTCP packet: transport-cc may
+    /// need several feedback packets for one report) when sent at `now`.
+    pub fn datagram_size(&mut self, report: &[(u64, Option<Time>)], now: Time) -> Bytes {
+        let Some(&(first, _)) = report.first() else { return Bytes(IP_UDP_OVERHEAD) };
+        self.scratch.clear();
+        let us = |t: Time| (t.as_nanos() / 1_000) as i64;
+        match self.format {
+            FeedbackFormat::TransportCc => {
+                let arrivals: Vec<Option<i64>> = report.iter().map(|r| r.1.map(us)).collect();
+                for fb in self.twcc.build(first as u16, &arrivals) {
+                    // Invariant: the builder only produces encodable packets.
+                    fb.encode(&mut self.scratch).expect("built feedback encodes");
+                }
+            }
+            FeedbackFormat::Rfc8888 => {
+                let metrics = report
+                    .iter()
+                    .map(|r| r.1.map_or(CcfbMetric::lost(), |a| CcfbMetric::received(us(now) - us(a), 0)))
+                    .collect();
+                let block = CcfbBlock { media_ssrc: 2, begin_seq: first as u16, metrics };
+                let rep = CcfbReport {
+                    sender_ssrc: 1,
+                    blocks: vec![block],
+                    report_timestamp: compact_ntp(us(now)),
+                };
+                rep.encode(&mut self.scratch).expect("a report of at most 65535 metrics encodes");
+            }
+        }
+        Bytes(IP_UDP_OVERHEAD + self.scratch.len() as u64)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn feedback_sizes_are_the_encoded_sizes() {
+        // 10 packets all received 1 ms apart: 20 B header + one run-length chunk + 10 one-byte
+        // deltas = 32 B of RTCP; RFC 8888: 12 + 8 + 10 x 2 = 40 B. Plus 28 B IP/UDP.
+        let report: Vec<_> = (0..10).map(|i| (i, Some(Time::from_millis(1000 + i)))).collect();
+        let now = Time::from_millis(1020);
+        assert_eq!(FeedbackEncoder::new(FeedbackFormat::TransportCc).datagram_size(&report, now), Bytes(60));
+        assert_eq!(FeedbackEncoder::new(FeedbackFormat::Rfc8888).datagram_size(&report, now), Bytes(68));
+    }
 
     #[test]
     fn frames_complete_when_all_packets_arrive() {

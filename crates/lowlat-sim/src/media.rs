@@ -3,8 +3,8 @@
 //!
 //! The sender encodes frames at the controller's target rate, packetises and paces them at its
 //! pacing rate, and hands each feedback report to the controller. The receiver assembles frames and
-//! sends feedback on its schedule. A feedback packet travels the reverse path with the size a
-//! transport-cc packet of its content would have; its content reaches the sender through the
+//! sends feedback on its schedule. A feedback packet travels the reverse path with the size of its
+//! content encoded (transport-cc or RFC 8888, by `lowlat-wire`); its content reaches the sender through the
 //! flow's mailbox, looked up by the packet's id when (and only if) the packet arrives.
 
 use crate::app::{Endpoint, Transmit};
@@ -16,7 +16,7 @@ use lowlat_cc::{
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
-use lowlat_media::receiver::{transport_cc_size, FeedbackCollector, FrameAssembler};
+use lowlat_media::receiver::{FeedbackCollector, FeedbackEncoder, FrameAssembler};
 use lowlat_media::source::VideoSource;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -239,6 +239,7 @@ impl Endpoint for RtpSender {
 pub struct RtpReceiver {
     assembler: FrameAssembler,
     collector: FeedbackCollector,
+    encoder: FeedbackEncoder,
     start: Time,
     fps: f64,
     next_report_id: u64,
@@ -251,6 +252,7 @@ impl RtpReceiver {
         RtpReceiver {
             assembler: FrameAssembler::default(),
             collector: FeedbackCollector::new(media.feedback_schedule()),
+            encoder: FeedbackEncoder::new(media.feedback_format),
             start,
             fps: media.source.fps,
             next_report_id: 0,
@@ -273,8 +275,7 @@ impl Endpoint for RtpReceiver {
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         let report = self.collector.poll_report(now)?;
-        let received = report.iter().filter(|r| r.1.is_some()).count();
-        let size = Bytes(transport_cc_size(report.len(), received));
+        let size = self.encoder.datagram_size(&report, now);
         let id = self.next_report_id;
         self.next_report_id += 1;
         self.mailbox

@@ -9,7 +9,7 @@
 //! The format is documented for users in `docs/scenario-format.md`.
 
 use lowlat_core::{Bitrate, Bytes, Duration, ParseUnitError, Time};
-use lowlat_media::receiver::FeedbackSchedule;
+use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
 use lowlat_net::capacity::{Capacity, RateSchedule};
 use lowlat_net::link::LinkConfig;
@@ -216,6 +216,8 @@ pub struct FlowSpec {
     /// Video: feedback interval (`"100 ms"`) or `"scream"` (every 5 packets, within 20-200 ms);
     /// default: SCReAM's rule for SCReAM, 100 ms for the others.
     pub feedback: Option<String>,
+    /// Video: `"transport-cc"` (default) or `"rfc8888"`.
+    pub feedback_format: Option<String>,
     /// `"forward"` (default: data on the bottleneck, feedback on the reverse link) or `"reverse"`
     /// (data on the reverse link, feedback on the bottleneck; RMCAT 5.3's flow the other way).
     pub direction: Option<String>,
@@ -300,6 +302,8 @@ pub struct MediaConfig {
     pub feedback: Option<FeedbackSchedule>,
     /// Frames captured in `[from, to)` are not sent (the source is paused).
     pub pause: Option<(Time, Time)>,
+    /// The RTCP feedback format (its encoded size is what travels).
+    pub feedback_format: FeedbackFormat,
 }
 
 impl MediaConfig {
@@ -633,6 +637,7 @@ fn media_config(
             ("codec", f.codec.is_some()),
             ("codec_trace", f.codec_trace.is_some()),
             ("feedback", f.feedback.is_some()),
+            ("feedback_format", f.feedback_format.is_some()),
         ] {
             if given {
                 return Err(err(k, format!("only rtp-video flows take `{k}`; this flow is {:?}", f.kind)));
@@ -700,7 +705,17 @@ fn media_config(
             }
         },
     };
-    Ok(Some(MediaConfig { cc, source, feedback, pause: None }))
+    let feedback_format = match f.feedback_format.as_deref().unwrap_or("transport-cc") {
+        "transport-cc" => FeedbackFormat::TransportCc,
+        "rfc8888" => FeedbackFormat::Rfc8888,
+        other => {
+            return Err(err(
+                "feedback_format",
+                format!("got {other:?}, expected \"transport-cc\" or \"rfc8888\""),
+            ))
+        }
+    };
+    Ok(Some(MediaConfig { cc, source, feedback, pause: None, feedback_format }))
 }
 
 /// The queue variants [`Scenario::with_queue`] knows.

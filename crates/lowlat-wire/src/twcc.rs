@@ -1,0 +1,395 @@
+//! Transport-wide congestion control feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01
+//! §3.1): RTCP RTPFB, PT 205, FMT 15.
+//!
+//! ```text
+//! | V=2|P| FMT=15 | PT=205 | length | sender SSRC | media SSRC |
+//! | base sequence number (16) | packet status count (16) |
+//! | reference time (24, signed, x 64 ms) | feedback packet count (8) |
+//! | packet chunks (16 bits each) ... | receive deltas (8 or 16 bits each) ... | padding |
+//! ```
+//! A chunk is a run length (T=0: 2-bit symbol, 13-bit run) or a status vector (T=1; S=0: fourteen
+//! 1-bit symbols, S=1: seven 2-bit symbols). Symbols: 0 not received, 1 received with a small
+//! delta (one unsigned byte), 2 received with a large or negative delta (two signed bytes).
+//! Deltas count 250 us, the first from the reference time, each next from the previous received
+//! packet.
+
+use crate::rtcp::{self, FMT_TRANSPORT_CC, PT_RTPFB};
+use crate::{Reader, WireError};
+
+/// Microseconds per reference-time unit.
+pub const REFERENCE_TIME_US: i64 = 64_000;
+/// Microseconds per receive-delta tick.
+pub const DELTA_TICK_US: i64 = 250;
+
+/// One transport-cc feedback packet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransportCcFeedback {
+    /// SSRC of the feedback's sender.
+    pub sender_ssrc: u32,
+    /// SSRC of the media source (any of the sender's streams).
+    pub media_ssrc: u32,
+    /// Transport-wide sequence number of the first packet covered.
+    pub base_seq: u16,
+    /// Reference time in 64 ms units, 24-bit signed (wraps).
+    pub reference_time: i32,
+    /// Feedback packet count (wraps).
+    pub fb_pkt_count: u8,
+    /// Per covered sequence number from `base_seq`: the receive delta in 250 us ticks, or `None`
+    /// if not received.
+    pub deltas: Vec<Option<i16>>,
+}
+
+fn symbol(d: Option<i16>) -> u8 {
+    match d {
+        None => 0,
+        Some(0..=255) => 1,
+        Some(_) => 2,
+    }
+}
+
+impl TransportCcFeedback {
+    /// Arrival times in microseconds, `reference_time x 64 ms + running sum of deltas`, per
+    /// covered sequence number (wrapping); `None` if not received.
+    pub fn arrivals_us(&self) -> Vec<(u16, Option<i64>)> {
+        let mut t = i64::from(self.reference_time) * REFERENCE_TIME_US;
+        let mut seq = self.base_seq;
+        let mut out = Vec::with_capacity(self.deltas.len());
+        for d in &self.deltas {
+            let at = d.map(|d| {
+                t += i64::from(d) * DELTA_TICK_US;
+                t
+            });
+            out.push((seq, at));
+            seq = seq.wrapping_add(1);
+        }
+        out
+    }
+
+    /// Decodes one RTCP packet (padding allowed, trailing bytes beyond its length ignored).
+    pub fn decode(buf: &[u8]) -> Result<TransportCcFeedback, WireError> {
+        let h = rtcp::header(buf)?;
+        if (h.pt, h.fmt) != (PT_RTPFB, FMT_TRANSPORT_CC) {
+            return Err(WireError::UnexpectedType { pt: h.pt, fmt: h.fmt });
+        }
+        let mut r = Reader::new(h.body);
+        let sender_ssrc = r.u32()?;
+        let media_ssrc = r.u32()?;
+        let base_seq = r.u16()?;
+        let count = r.u16()? as usize;
+        let rt = r.take(3)?;
+        let raw = (u32::from(rt[0]) << 16) | (u32::from(rt[1]) << 8) | u32::from(rt[2]);
+        let reference_time = ((raw << 8) as i32) >> 8; // sign-extend 24 bits
+        let fb_pkt_count = r.u8()?;
+        // A 2-byte chunk covers at most 8191 statuses: reject a count the body cannot hold
+        // before allocating for it.
+        if count > 8191 * r.remaining() / 2 {
+            return Err(WireError::BadLength("status count larger than the chunks can hold"));
+        }
+        let mut symbols = Vec::with_capacity(count);
+        while symbols.len() < count {
+            let c = r.u16()?;
+            let need = count - symbols.len();
+            if c & 0x8000 == 0 {
+                let s = ((c >> 13) & 0x3) as u8;
+                let run = (c & 0x1fff) as usize;
+                if run == 0 {
+                    return Err(WireError::Invalid("run-length chunk of length 0"));
+                }
+                symbols.extend(std::iter::repeat_n(s, run.min(need)));
+            } else if c & 0x4000 == 0 {
+                symbols.extend((0..14).rev().map(|i| ((c >> i) & 1) as u8).take(need));
+            } else {
+                symbols.extend((0..7).rev().map(|i| ((c >> (2 * i)) & 3) as u8).take(need));
+            }
+        }
+        let mut deltas = Vec::with_capacity(count);
+        for s in symbols {
+            deltas.push(match s {
+                0 => None,
+                1 => Some(i16::from(r.u8()?)),
+                2 => Some(r.u16()? as i16),
+                _ => return Err(WireError::Invalid("reserved status symbol 3")),
+            });
+        }
+        Ok(TransportCcFeedback { sender_ssrc, media_ssrc, base_seq, reference_time, fb_pkt_count, deltas })
+    }
+
+    /// The packet chunks encoding the statuses: run lengths for runs, one-bit vectors where no
+    /// large delta is near, two-bit vectors otherwise.
+    fn chunks(&self) -> Vec<u16> {
+        let sym: Vec<u8> = self.deltas.iter().map(|d| symbol(*d)).collect();
+        let n = sym.len();
+        let mut out = Vec::with_capacity(n / 7 + 1);
+        let mut i = 0;
+        while i < n {
+            let s = sym[i];
+            let mut run = 1;
+            while i + run < n && sym[i + run] == s && run < 0x1fff {
+                run += 1;
+            }
+            if run >= 14 || run == n - i || (s == 2 && run >= 7) {
+                out.push((u16::from(s) << 13) | run as u16);
+                i += run;
+            } else if sym[i..n.min(i + 14)].iter().all(|&x| x <= 1) {
+                let mut c = 0x8000u16;
+                for (k, &x) in sym[i..n.min(i + 14)].iter().enumerate() {
+                    c |= u16::from(x) << (13 - k);
+                }
+                out.push(c);
+                i += 14;
+            } else {
+                let mut c = 0xc000u16;
+                for (k, &x) in sym[i..n.min(i + 7)].iter().enumerate() {
+                    c |= u16::from(x) << (2 * (6 - k));
+                }
+                out.push(c);
+                i += 7;
+            }
+        }
+        out
+    }
+
+    /// Appends the packet to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), WireError> {
+        let count =
+            u16::try_from(self.deltas.len()).map_err(|_| WireError::BadLength("over 65535 statuses"))?;
+        if !(-(1 << 23)..(1 << 23)).contains(&self.reference_time) {
+            return Err(WireError::Invalid("reference time outside 24 bits"));
+        }
+        let chunks = self.chunks();
+        let delta_bytes: usize = self.deltas.iter().map(|d| usize::from(symbol(*d))).sum();
+        let body_len = 16 + 2 * chunks.len() + delta_bytes;
+        let pad = rtcp::write_header(out, FMT_TRANSPORT_CC, PT_RTPFB, body_len)?;
+        out.extend_from_slice(&self.sender_ssrc.to_be_bytes());
+        out.extend_from_slice(&self.media_ssrc.to_be_bytes());
+        out.extend_from_slice(&self.base_seq.to_be_bytes());
+        out.extend_from_slice(&count.to_be_bytes());
+        out.extend_from_slice(&(self.reference_time as u32 & 0x00ff_ffff).to_be_bytes()[1..]);
+        out.push(self.fb_pkt_count);
+        for c in chunks {
+            out.extend_from_slice(&c.to_be_bytes());
+        }
+        for d in self.deltas.iter().flatten() {
+            match symbol(Some(*d)) {
+                1 => out.push(*d as u8),
+                _ => out.extend_from_slice(&d.to_be_bytes()),
+            }
+        }
+        rtcp::write_padding(out, pad);
+        Ok(())
+    }
+
+    /// The encoded length in bytes.
+    pub fn encoded_len(&self) -> usize {
+        let delta_bytes: usize = self.deltas.iter().map(|d| usize::from(symbol(*d))).sum();
+        (20 + 2 * self.chunks().len() + delta_bytes).div_ceil(4) * 4
+    }
+}
+
+/// Builds transport-cc feedback from what a receiver saw, splitting it into packets that each
+/// stay within `max_len` bytes and whose deltas fit their fields.
+#[derive(Clone, Debug)]
+pub struct TwccBuilder {
+    /// SSRC written as the feedback's sender.
+    pub sender_ssrc: u32,
+    /// SSRC written as the media source.
+    pub media_ssrc: u32,
+    /// Largest RTCP packet to produce (1200 B by default).
+    pub max_len: usize,
+    /// The next feedback packet count.
+    pub fb_pkt_count: u8,
+}
+
+impl TwccBuilder {
+    /// A builder for the given SSRCs.
+    pub fn new(sender_ssrc: u32, media_ssrc: u32) -> TwccBuilder {
+        TwccBuilder { sender_ssrc, media_ssrc, max_len: 1200, fb_pkt_count: 0 }
+    }
+
+    /// Feedback for consecutive sequence numbers from `base_seq`, with arrival times in
+    /// microseconds (`None`: not received). Each delta is rounded from the running rounded time,
+    /// so rounding errors never accumulate.
+    pub fn build(&mut self, base_seq: u16, arrivals: &[Option<i64>]) -> Vec<TransportCcFeedback> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < arrivals.len() {
+            let first = arrivals[start..].iter().flatten().next().copied().unwrap_or(0);
+            let reference = first.div_euclid(REFERENCE_TIME_US);
+            let mut t = reference * REFERENCE_TIME_US;
+            let mut fb = TransportCcFeedback {
+                sender_ssrc: self.sender_ssrc,
+                media_ssrc: self.media_ssrc,
+                base_seq: base_seq.wrapping_add(start as u16),
+                // Wrap to 24 bits, sign-extended, as the field carries it.
+                reference_time: (((reference as i32) << 8) >> 8),
+                fb_pkt_count: self.fb_pkt_count,
+                deltas: Vec::new(),
+            };
+            let mut delta_bytes = 0;
+            for a in &arrivals[start..] {
+                let d = match a {
+                    None => None,
+                    Some(a) => {
+                        let ticks = (a - t + DELTA_TICK_US / 2).div_euclid(DELTA_TICK_US);
+                        match i16::try_from(ticks) {
+                            Ok(v) => Some(v),
+                            Err(_) => break, // does not fit: a new packet with its own reference
+                        }
+                    }
+                };
+                let n = fb.deltas.len() + 1;
+                let extra = usize::from(symbol(d));
+                // Upper bound: every 7 statuses may need a chunk of their own.
+                if !fb.deltas.is_empty() && 20 + 2 * n.div_ceil(7) + delta_bytes + extra + 3 > self.max_len
+                    || n > 0xffff
+                {
+                    break;
+                }
+                if let Some(v) = d {
+                    t += i64::from(v) * DELTA_TICK_US;
+                }
+                delta_bytes += extra;
+                fb.deltas.push(d);
+            }
+            start += fb.deltas.len();
+            self.fb_pkt_count = self.fb_pkt_count.wrapping_add(1);
+            out.push(fb);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Written by hand from the draft: base 100, 20 statuses, reference time 1 (64 ms),
+    /// fb count 7; chunks: run of 14 "small", then a one-bit vector 0,1,1,0,1,1 (+8 zero pads);
+    /// deltas 4,1,...
+    #[test]
+    fn run_length_and_one_bit_vector_known_bytes() {
+        let mut deltas: Vec<Option<i16>> = vec![Some(4); 14];
+        deltas.extend([None, Some(1), Some(2), None, Some(3), Some(255)]);
+        let fb = TransportCcFeedback {
+            sender_ssrc: 0x11223344,
+            media_ssrc: 0x55667788,
+            base_seq: 100,
+            reference_time: 1,
+            fb_pkt_count: 7,
+            deltas,
+        };
+        let mut bytes = vec![
+            0xa0 | 15,
+            205,
+            0x00,
+            0x0a, // P=1 (2 pad bytes), length 10 -> 44 bytes
+            0x11,
+            0x22,
+            0x33,
+            0x44,
+            0x55,
+            0x66,
+            0x77,
+            0x88, //
+            0x00,
+            100,
+            0x00,
+            20,
+            0x00,
+            0x00,
+            0x01,
+            7, //
+            0x20,
+            14, // run length: T=0, S=01, run 14
+            0b1001_1011,
+            0b0000_0000, // one-bit vector: 1 0 | 0 1 1 0 1 1 0 0 0 0 0 0 0 0
+        ];
+        bytes.extend(std::iter::repeat_n(4u8, 14));
+        bytes.extend([1, 2, 3, 255]);
+        bytes.extend([0, 2]); // padding, count 2
+        assert_eq!(bytes.len(), 44);
+        let mut out = Vec::new();
+        fb.encode(&mut out).unwrap();
+        assert_eq!(out, bytes);
+        assert_eq!(TransportCcFeedback::decode(&bytes).unwrap(), fb);
+        assert_eq!(fb.encoded_len(), 44);
+        let a = fb.arrivals_us();
+        assert_eq!(a[0], (100, Some(64_000 + 1000)));
+        assert_eq!(a[14], (114, None));
+        assert_eq!(a[19], (119, Some(64_000 + 14 * 1000 + (1 + 2 + 3 + 255) * 250)));
+    }
+
+    /// A two-bit vector with a large and a negative delta, negative reference time.
+    #[test]
+    fn two_bit_vector_with_large_and_negative_deltas_known_bytes() {
+        let fb = TransportCcFeedback {
+            sender_ssrc: 1,
+            media_ssrc: 2,
+            base_seq: 65534, // wraps within the packet
+            reference_time: -2,
+            fb_pkt_count: 255,
+            deltas: vec![Some(10), Some(1000), None, Some(-4)],
+        };
+        let bytes = vec![
+            0xa0 | 15,
+            205,
+            0x00,
+            0x06, // 28 bytes, 1 pad byte
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+            2, //
+            0xff,
+            0xfe,
+            0x00,
+            0x04,
+            0xff,
+            0xff,
+            0xfe,
+            0xff, //
+            0b1101_1000,
+            0b1000_0000, // two-bit vector: 01 10 00 10 | 00 00 00
+            10,
+            0x03,
+            0xe8,
+            0xff,
+            0xfc,
+            0x01, // deltas 10, 1000, -4; pad count 1
+        ];
+        let mut out = Vec::new();
+        fb.encode(&mut out).unwrap();
+        assert_eq!(out, bytes);
+        let d = TransportCcFeedback::decode(&bytes).unwrap();
+        assert_eq!(d, fb);
+        let a = d.arrivals_us();
+        assert_eq!(a[1].0, 65535);
+        assert_eq!(a[2].0, 0);
+        assert_eq!(a[3].1, Some(-128_000 + (10 + 1000 - 4) * 250));
+    }
+
+    #[test]
+    fn builder_splits_on_delta_overflow_and_size() {
+        let mut b = TwccBuilder::new(1, 2);
+        // A 10 s gap cannot be a 16-bit delta (max 8.19 s).
+        let arrivals = [Some(1_000_000), Some(1_000_250), Some(11_000_000), Some(11_000_500)];
+        let fbs = b.build(10, &arrivals);
+        assert_eq!(fbs.len(), 2);
+        assert_eq!((fbs[0].base_seq, fbs[0].deltas.len(), fbs[1].base_seq), (10, 2, 12));
+        assert_eq!((fbs[0].fb_pkt_count, fbs[1].fb_pkt_count), (0, 1));
+        let got: Vec<i64> = fbs.iter().flat_map(|f| f.arrivals_us()).filter_map(|a| a.1).collect();
+        assert_eq!(got, vec![1_000_000, 1_000_250, 11_000_000, 11_000_500]);
+        // 2000 large deltas do not fit one 1200-byte packet.
+        let many: Vec<Option<i64>> = (0..2000).map(|i| Some(i * 100_000)).collect();
+        let fbs = b.build(0, &many);
+        assert!(fbs.len() > 1);
+        for f in &fbs {
+            let mut out = Vec::new();
+            f.encode(&mut out).unwrap();
+            assert!(out.len() <= 1200, "{}", out.len());
+        }
+    }
+}
