@@ -19,6 +19,8 @@ impl Default for FixedRateConfig {
     }
 }
 
+crate::tunable!(FixedRateConfig { rate, pacing_factor });
+
 impl FixedRateConfig {
     /// Builds the controller.
     pub fn build(&self) -> FixedRate {

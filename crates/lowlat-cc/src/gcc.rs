@@ -155,6 +155,45 @@ impl Default for GccConfig {
     }
 }
 
+crate::tunable!(GccConfig {
+    start_rate,
+    min_rate,
+    max_rate,
+    burst_time,
+    trendline_window,
+    trendline_smoothing,
+    trendline_gain,
+    trendline_sample_cap,
+    threshold_initial,
+    k_up,
+    k_down,
+    threshold_max_jump,
+    threshold_min,
+    threshold_max,
+    threshold_max_dt,
+    overuse_time,
+    kalman_q,
+    kalman_chi,
+    kalman_e0,
+    beta,
+    increase_per_second,
+    response_time_extra,
+    throughput_cap_factor,
+    throughput_cap_extra,
+    throughput_window,
+    loss_low,
+    loss_high,
+    loss_min_packets,
+    loss_decrease_interval,
+    loss_increase_factor,
+    loss_increase_extra,
+    pacing_factor,
+    further_probe_factor,
+    further_probe_threshold,
+    probe_duration,
+    probe_min_packets,
+});
+
 impl GccConfig {
     /// The draft's Kalman variant: the §5.3 filter and the §5.4 threshold gains.
     pub fn kalman() -> GccConfig {

@@ -23,6 +23,7 @@ pub mod inflight;
 pub mod nada;
 pub mod scream;
 pub mod scream2;
+pub mod tunable;
 
 pub use feedback::{FeedbackReport, NetworkSignal, PacketResult, SentPacket};
 pub use fixed::{FixedRate, FixedRateConfig};
@@ -30,6 +31,7 @@ pub use gcc::{Gcc, GccConfig};
 pub use nada::{Nada, NadaConfig};
 pub use scream::{Scream, ScreamConfig};
 pub use scream2::{ScreamV2, ScreamV2Config};
+pub use tunable::Tunable;
 
 use lowlat_core::{Bitrate, Time};
 

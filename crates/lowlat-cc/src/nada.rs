@@ -104,6 +104,35 @@ impl Default for NadaConfig {
     }
 }
 
+crate::tunable!(NadaConfig {
+    prio,
+    rmin,
+    rmax,
+    xref,
+    kappa,
+    eta,
+    tau,
+    delta,
+    logwin,
+    qeps,
+    dfilt,
+    gamma_max,
+    qbound,
+    multiloss,
+    qth,
+    lambda,
+    plrref,
+    pmrref,
+    dloss,
+    dmark,
+    fps,
+    beta_v,
+    beta_s,
+    alpha,
+    min_filter_len,
+    x_max,
+});
+
 impl NadaConfig {
     /// Builds the controller, starting at RMIN.
     pub fn build(&self) -> Nada {

@@ -110,6 +110,33 @@ impl Default for ScreamConfig {
     }
 }
 
+crate::tunable!(ScreamConfig {
+    min_rate,
+    max_rate,
+    start_rate,
+    qdelay_target_lo,
+    qdelay_target_hi,
+    qdelay_weight,
+    qdelay_trend_lo,
+    t_resume_fast_increase,
+    min_cwnd,
+    max_bytes_in_flight_head_room,
+    gain,
+    beta_loss,
+    beta_ecn,
+    beta_r,
+    mss,
+    rate_adjust_interval,
+    ramp_up_speed,
+    pre_congestion_guard,
+    tx_queue_size_factor,
+    rtp_qdelay_th,
+    target_rate_scale_rtp_qdelay,
+    rate_pace_min,
+    feedback_timeout,
+    compete_with_loss_based,
+});
+
 impl ScreamConfig {
     /// Builds the controller.
     pub fn build(&self) -> Scream {

@@ -103,6 +103,32 @@ impl Default for ScreamV2Config {
     }
 }
 
+crate::tunable!(ScreamV2Config {
+    min_rate,
+    max_rate,
+    start_rate,
+    qdelay_target_lo,
+    qdelay_target_hi,
+    min_ref_wnd,
+    beta_loss,
+    beta_ecn,
+    l4s,
+    mss,
+    rate_pace_min,
+    ref_wnd_overhead,
+    l4s_avg_g,
+    qdelay_avg_g,
+    post_congestion_delay,
+    mul_increase_factor,
+    virtual_rtt,
+    packet_pacing_headroom,
+    bytes_in_flight_head_room,
+    feedback_timeout,
+    frame_period,
+    rate_adjust_gain1,
+    rate_adjust_gain2,
+});
+
 impl ScreamV2Config {
     /// Builds the controller.
     pub fn build(&self) -> ScreamV2 {

@@ -11,7 +11,7 @@ use crate::app::{Endpoint, Transmit};
 use crate::scenario::MediaConfig;
 use lowlat_cc::{
     FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult, RateController, ScreamConfig,
-    ScreamV2Config, SentPacket,
+    ScreamV2Config, SentPacket, Tunable,
 };
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
@@ -49,25 +49,51 @@ fn unpack(app: u64) -> (u64, u16) {
 /// The `app` word of a padding packet (GCC's probes): carries no frame.
 const PADDING: u64 = u64::MAX;
 
-/// Builds the controller a scenario names.
-pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Box<dyn RateController> {
+/// Builds the controller a scenario names, with its `cc_params` overrides for that controller.
+pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
     let (rmin, rmax) = (media.source.rmin, media.source.rmax);
-    match media.cc.as_str() {
-        "fixed" => Box::new(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }.build()),
-        // Invariant: the scenario validator only lets through names in CONTROLLERS.
-        "nada" => Box::new(NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() }.build()),
-        "gcc" => {
-            Box::new(GccConfig { start_rate, min_rate: rmin, max_rate: rmax, ..GccConfig::default() }.build())
+    let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
+    fn tuned<C: Tunable>(mut c: C, params: &[(String, String)], cc: &str) -> Result<C, String> {
+        for (k, v) in params {
+            c.set(k, v).map_err(|e| format!("{cc}.{k}: {e}"))?;
         }
-        "scream" => Box::new(
-            ScreamConfig { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamConfig::default() }.build(),
+        Ok(c)
+    }
+    let cc = media.cc.as_str();
+    Ok(match cc {
+        "fixed" => Box::new(
+            tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, params, cc)?.build(),
         ),
-        "scream2" => Box::new(
-            ScreamV2Config { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamV2Config::default() }
+        "nada" => Box::new(
+            tuned(NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() }, params, cc)?
                 .build(),
         ),
-        other => unreachable!("unknown controller {other:?} passed validation"),
-    }
+        "gcc" => Box::new(
+            tuned(
+                GccConfig { start_rate, min_rate: rmin, max_rate: rmax, ..GccConfig::default() },
+                params,
+                cc,
+            )?
+            .build(),
+        ),
+        "scream" => Box::new(
+            tuned(
+                ScreamConfig { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamConfig::default() },
+                params,
+                cc,
+            )?
+            .build(),
+        ),
+        "scream2" => Box::new(
+            tuned(
+                ScreamV2Config { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamV2Config::default() },
+                params,
+                cc,
+            )?
+            .build(),
+        ),
+        other => return Err(format!("unknown controller {other:?}")),
+    })
 }
 
 /// The sending side of a video flow.
@@ -104,7 +130,8 @@ impl RtpSender {
         RtpSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),
             pacer: Pacer::new(PacerConfig { mtu_payload: mtu, ..PacerConfig::default() }),
-            cc: controller(media, start_rate),
+            // Invariant: the scenario validator built this controller once already.
+            cc: controller(media, start_rate).expect("controller settings were validated"),
             stop,
             pause: media.pause,
             history: VecDeque::new(),

@@ -18,7 +18,7 @@ use lowlat_net::queue::{CoDelConfig, QueueConfig, QueueLimit};
 use lowlat_net::trace::{self, RateTraceOptions, TraceWarning};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
@@ -218,6 +218,9 @@ pub struct FlowSpec {
     pub feedback: Option<String>,
     /// Video: `"transport-cc"` (default) or `"rfc8888"`.
     pub feedback_format: Option<String>,
+    /// Video: constants per controller, `{ gcc = { beta = 0.9 }, scream = { ... } }`; the table
+    /// of the controller that runs applies.
+    pub cc_params: Option<BTreeMap<String, BTreeMap<String, ParamValue>>>,
     /// `"forward"` (default: data on the bottleneck, feedback on the reverse link) or `"reverse"`
     /// (data on the reverse link, feedback on the bottleneck; RMCAT 5.3's flow the other way).
     pub direction: Option<String>,
@@ -231,6 +234,28 @@ pub struct FlowSpec {
     pub access: Option<AccessSpec>,
     /// The receiver's access link (default: none).
     pub egress: Option<AccessSpec>,
+}
+
+/// A controller constant as written in a scenario: a number, a flag or a string with units.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged, expecting = "expected a number, true/false, or a string such as \"80 ms\"")]
+pub enum ParamValue {
+    /// `0.9`
+    Number(f64),
+    /// `true`
+    Flag(bool),
+    /// `"80 ms"`
+    Text(String),
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::Number(n) => write!(f, "{n}"),
+            ParamValue::Flag(b) => write!(f, "{b}"),
+            ParamValue::Text(s) => f.write_str(s),
+        }
+    }
 }
 
 /// An interval in which a video source sends nothing.
@@ -304,6 +329,8 @@ pub struct MediaConfig {
     pub pause: Option<(Time, Time)>,
     /// The RTCP feedback format (its encoded size is what travels).
     pub feedback_format: FeedbackFormat,
+    /// Constant overrides per controller name: `(constant, value as text)`.
+    pub cc_params: BTreeMap<String, Vec<(String, String)>>,
 }
 
 impl MediaConfig {
@@ -638,6 +665,7 @@ fn media_config(
             ("codec_trace", f.codec_trace.is_some()),
             ("feedback", f.feedback.is_some()),
             ("feedback_format", f.feedback_format.is_some()),
+            ("cc_params", f.cc_params.is_some()),
         ] {
             if given {
                 return Err(err(k, format!("only rtp-video flows take `{k}`; this flow is {:?}", f.kind)));
@@ -715,7 +743,31 @@ fn media_config(
             ))
         }
     };
-    Ok(Some(MediaConfig { cc, source, feedback, pause: None, feedback_format }))
+    let mut m =
+        MediaConfig { cc, source, feedback, pause: None, feedback_format, cc_params: BTreeMap::new() };
+    for (name, table) in f.cc_params.iter().flatten() {
+        if !CONTROLLERS.contains(&name.as_str()) {
+            return Err(err(
+                &format!("cc_params.{name}"),
+                format!("unknown controller, expected one of {}", CONTROLLERS.join(", ")),
+            ));
+        }
+        let params: Vec<(String, String)> = table.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+        // Build the controller once so a bad constant is reported now, not mid-run.
+        let probe = MediaConfig {
+            cc: name.clone(),
+            cc_params: BTreeMap::from([(name.clone(), params.clone())]),
+            ..m.clone()
+        };
+        crate::media::controller(&probe, probe.source.rmin).map_err(|e| {
+            err(
+                &format!("cc_params.{}", e.split(':').next().unwrap_or(name)),
+                e.split_once(": ").map_or(e.clone(), |x| x.1.to_string()),
+            )
+        })?;
+        m.cc_params.insert(name.clone(), params);
+    }
+    Ok(Some(m))
 }
 
 /// The queue variants [`Scenario::with_queue`] knows.

@@ -163,3 +163,26 @@ fn rfc8888_feedback_works_and_costs_its_encoded_size() {
     let e = common::scenario_error(&format!("{base}feedback_format = \"quic\"\n")).to_string();
     assert!(e.contains("flows[0].feedback_format") && e.contains("rfc8888"), "{e}");
 }
+
+#[test]
+fn controller_constants_are_overridable_from_the_scenario() {
+    let base = single("gcc", "2 Mbit/s", "150 kbit/s", "3 Mbit/s", 30);
+    // GCC capped at 1 Mbit/s (only the running controller's table applies).
+    let r = run(&format!(
+        "{base}cc_params = {{ gcc = {{ max_rate = \"1 Mbit/s\" }}, nada = {{ qbound = \"10 ms\" }} }}\n"
+    ));
+    let free = run(&base);
+    let recv =
+        |r: &lowlat_sim::RunResult| mean_between(&series(&r.flow_series, "video", "recv_kbps"), 10.0, 30.0);
+    assert!(recv(&r) < 1100.0 && recv(&free) > 1700.0, "{} vs {}", recv(&r), recv(&free));
+    for (params, needle) in [
+        ("{ gcc = { beta = \"fast\" } }", "cc_params.gcc.beta: got \"fast\", expected a number"),
+        ("{ gcc = { gamma = 1 } }", "cc_params.gcc.gamma: unknown constant"),
+        ("{ bbr = { x = 1 } }", "cc_params.bbr: unknown controller"),
+        ("{ scream = { min_cwnd = 5 } }", "cc_params.scream.min_cwnd: got \"5\", expected a size"),
+        ("{ gcc = { initial_probes = [] } }", "cc_params.gcc.initial_probes: expected a number, true/false"),
+    ] {
+        let e = common::scenario_error(&format!("{base}cc_params = {params}\n")).to_string();
+        assert!(e.contains(needle), "{e}");
+    }
+}
