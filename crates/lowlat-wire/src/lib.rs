@@ -7,6 +7,7 @@
 //! - [`twcc`]: transport-wide congestion control feedback, RTCP RTPFB FMT 15.
 //! - [`ccfb`]: RFC 8888 congestion control feedback, RTCP RTPFB FMT 11.
 //! - [`rtcp`]: walking a compound RTCP packet.
+//! - [`pcap`]: a minimal capture writer, to read our packets with Wireshark.
 //!
 //! Sans-IO and allocation-light: decoders read byte slices, encoders append to a `Vec<u8>`.
 //! Decoding never panics on any input: malformed bytes give a [`WireError`] (a fuzz-style test
@@ -19,6 +20,7 @@
 //! tests) and against hand-written vectors from the specifications.
 
 pub mod ccfb;
+pub mod pcap;
 pub mod rtcp;
 pub mod rtp;
 pub mod twcc;
