@@ -27,33 +27,24 @@ impl FieldValue for f64 {
     }
 }
 
-impl FieldValue for u32 {
-    const EXPECTED: &'static str = "a non-negative integer";
-    fn parse_value(s: &str) -> Option<u32> {
-        s.trim().parse().ok()
-    }
+/// Types that parse with `str::parse` after trimming.
+macro_rules! parsed {
+    ($($t:ty => $expected:literal),* $(,)?) => {$(
+        impl FieldValue for $t {
+            const EXPECTED: &'static str = $expected;
+            fn parse_value(s: &str) -> Option<$t> {
+                s.trim().parse().ok()
+            }
+        }
+    )*};
 }
 
-impl FieldValue for u64 {
-    const EXPECTED: &'static str = "a non-negative integer";
-    fn parse_value(s: &str) -> Option<u64> {
-        s.trim().parse().ok()
-    }
-}
-
-impl FieldValue for usize {
-    const EXPECTED: &'static str = "a non-negative integer";
-    fn parse_value(s: &str) -> Option<usize> {
-        s.trim().parse().ok()
-    }
-}
-
-impl FieldValue for bool {
-    const EXPECTED: &'static str = "true or false";
-    fn parse_value(s: &str) -> Option<bool> {
-        s.trim().parse().ok()
-    }
-}
+parsed!(
+    u32 => "a non-negative integer",
+    u64 => "a non-negative integer",
+    usize => "a non-negative integer",
+    bool => "true or false",
+);
 
 impl FieldValue for Duration {
     const EXPECTED: &'static str = "a duration such as \"50 ms\"";
