@@ -33,17 +33,21 @@ def run(
     seed: int | None = None,
     cc: str | None = None,
     queue: str | None = None,
+    rtt_s: float | None = None,
+    jitter_s: float | None = None,
     progress: bool | None = None,
 ) -> Result:
     """Runs a scenario (a path, a catalog name, or a dict in the scenario format) to its end.
 
     ``seed`` overrides the scenario's seed; ``cc`` the controller of every rtp-video flow;
-    ``queue`` the bottleneck queues (``"droptail"``: 300 ms, ``"codel"``: RFC 8289 defaults).
+    ``queue`` the bottleneck queues (``"droptail"``: 300 ms, ``"codel"``: RFC 8289 defaults);
+    ``rtt_s`` sets the minimum RTT (half of it one way on the bottleneck and on the reverse link)
+    and ``jitter_s`` the jitter's standard deviation on both, as the RMCAT matrix varies them.
     ``progress``: ``None`` shows a bar on a terminal once a run has taken more than a few
     seconds, ``True`` always, ``False`` never.
     """
     src = resolve(scenario)
-    sim = _native.Simulation(src.text, src.format, src.label, src.base_dir, seed, cc, queue)
+    sim = _native.Simulation(src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s)
     end = sim.end_s()
     # Advance in small slices of simulated time so the bar moves and Ctrl-C is honoured.
     step = max(end / 500.0, 1e-3)

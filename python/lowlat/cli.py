@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
+import time
 from pathlib import Path
 
 from . import _native
 from .api import run, validate
 from .catalog import scenarios
 from .results import comparison, number
+from .suite import CASES, JITTERS_MS, QUEUES, RTTS_MS
 
 EPILOG = """examples:
   lowlat scenarios                          list the shipped scenarios
@@ -20,6 +23,8 @@ EPILOG = """examples:
                                             compare controllers on RMCAT case 5.1
   lowlat run rmcat-5.4 --cc gcc --queue codel
                                             the same case behind CoDel instead of drop-tail
+  lowlat suite rmcat --cc gcc,nada,scream --out out/suite
+                                            the RMCAT matrix (cases x RTT x jitter x queue) on all cores
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
@@ -53,6 +58,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+
+    p = sub.add_parser(
+        "suite",
+        help="run a test matrix on all cores and write summary.csv and report.html",
+        description="The RMCAT matrix of the SCReAM talk: cases x minimum RTT x jitter x queue x "
+        "controllers, one independent run per cell. A failed run is recorded with its error; the "
+        "others go on.",
+    )
+    p.add_argument("suite", choices=["rmcat"], help="the matrix to run")
+    p.add_argument("--cc", required=True, metavar="CC[,CC...]", help="controllers, e.g. gcc,nada,scream")
+    p.add_argument("--out", metavar="DIR", help="write summary.csv and report.html to DIR")
+    p.add_argument("--cases", default=",".join(CASES), metavar="C,...", help=f"RMCAT cases (default {','.join(CASES)})")
+    p.add_argument("--rtts", default=",".join(map(str, RTTS_MS)), metavar="MS,...", help="minimum RTTs in ms (default 20,100,200)")
+    p.add_argument("--jitters", default=",".join(map(str, JITTERS_MS)), metavar="MS,...", help="jitter std in ms (default 5,30)")
+    p.add_argument("--queues", default=",".join(QUEUES), metavar="Q,...", help="droptail and/or codel (default both)")
+    p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
+    p.add_argument("--no-plots", action="store_true", help="leave the plots out of report.html")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
     sub.add_parser("scenarios", help="list the shipped scenario catalog")
@@ -122,6 +145,55 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(ccs)}}}/", file=sys.stderr)
     return 0
+
+
+def _list(text: str, what: str, conv=str) -> list:
+    try:
+        items = [conv(x.strip()) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise _native.ScenarioError(f"--{what}: got {text!r}, expected a comma-separated list of numbers") from None
+    if not items:
+        raise _native.ScenarioError(f"--{what}: got {text!r}, expected at least one value")
+    return items
+
+
+def cmd_suite(args: argparse.Namespace) -> int:
+    from . import suite
+
+    ccs = _list(args.cc, "cc")
+    bad = [c for c in ccs if c not in _native.controllers()]
+    if bad:
+        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected one of {', '.join(_native.controllers())}")
+    cases = _list(args.cases, "cases")
+    bad = [c for c in cases if c not in suite.CASES]
+    if bad:
+        raise _native.ScenarioError(f"--cases: got {bad[0]!r}, expected some of {', '.join(suite.CASES)}")
+    queues = _list(args.queues, "queues")
+    bad = [q for q in queues if q not in _native.queue_variants()]
+    if bad:
+        raise _native.ScenarioError(f"--queues: got {bad[0]!r}, expected droptail and/or codel")
+    rtts = _list(args.rtts, "rtts", float)
+    jitters = _list(args.jitters, "jitters", float)
+    if any(x < 0 for x in rtts + jitters):
+        raise _native.ScenarioError("--rtts and --jitters must be non-negative")
+    specs = suite.matrix(ccs, cases, rtts, jitters, queues)
+    started = time.perf_counter()
+    df = suite.run_matrix(specs, jobs=args.jobs, progress=False if args.no_progress else None)
+    wall = time.perf_counter() - started
+    failed = int((df["error"] != "").sum())
+    table = (
+        df[df["error"] == ""]
+        .groupby(["case", "cc"], sort=False)[["throughput_kbps", "owd_p95_ms", "frame_delay_p99_ms", "jain_index"]]
+        .median()
+        .reset_index()
+    )
+    print(f"{len(df)} runs in {wall:.1f} s on {args.jobs or os.cpu_count()} processes, {failed} failed")
+    print("medians over RTT x jitter x queue:\n")
+    print(table.to_string(index=False, float_format=number))
+    if args.out:
+        written = suite.write(df, args.out, plots=not args.no_plots)
+        print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:
@@ -214,7 +286,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "scenarios": cmd_scenarios, "validate": cmd_validate, "bench": cmd_bench}
+COMMANDS = {
+    "run": cmd_run,
+    "suite": cmd_suite,
+    "scenarios": cmd_scenarios,
+    "validate": cmd_validate,
+    "bench": cmd_bench,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -52,7 +52,7 @@ impl Simulation {
     /// Builds a simulation from scenario text; `seed` overrides the scenario's seed, `cc` the
     /// controller of every video flow, `queue` the bottleneck queues (`"droptail"`, `"codel"`).
     #[new]
-    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None))]
+    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None, rtt_s=None, jitter_s=None))]
     fn new(
         text: &str,
         format: &str,
@@ -61,6 +61,8 @@ impl Simulation {
         seed: Option<u64>,
         cc: Option<&str>,
         queue: Option<&str>,
+        rtt_s: Option<f64>,
+        jitter_s: Option<f64>,
     ) -> PyResult<Self> {
         let mut s = parse(text, format, label, base_dir)?;
         if let Some(cc) = cc {
@@ -68,6 +70,13 @@ impl Simulation {
         }
         if let Some(q) = queue {
             s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+        }
+        if let Some(rtt) = rtt_s {
+            let ok = |x: f64| x.is_finite() && x >= 0.0;
+            if !ok(rtt) || !jitter_s.is_none_or(ok) {
+                return Err(ScenarioError::new_err("rtt and jitter must be non-negative seconds"));
+            }
+            s = s.with_path(Duration::from_secs_f64(rtt), Duration::from_secs_f64(jitter_s.unwrap_or(0.0)));
         }
         if let Some(seed) = seed {
             s.seed = seed;

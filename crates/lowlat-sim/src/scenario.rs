@@ -401,6 +401,19 @@ impl Scenario {
         Ok(self)
     }
 
+    /// Sets the path for the RMCAT matrix: one-way delay `rtt / 2` on the bottleneck and on the
+    /// reverse link, and jitter of standard deviation `jitter` on both. Flows whose access link
+    /// sets a delay of its own (RMCAT 5.5's RTT-fairness case) keep it on top.
+    pub fn with_path(mut self, rtt: Duration, jitter: Duration) -> Scenario {
+        let one_way = Duration(rtt.as_nanos() / 2);
+        for l in [&mut self.bottleneck, &mut self.reverse] {
+            l.delay = one_way;
+            l.jitter = jitter;
+        }
+        self.name = format!("{}+rtt{}ms+jitter{}ms", self.name, rtt.as_millis_f64(), jitter.as_millis_f64());
+        self
+    }
+
     /// Runs every video flow with controller `cc` instead of the one the scenario names.
     pub fn with_cc(mut self, cc: &str) -> Result<Scenario, ScenarioError> {
         if !CONTROLLERS.contains(&cc) {

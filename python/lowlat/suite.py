@@ -1,0 +1,228 @@
+"""The RMCAT test matrix of the SCReAM talk: cases x minimum RTT x jitter x queue x controllers.
+
+Each run is independent; they are spread over all cores. A run that fails is recorded with its
+error and the others go on. Results: ``summary.csv`` (one row per run, parameters as columns) and
+``report.html`` (self-contained: a table and a plot per case).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import multiprocessing
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+#: RMCAT cases in the catalog (5.6 and 5.7 need TCP cross traffic: issue 4).
+CASES = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.8"]
+#: The SCReAM talk's minimum RTTs, jitters and queues.
+RTTS_MS = [20, 100, 200]
+JITTERS_MS = [5, 30]
+QUEUES = ["droptail", "codel"]
+
+#: Result columns, in the order summary.csv writes them after the parameters.
+METRICS = [
+    "throughput_kbps",
+    "utilization",
+    "queue_delay_p95_ms",
+    "owd_p50_ms",
+    "owd_p95_ms",
+    "frame_delay_mean_ms",
+    "frame_delay_p90_ms",
+    "frame_delay_p99_ms",
+    "loss_ratio",
+    "ratio_rtt_over_200ms",
+    "ratio_frame_delay_over_400ms",
+    "ratio_fps_below_10",
+    "jain_index",
+    "wall_s",
+]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One cell of the matrix."""
+
+    case: str
+    cc: str
+    rtt_ms: float
+    jitter_ms: float
+    queue: str
+
+    @property
+    def scenario(self) -> str:
+        return f"rmcat-{self.case}"
+
+
+def matrix(
+    ccs: Iterable[str],
+    cases: Iterable[str] = CASES,
+    rtts_ms: Iterable[float] = RTTS_MS,
+    jitters_ms: Iterable[float] = JITTERS_MS,
+    queues: Iterable[str] = QUEUES,
+) -> list[RunSpec]:
+    """Every combination, case-major."""
+    return [
+        RunSpec(case, cc, rtt, jitter, queue)
+        for case, rtt, jitter, queue, cc in itertools.product(cases, rtts_ms, jitters_ms, queues, ccs)
+    ]
+
+
+def metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """One row's results from a run's summary: sums and means over the video flows, the worst
+    frame-delay P99, the bottleneck's utilisation and queue, Jain's index of the video throughputs."""
+    video = [f for f in summary["flows"] if f["kind"] == "rtp-video"]
+    bottleneck = next(link for link in summary["links"] if link["id"] == "bottleneck")
+
+    def mean(values: list[float | None]) -> float:
+        xs = [v for v in values if v is not None]
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    thr = [f["throughput_kbps"] for f in video]
+    jain = (sum(thr) ** 2) / (len(thr) * sum(x * x for x in thr)) if thr and any(thr) else float("nan")
+    return {
+        "throughput_kbps": sum(thr),
+        "utilization": bottleneck["utilization"],
+        "queue_delay_p95_ms": bottleneck["queue_delay_ms"]["p95"],
+        "owd_p50_ms": mean([f["owd_ms"]["p50"] for f in video]),
+        "owd_p95_ms": mean([f["owd_ms"]["p95"] for f in video]),
+        "frame_delay_mean_ms": mean([f["frame_delay_ms"]["mean"] for f in video]),
+        "frame_delay_p90_ms": mean([f["frame_delay_ms"]["p90"] for f in video]),
+        "frame_delay_p99_ms": max((f["frame_delay_ms"]["p99"] or 0.0) for f in video) if video else float("nan"),
+        "loss_ratio": mean([f["loss_ratio"] for f in video]),
+        "ratio_rtt_over_200ms": mean([f["ratio_rtt_over_200ms"] for f in video]),
+        "ratio_frame_delay_over_400ms": mean([f["ratio_frame_delay_over_400ms"] for f in video]),
+        "ratio_fps_below_10": mean([f["ratio_fps_below_10"] for f in video]),
+        "jain_index": jain,
+        "wall_s": summary["wall_s"],
+    }
+
+
+def run_one(spec: RunSpec) -> dict[str, Any]:
+    """Runs one cell; never raises: a failure is the row's ``error``."""
+    from .api import run
+
+    row: dict[str, Any] = asdict(spec)
+    try:
+        result = run(
+            spec.scenario,
+            cc=spec.cc,
+            queue=spec.queue,
+            rtt_s=spec.rtt_ms / 1000.0,
+            jitter_s=spec.jitter_ms / 1000.0,
+            progress=False,
+        )
+        row.update(metrics(result.summary))
+        row["error"] = ""
+    except Exception as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
+        row.update({m: float("nan") for m in METRICS})
+        row["error"] = f"{type(e).__name__}: {e}"
+    return row
+
+
+def run_matrix(specs: list[RunSpec], jobs: int | None = None, progress: bool | None = None) -> pd.DataFrame:
+    """Runs every spec on ``jobs`` processes (default: all cores); rows in the specs' order."""
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(specs) or 1))
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(specs), unit="run", desc="rmcat suite")
+    rows: dict[int, dict[str, Any]] = {}
+    try:
+        if jobs == 1:
+            for i, spec in enumerate(specs):
+                rows[i] = run_one(spec)
+                if bar is not None:
+                    bar.update(1)
+        else:
+            # fork: the workers inherit the loaded package; runs share nothing.
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                for i, row in pool.imap_unordered(_indexed, list(enumerate(specs)), chunksize=1):
+                    rows[i] = row
+                    if bar is not None:
+                        bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    columns = [*RunSpec.__dataclass_fields__, *METRICS, "error"]
+    return pd.DataFrame([rows[i] for i in range(len(specs))], columns=columns)
+
+
+def _indexed(item: tuple[int, RunSpec]) -> tuple[int, dict[str, Any]]:
+    return item[0], run_one(item[1])
+
+
+def _plot_case(df: pd.DataFrame, case: str) -> str:
+    """A PNG (base64) of one case: frame-delay P99 against throughput, one marker per run,
+    coloured by controller, filled for drop-tail and hollow for CoDel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    ok = df[df["error"] == ""]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (cc, g) in enumerate(ok.groupby("cc", sort=False)):
+        for queue, marker_fill in (("droptail", "full"), ("codel", "none")):
+            q = g[g["queue"] == queue]
+            if q.empty:
+                continue
+            c = colors[k % len(colors)]
+            kw = {"color": c, "label": f"{cc} {queue}"}
+            if marker_fill == "none":
+                kw = {"facecolors": "none", "edgecolors": c, "label": f"{cc} {queue}"}
+            axes[0].scatter(q["throughput_kbps"], q["frame_delay_p99_ms"], **kw)
+            axes[1].scatter(q["rtt_ms"] + (q["jitter_ms"] - 15) / 5, q["queue_delay_p95_ms"], **kw)
+    axes[0].set_xlabel("video throughput (kbit/s)")
+    axes[0].set_ylabel("frame delay P99 (ms)")
+    axes[1].set_xlabel("minimum RTT (ms; jitter 5 left, 30 right)")
+    axes[1].set_ylabel("bottleneck queue P95 (ms)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="x-small")
+    fig.suptitle(f"RMCAT {case}")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def write(df: pd.DataFrame, out_dir: str | Path, *, plots: bool = True) -> list[Path]:
+    """``summary.csv`` and ``report.html`` in ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / "summary.csv"
+    df.to_csv(csv, index=False)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>lowlat RMCAT suite</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}h2{margin-top:2em}</style></head><body>",
+        f"<h1>RMCAT suite</h1><p>{len(df)} runs, {int((df['error'] != '').sum())} failed; generated "
+        f"{time.strftime('%Y-%m-%d %H:%M')} by lowlat. Rows: one run each; metrics are over the "
+        "video flows (throughput summed, delays averaged, frame-delay P99 the worst flow's).</p>",
+    ]
+    shown = ["cc", "queue", "rtt_ms", "jitter_ms", *METRICS[:-1]]
+    for case, g in df.groupby("case", sort=False):
+        parts.append(f"<h2>Case {case}</h2>")
+        if plots and (g["error"] == "").any():
+            parts.append(f"<img src='data:image/png;base64,{_plot_case(g, case)}'>")
+        parts.append(g[shown].to_html(index=False, float_format=lambda x: f"{x:.3g}", na_rep="-"))
+    failed = df[df["error"] != ""]
+    if not failed.empty:
+        parts.append("<h2>Failed runs</h2>")
+        parts.append(failed[["case", "cc", "queue", "rtt_ms", "jitter_ms", "error"]].to_html(index=False))
+    parts.append("</body></html>")
+    html = out / "report.html"
+    html.write_text("\n".join(parts))
+    return [csv, html]
