@@ -137,14 +137,31 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
-/// Runs the standard benchmark dumbbell at `rate_bps` for `duration_s`:
-/// `(name, wall_s, events, sim_s, delivered)`.
+/// Runs the standard benchmark dumbbell at `rate_bps` for `duration_s` with a CBR flow (`flow`
+/// = `"cbr"`) or one bulk flow of that window controller: `(name, wall_s, events, sim_s,
+/// delivered)`.
 #[pyfunction]
-fn bench_dumbbell(py: Python<'_>, rate_bps: u64, duration_s: f64) -> (String, f64, u64, f64, u64) {
-    let f = py.detach(|| {
-        bench::run_case(bench::standard_dumbbell(Bitrate::bps(rate_bps), Duration::from_secs_f64(duration_s)))
-    });
-    (f.name, f.wall_s, f.events, f.sim_s, f.delivered)
+#[pyo3(signature = (rate_bps, duration_s, flow="cbr"))]
+fn bench_dumbbell(
+    py: Python<'_>,
+    rate_bps: u64,
+    duration_s: f64,
+    flow: &str,
+) -> PyResult<(String, f64, u64, f64, u64)> {
+    let (rate, duration) = (Bitrate::bps(rate_bps), Duration::from_secs_f64(duration_s));
+    let scenario = match flow {
+        "cbr" => bench::standard_dumbbell(rate, duration),
+        cc if lowlat_sim::transport::WINDOW_CONTROLLERS.contains(&cc) => {
+            bench::tcp_dumbbell(cc, rate, duration)
+        }
+        other => {
+            return Err(ScenarioError::new_err(format!(
+                "flow: got {other:?}, expected \"cbr\" or a window controller"
+            )))
+        }
+    };
+    let f = py.detach(|| bench::run_case(scenario));
+    Ok((f.name, f.wall_s, f.events, f.sim_s, f.delivered))
 }
 
 /// The congestion controllers a video flow can use.

@@ -27,6 +27,7 @@ pub mod results;
 pub mod scenario;
 pub mod sim;
 pub mod traffic;
+pub mod transport;
 
 pub use results::{Column, RunResult, Summary, Table};
 pub use scenario::{Format, Scenario, ScenarioError};

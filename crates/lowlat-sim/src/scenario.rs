@@ -193,8 +193,10 @@ pub struct AccessSpec {
 pub struct FlowSpec {
     /// Unique name.
     pub id: String,
-    /// `"cbr"`, `"poisson"` or `"rtp-video"`.
+    /// `"cbr"`, `"poisson"`, `"rtp-video"` or `"bulk"` (an ack-clocked transfer).
     pub kind: String,
+    /// Bulk: payload bytes to deliver (default: unbounded).
+    pub size: Option<B>,
     /// Mean sending rate (cbr, poisson); start rate of a video flow (default: its rmin), or the
     /// rate of the `fixed` controller.
     pub rate: Option<R>,
@@ -277,6 +279,8 @@ pub enum TrafficKind {
     Poisson,
     /// RTP video with a congestion controller and feedback.
     RtpVideo,
+    /// A reliable, ack-clocked transfer with a window controller.
+    Bulk,
 }
 
 impl TrafficKind {
@@ -286,6 +290,7 @@ impl TrafficKind {
             TrafficKind::Cbr => "cbr",
             TrafficKind::Poisson => "poisson",
             TrafficKind::RtpVideo => "rtp-video",
+            TrafficKind::Bulk => "bulk",
         }
     }
 }
@@ -313,6 +318,17 @@ pub struct FlowConfig {
     pub media: Option<MediaConfig>,
     /// Whether data runs on the reverse link (and feedback on the bottleneck).
     pub reverse: bool,
+    /// Transport settings (bulk flows only).
+    pub transport: Option<TransportFlowConfig>,
+}
+
+/// A bulk flow's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransportFlowConfig {
+    /// The window controller's name.
+    pub cc: String,
+    /// Payload bytes to deliver (`None`: unbounded).
+    pub size: Option<u64>,
 }
 
 /// A video flow's settings.
@@ -547,17 +563,21 @@ impl Scenario {
                 "cbr" => TrafficKind::Cbr,
                 "poisson" => TrafficKind::Poisson,
                 "rtp-video" => TrafficKind::RtpVideo,
+                "bulk" => TrafficKind::Bulk,
                 other => {
                     return Err(err(
                         &key("kind"),
-                        format!("got {other:?}, expected \"cbr\", \"poisson\" or \"rtp-video\""),
+                        format!("got {other:?}, expected \"cbr\", \"poisson\", \"rtp-video\" or \"bulk\""),
                     ))
                 }
             };
             let media = media_config(f, kind, &key, label, base_dir)?;
+            let transport = transport_config(f, kind, &key, label)?;
             let rate = match (f.rate, &media) {
                 (Some(r), _) => r.0,
                 (None, Some(m)) => m.source.rmin,
+                // A bulk flow's rate is its controller's business; this only sizes nothing.
+                (None, None) if kind == TrafficKind::Bulk => Bitrate::mbps(1),
                 (None, None) => {
                     return Err(err(&key("rate"), format!("missing: a {} flow needs a rate", f.kind)))
                 }
@@ -625,6 +645,7 @@ impl Scenario {
                 egress,
                 media,
                 reverse,
+                transport,
             });
         }
         Ok(Scenario {
@@ -670,7 +691,7 @@ fn media_config(
     let err = |k: &str, msg: String| ScenarioError::new(label, key(k), msg);
     if kind != TrafficKind::RtpVideo {
         for (k, given) in [
-            ("cc", f.cc.is_some()),
+            ("cc", f.cc.is_some() && kind != TrafficKind::Bulk),
             ("fps", f.fps.is_some()),
             ("rmin", f.rmin.is_some()),
             ("rmax", f.rmax.is_some()),
@@ -781,6 +802,45 @@ fn media_config(
         m.cc_params.insert(name.clone(), params);
     }
     Ok(Some(m))
+}
+
+/// The transport settings of flow `f`, checked; `None` for other kinds (which must not carry them).
+fn transport_config(
+    f: &FlowSpec,
+    kind: TrafficKind,
+    key: &dyn Fn(&str) -> String,
+    label: &str,
+) -> Result<Option<TransportFlowConfig>, ScenarioError> {
+    if kind != TrafficKind::Bulk {
+        if f.size.is_some() {
+            return Err(ScenarioError::new(
+                label,
+                key("size"),
+                format!("only bulk flows take `size`; this flow is {:?}", f.kind),
+            ));
+        }
+        return Ok(None);
+    }
+    if f.rate.is_some() {
+        return Err(ScenarioError::new(
+            label,
+            key("rate"),
+            "a bulk flow's rate is set by its controller; remove `rate`",
+        ));
+    }
+    let cc = f.cc.clone().unwrap_or_else(|| "newreno".into());
+    if !crate::transport::WINDOW_CONTROLLERS.contains(&cc.as_str()) {
+        return Err(ScenarioError::new(
+            label,
+            key("cc"),
+            format!("got {cc:?}, expected one of {}", crate::transport::WINDOW_CONTROLLERS.join(", ")),
+        ));
+    }
+    let size = f.size.map(|b| b.0 .0);
+    if size == Some(0) {
+        return Err(ScenarioError::new(label, key("size"), "got 0 B, expected a positive size"));
+    }
+    Ok(Some(TransportFlowConfig { cc, size }))
 }
 
 /// The queue variants [`Scenario::with_queue`] knows.

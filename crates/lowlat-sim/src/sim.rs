@@ -14,6 +14,7 @@ use crate::media::{self, RtpReceiver, RtpSender};
 use crate::results::RunResult;
 use crate::scenario::Scenario;
 use crate::traffic::{FlowMetrics, Source};
+use crate::transport::{self, AckReceiver, BulkSender};
 use lowlat_core::rng::stream;
 use lowlat_core::{FlowId, Packet, PacketKind, Time};
 use lowlat_net::link::{Link, LinkConfig};
@@ -109,15 +110,25 @@ impl Simulation {
                 std::mem::swap(&mut forward, &mut back);
             }
             let rng = stream(seed, &format!("flow.{}", f.id));
-            let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match &f.media {
-                Some(m) => {
+            let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match (&f.media, &f.transport) {
+                (_, Some(t)) => {
+                    let mb = transport::mailbox();
+                    // Invariant: the scenario validator checked the controller's name.
+                    let cc =
+                        transport::window_controller(&t.cc, f.packet_size).expect("validated controller");
+                    (
+                        Box::new(BulkSender::new(cc, f.packet_size, t.size, f.start, f.stop, mb.clone())),
+                        Box::new(AckReceiver::new(mb)),
+                    )
+                }
+                (Some(m), None) => {
                     let mb = media::mailbox();
                     (
                         Box::new(RtpSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng, mb.clone())),
                         Box::new(RtpReceiver::new(m, f.start, mb)),
                     )
                 }
-                None => (Box::new(Source::new(f, rng)), Box::new(Sink)),
+                (None, None) => (Box::new(Source::new(f, rng)), Box::new(Sink)),
             };
             flows.push(FlowState {
                 sender,

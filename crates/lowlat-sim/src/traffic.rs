@@ -50,8 +50,11 @@ impl Source {
                 let bits_ns = self.seq as u128 * self.size.bits() as u128 * 1_000_000_000;
                 self.start + Duration((bits_ns / self.rate.as_bps() as u128) as u64)
             }
-            // Invariant: the simulator builds an RtpSender, never a Source, for video flows.
-            TrafficKind::RtpVideo => unreachable!("video flows have no open-loop source"),
+            // Invariant: the simulator builds an RtpSender or a BulkSender, never a Source, for
+            // closed-loop flows.
+            TrafficKind::RtpVideo | TrafficKind::Bulk => {
+                unreachable!("closed-loop flows have no open-loop source")
+            }
             TrafficKind::Poisson => {
                 let mean_ns = self.size.bits() as f64 * 1e9 / self.rate.as_bps_f64();
                 let gap: f64 = Exp1.sample(&mut self.rng);

@@ -1,0 +1,132 @@
+//! Ack-clocked flows in the simulator: a bulk sender over the `lowlat-transport` model and the
+//! receiver that acknowledges it. ACK frames travel the reverse path with their encoded size; their
+//! content reaches the sender through the flow's mailbox, looked up by the ACK packet's id when
+//! (and only if) the packet arrives.
+
+use crate::app::{Endpoint, Transmit};
+use lowlat_core::{Bytes, Packet, Time};
+use lowlat_transport::{
+    AckFrame, NewRenoConfig, Receiver, ReceiverConfig, Sender, SenderConfig, WindowController,
+};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// ACK frames in flight from receiver to sender: `(id, frame)`.
+pub type AckMailbox = Arc<Mutex<VecDeque<(u64, AckFrame)>>>;
+
+/// The window controllers a bulk flow can use.
+pub const WINDOW_CONTROLLERS: &[&str] = &["newreno"];
+
+/// Builds the window controller a scenario names, for packets of `packet_size`.
+pub fn window_controller(name: &str, packet_size: Bytes) -> Result<Box<dyn WindowController>, String> {
+    match name {
+        "newreno" => Ok(Box::new(NewRenoConfig::for_datagram(packet_size).build())),
+        other => Err(format!("got {other:?}, expected one of {}", WINDOW_CONTROLLERS.join(", "))),
+    }
+}
+
+/// The sending side of a bulk flow.
+#[derive(Debug)]
+pub struct BulkSender {
+    sender: Sender,
+    start: Time,
+    stop: Time,
+    mailbox: AckMailbox,
+}
+
+impl BulkSender {
+    /// A sender of `size` payload bytes (`None`: unbounded) active in `[start, stop)`.
+    pub fn new(
+        cc: Box<dyn WindowController>,
+        packet_size: Bytes,
+        size: Option<u64>,
+        start: Time,
+        stop: Time,
+        mailbox: AckMailbox,
+    ) -> BulkSender {
+        let cfg = SenderConfig { packet_size, size, ..SenderConfig::default() };
+        BulkSender { sender: Sender::new(cfg, cc), start, stop, mailbox }
+    }
+}
+
+impl Endpoint for BulkSender {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        let frame = {
+            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+            // ACKs arrive in order; older ones whose packets were lost are gone.
+            while mb.front().is_some_and(|(id, _)| *id < pkt.app) {
+                mb.pop_front();
+            }
+            match mb.front() {
+                Some((id, _)) if *id == pkt.app => mb.pop_front().map(|x| x.1),
+                _ => None,
+            }
+        };
+        if let Some(f) = frame {
+            self.sender.on_ack(now, &f);
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.sender.handle_timeout(now);
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        if now < self.start || now >= self.stop {
+            return None;
+        }
+        let (pn, size) = self.sender.poll_transmit(now)?;
+        Some(Transmit { size, seq: pn, app: pn, ecn: 0 })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        if self.sender.is_done() {
+            return None;
+        }
+        let t = self.sender.poll_timeout()?.max(self.start);
+        (t < self.stop).then_some(t)
+    }
+
+    fn cc_name(&self) -> Option<&'static str> {
+        Some(self.sender.controller().name())
+    }
+}
+
+/// The receiving side: acknowledges on the ACK schedule.
+#[derive(Debug)]
+pub struct AckReceiver {
+    receiver: Receiver,
+    next_id: u64,
+    mailbox: AckMailbox,
+}
+
+impl AckReceiver {
+    /// A receiver sending its ACK frames through `mailbox`.
+    pub fn new(mailbox: AckMailbox) -> AckReceiver {
+        AckReceiver { receiver: Receiver::new(ReceiverConfig::default()), next_id: 0, mailbox }
+    }
+}
+
+impl Endpoint for AckReceiver {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        self.receiver.on_packet(now, pkt.seq);
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        let frame = self.receiver.poll_ack(now)?;
+        let id = self.next_id;
+        self.next_id += 1;
+        let size = Bytes(frame.datagram_len());
+        self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((id, frame));
+        Some(Transmit { size, seq: id, app: id, ecn: 0 })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.receiver.poll_timeout()
+    }
+}
+
+/// A new mailbox for one flow.
+pub fn mailbox() -> AckMailbox {
+    Arc::new(Mutex::new(VecDeque::new()))
+}

@@ -1,0 +1,138 @@
+//! The receiving side: which packet numbers arrived, and when to acknowledge them
+//! (RFC 9000 §13.2: at least every second ack-eliciting packet, within `max_ack_delay`, and at
+//! once when packets arrive out of order).
+
+use crate::ack::AckFrame;
+use lowlat_core::{Duration, Time};
+
+/// When the receiver acknowledges.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReceiverConfig {
+    /// Acknowledge after this many packets (2, RFC 9000 §13.2.2).
+    pub ack_every: u32,
+    /// ... or at most this long after the first unacknowledged one (25 ms, RFC 9000 §18.2).
+    pub max_ack_delay: Duration,
+    /// Ranges reported per ACK frame (the newest; older ones are assumed known).
+    pub max_ranges: usize,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig { ack_every: 2, max_ack_delay: Duration::from_millis(25), max_ranges: 32 }
+    }
+}
+
+/// The packets received and the ACK schedule.
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    cfg: ReceiverConfig,
+    /// Received ranges, highest first.
+    ranges: Vec<(u64, u64)>,
+    unacked: u32,
+    /// When the oldest unacknowledged packet arrived.
+    first_unacked: Option<Time>,
+    /// When the largest packet arrived.
+    largest_at: Time,
+    ack_now: bool,
+}
+
+impl Receiver {
+    /// A receiver that has seen nothing.
+    pub fn new(cfg: ReceiverConfig) -> Receiver {
+        Receiver {
+            cfg,
+            ranges: Vec::with_capacity(8),
+            unacked: 0,
+            first_unacked: None,
+            largest_at: Time::ZERO,
+            ack_now: false,
+        }
+    }
+
+    /// Packet `pn` arrived at `now`.
+    pub fn on_packet(&mut self, now: Time, pn: u64) {
+        let largest = self.ranges.first().map(|r| r.1);
+        match self.ranges.first_mut() {
+            // The common case: the next packet in order extends the newest range.
+            Some(r) if pn == r.1 + 1 => r.1 = pn,
+            _ => {
+                if largest.is_some_and(|l| pn > l + 1) || largest.is_some_and(|l| pn < l) {
+                    self.ack_now = true; // a gap, or a late packet: tell the sender at once
+                }
+                self.insert(pn);
+            }
+        }
+        if largest.is_none_or(|l| pn > l) {
+            self.largest_at = now;
+        }
+        self.unacked += 1;
+        self.first_unacked.get_or_insert(now);
+        if self.unacked >= self.cfg.ack_every {
+            self.ack_now = true;
+        }
+    }
+
+    fn insert(&mut self, pn: u64) {
+        let i = self.ranges.partition_point(|r| r.0 > pn);
+        if self.ranges.get(i).is_some_and(|r| r.0 <= pn && pn <= r.1) {
+            return; // duplicate
+        }
+        let joins_above = i > 0 && self.ranges[i - 1].0 == pn + 1;
+        let joins_below = self.ranges.get(i).is_some_and(|r| r.1 + 1 == pn);
+        match (joins_above, joins_below) {
+            (true, true) => {
+                self.ranges[i - 1].0 = self.ranges[i].0;
+                self.ranges.remove(i);
+            }
+            (true, false) => self.ranges[i - 1].0 = pn,
+            (false, true) => self.ranges[i].1 = pn,
+            (false, false) => self.ranges.insert(i, (pn, pn)),
+        }
+        // Old ranges beyond what a frame reports are forgotten.
+        self.ranges.truncate(self.cfg.max_ranges);
+    }
+
+    /// The ACK frame due at `now`, if one is.
+    pub fn poll_ack(&mut self, now: Time) -> Option<AckFrame> {
+        let first = self.first_unacked?;
+        if !self.ack_now && now - first < self.cfg.max_ack_delay {
+            return None;
+        }
+        self.ack_now = false;
+        self.unacked = 0;
+        self.first_unacked = None;
+        Some(AckFrame { ranges: self.ranges.clone(), ack_delay: now - self.largest_at })
+    }
+
+    /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let first = self.first_unacked?;
+        Some(if self.ack_now { first } else { first + self.cfg.max_ack_delay })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acks_every_second_packet_or_after_the_delay_and_at_once_on_a_gap() {
+        let mut r = Receiver::new(ReceiverConfig::default());
+        r.on_packet(Time::from_millis(1), 0);
+        assert_eq!(r.poll_ack(Time::from_millis(1)), None);
+        assert_eq!(r.poll_timeout(), Some(Time::from_millis(26)));
+        r.on_packet(Time::from_millis(2), 1);
+        let a = r.poll_ack(Time::from_millis(2)).unwrap();
+        assert_eq!(a.ranges, vec![(0, 1)]);
+        r.on_packet(Time::from_millis(3), 2);
+        let a = r.poll_ack(Time::from_millis(28)).unwrap();
+        assert_eq!((a.ranges.clone(), a.ack_delay), (vec![(0, 2)], Duration::from_millis(25)));
+        // 3 and 4 lost: 5 opens a gap and is acknowledged at once.
+        r.on_packet(Time::from_millis(30), 5);
+        assert_eq!(r.poll_ack(Time::from_millis(30)).unwrap().ranges, vec![(5, 5), (0, 2)]);
+        // Filling the hole joins the ranges.
+        r.on_packet(Time::from_millis(31), 3);
+        r.on_packet(Time::from_millis(31), 4);
+        assert_eq!(r.poll_ack(Time::from_millis(31)).unwrap().ranges, vec![(0, 5)]);
+    }
+}
