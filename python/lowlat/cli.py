@@ -94,9 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=120.0, metavar="S", help="simulated seconds (default 120)")
     p.add_argument(
         "--tcp",
-        default="newreno",
+        default="cubic",
         metavar="CC,...",
-        help="window controllers for the TCP variant of the dumbbell (one bulk flow; default newreno; empty to skip)",
+        help="window controllers for the TCP variant of the dumbbell (one bulk flow; default cubic, as the reference ns-3 run; empty to skip)",
     )
     p.add_argument(
         "--rmcat-cc",

@@ -99,3 +99,50 @@ fn bulk_flows_are_deterministic_and_their_keys_are_checked() {
         assert!(e.contains(needle), "{e}");
     }
 }
+
+/// One bulk flow with `cc` over 10 Mbit/s, 100 ms RTT, a 1 s drop-tail buffer (8 BDPs).
+fn deep(cc: &str, seconds: u32) -> lowlat_sim::RunResult {
+    run(&format!(
+        r#"
+duration = "{seconds} s"
+[bottleneck]
+rate = "10 Mbit/s"
+delay = "50 ms"
+queue = {{ kind = "droptail", limit = "1000 ms" }}
+[reverse]
+rate = "10 Mbit/s"
+delay = "50 ms"
+[[flows]]
+id = "bulk"
+kind = "bulk"
+cc = "{cc}"
+"#
+    ))
+}
+
+#[test]
+fn hystart_leaves_slow_start_before_the_first_loss_on_a_deep_buffer() {
+    // Plain slow start doubles until the 1 s buffer overflows; HyStart++ sees the RTT rise once the
+    // BDP is reached, grows conservatively for five rounds and hands over to CUBIC's curve
+    // without a loss.
+    let reno = deep("newreno", 8);
+    let cubic = deep("cubic", 8);
+    let (rl, cl) = (reno.summary.links[0].drops, cubic.summary.links[0].drops);
+    let (rq, cq) = (
+        reno.summary.links[0].queue_delay_ms.max.unwrap(),
+        cubic.summary.links[0].queue_delay_ms.max.unwrap(),
+    );
+    eprintln!(
+        "first 8 s: newreno {rl} drops (queue max {rq:.0} ms), cubic {cl} drops (queue max {cq:.0} ms)"
+    );
+    assert!(rl > 0, "slow start without HyStart++ should overflow the buffer");
+    assert_eq!(cl, 0, "HyStart++ should leave slow start before any loss");
+    assert!(cubic.summary.links[0].utilization > 0.8);
+}
+
+#[test]
+fn cubic_fills_the_link() {
+    let r = deep("cubic", 60);
+    assert!(r.summary.links[0].utilization > 0.95, "{}", r.summary.links[0].utilization);
+    assert_eq!(r.summary.flows[0].cc, "cubic");
+}

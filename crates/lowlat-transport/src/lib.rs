@@ -14,14 +14,17 @@
 //!
 //! Controllers implement [`WindowController`] (close to quinn-proto's `congestion::Controller`):
 //! - [`newreno`]: NewReno as RFC 9002 §7 specifies it.
+//! - [`cubic`]: CUBIC (RFC 9438) with HyStart++ (RFC 9406).
 
 pub mod ack;
+pub mod cubic;
 pub mod newreno;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
 
 pub use ack::AckFrame;
+pub use cubic::{Cubic, CubicConfig};
 pub use newreno::{NewReno, NewRenoConfig};
 pub use receiver::{Receiver, ReceiverConfig};
 pub use rtt::RttEstimator;
