@@ -20,8 +20,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-#: RMCAT cases in the catalog (5.6 and 5.7 need TCP cross traffic: issue 4).
-CASES = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.8"]
+#: RMCAT cases in the catalog; "5.7bis" is 5.7 with a 50 s mean idle time (the SCReAM slides).
+CASES = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.7bis", "5.8"]
 #: The SCReAM talk's minimum RTTs, jitters and queues.
 RTTS_MS = [20, 100, 200]
 JITTERS_MS = [5, 30]
@@ -42,6 +42,7 @@ METRICS = [
     "ratio_frame_delay_over_400ms",
     "ratio_fps_below_10",
     "jain_index",
+    "cross_throughput_kbps",
     "wall_s",
 ]
 
@@ -77,8 +78,10 @@ def matrix(
 
 def metrics(summary: dict[str, Any]) -> dict[str, float]:
     """One row's results from a run's summary: sums and means over the video flows, the worst
-    frame-delay P99, the bottleneck's utilisation and queue, Jain's index of the video throughputs."""
+    frame-delay P99, the bottleneck's utilisation and queue, Jain's index of the video throughputs;
+    the TCP cross traffic's throughput (0 in the cases without)."""
     video = [f for f in summary["flows"] if f["kind"] == "rtp-video"]
+    cross = [f for f in summary["flows"] if f["kind"] in ("bulk", "web")]
     bottleneck = next(link for link in summary["links"] if link["id"] == "bottleneck")
 
     def mean(values: list[float | None]) -> float:
@@ -101,6 +104,7 @@ def metrics(summary: dict[str, Any]) -> dict[str, float]:
         "ratio_frame_delay_over_400ms": mean([f["ratio_frame_delay_over_400ms"] for f in video]),
         "ratio_fps_below_10": mean([f["ratio_fps_below_10"] for f in video]),
         "jain_index": jain,
+        "cross_throughput_kbps": sum(f["throughput_kbps"] for f in cross),
         "wall_s": summary["wall_s"],
     }
 

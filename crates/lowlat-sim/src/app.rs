@@ -49,6 +49,12 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     fn media_metrics(&self) -> Option<crate::media::MediaMetrics> {
         None
     }
+
+    /// Completion times of the finished transfers of a transport endpoint (web flows), read once
+    /// at the end of the run.
+    fn transfer_times(&self) -> Option<Vec<lowlat_core::Duration>> {
+        None
+    }
 }
 
 /// A receiver that only takes packets in (the sink of open-loop sources).

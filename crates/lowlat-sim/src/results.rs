@@ -108,6 +108,12 @@ pub struct FlowSummary {
     /// Media flows: share of 1 s bins with fewer than 10 frames completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_fps_below_10: Option<f64>,
+    /// Web flows: downloads completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfers: Option<u64>,
+    /// Web flows: download completion time (first packet sent to last one acknowledged), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_ms: Option<Stats>,
 }
 
 /// The media fields of a flow's summary, from its endpoints' metrics.
@@ -251,6 +257,7 @@ impl RunResult {
                 (Some(s), Some(r)) => Some(media_summary(&s, &r, cfg.start, end_t)),
                 _ => None,
             };
+            let transfers = st.sender.transfer_times();
             flows.push(FlowSummary {
                 id: cfg.id.clone(),
                 kind: cfg.kind.name().into(),
@@ -269,6 +276,10 @@ impl RunResult {
                 ratio_rtt_over_200ms: media.as_ref().map(|x| x.ratio_rtt_over_200ms),
                 ratio_frame_delay_over_400ms: media.as_ref().map(|x| x.ratio_frame_delay_over_400ms),
                 ratio_fps_below_10: media.as_ref().map(|x| x.ratio_fps_below_10),
+                transfers: transfers.as_ref().map(|t| t.len() as u64),
+                completion_ms: transfers.map(|t| {
+                    Stats::from_samples(&mut t.iter().map(|d| d.as_millis_f64()).collect::<Vec<_>>())
+                }),
             });
             for i in 0..nbins {
                 let b = m.bins.get(i).copied().unwrap_or_default();

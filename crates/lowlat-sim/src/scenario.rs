@@ -26,7 +26,7 @@ use std::str::FromStr;
 
 /// A scenario that could not be read: one line, naming the file, the key and what was expected.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{file}: {key}{message}")]
+#[error("{file}: {}{message}", if key.is_empty() { String::new() } else { format!("{key}: ") })]
 pub struct ScenarioError {
     /// The scenario's source (file path or a label such as `<dict>`).
     pub file: String,
@@ -38,10 +38,7 @@ pub struct ScenarioError {
 
 impl ScenarioError {
     fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-        let key = key.into();
-        let message = message.into();
-        let key = if key.is_empty() { key } else { format!("{key}: ") };
-        ScenarioError { file: file.to_string(), key, message }
+        ScenarioError { file: file.to_string(), key: key.into(), message: message.into() }
     }
 }
 
@@ -193,10 +190,21 @@ pub struct AccessSpec {
 pub struct FlowSpec {
     /// Unique name.
     pub id: String,
-    /// `"cbr"`, `"poisson"`, `"rtp-video"` or `"bulk"` (an ack-clocked transfer).
+    /// `"cbr"`, `"poisson"`, `"rtp-video"`, `"bulk"` (an ack-clocked transfer) or `"web"` (short
+    /// on/off downloads, RMCAT 5.7).
     pub kind: String,
     /// Bulk: payload bytes to deliver (default: unbounded).
     pub size: Option<B>,
+    /// Web: number of on/off sources (default 10, RFC 8867 §5.7).
+    pub sources: Option<u32>,
+    /// Web: sources that start with a download; the others start idle (default 2).
+    pub sources_on: Option<u32>,
+    /// Web: mean of the exponential idle time between downloads (default 10 s).
+    pub idle_mean: Option<D>,
+    /// Web: smallest download (default 30 kB; draft-03 of the test cases used 100 kB).
+    pub size_min: Option<B>,
+    /// Web: largest download (default 50 kB; draft-03: 1 MB).
+    pub size_max: Option<B>,
     /// Mean sending rate (cbr, poisson); start rate of a video flow (default: its rmin), or the
     /// rate of the `fixed` controller.
     pub rate: Option<R>,
@@ -281,6 +289,8 @@ pub enum TrafficKind {
     RtpVideo,
     /// A reliable, ack-clocked transfer with a window controller.
     Bulk,
+    /// Short downloads separated by idle times, each over a new connection (RMCAT 5.7).
+    Web,
 }
 
 impl TrafficKind {
@@ -291,6 +301,7 @@ impl TrafficKind {
             TrafficKind::Poisson => "poisson",
             TrafficKind::RtpVideo => "rtp-video",
             TrafficKind::Bulk => "bulk",
+            TrafficKind::Web => "web",
         }
     }
 }
@@ -322,13 +333,42 @@ pub struct FlowConfig {
     pub transport: Option<TransportFlowConfig>,
 }
 
-/// A bulk flow's settings.
+/// An ack-clocked flow's settings (bulk and web flows).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransportFlowConfig {
     /// The window controller's name.
     pub cc: String,
-    /// Payload bytes to deliver (`None`: unbounded).
+    /// Payload bytes to deliver (`None`: unbounded); bulk flows only.
     pub size: Option<u64>,
+    /// The on/off model of a web flow.
+    pub web: Option<WebConfig>,
+}
+
+/// The on/off model of a web flow (RFC 8867 §5.7; defaults from ns3-rmcat and the SCReAM slides).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WebConfig {
+    /// Number of sources (10).
+    pub sources: u32,
+    /// Sources that start with a download (2).
+    pub initially_on: u32,
+    /// Mean idle time between downloads, exponentially distributed (10 s; "5.7bis": 50 s).
+    pub idle_mean: Duration,
+    /// Smallest download in payload bytes (30 kB).
+    pub size_min: u64,
+    /// Largest download (50 kB).
+    pub size_max: u64,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig {
+            sources: 10,
+            initially_on: 2,
+            idle_mean: Duration::from_secs(10),
+            size_min: 30_000,
+            size_max: 50_000,
+        }
+    }
 }
 
 /// A video flow's settings.
@@ -564,10 +604,13 @@ impl Scenario {
                 "poisson" => TrafficKind::Poisson,
                 "rtp-video" => TrafficKind::RtpVideo,
                 "bulk" => TrafficKind::Bulk,
+                "web" => TrafficKind::Web,
                 other => {
                     return Err(err(
                         &key("kind"),
-                        format!("got {other:?}, expected \"cbr\", \"poisson\", \"rtp-video\" or \"bulk\""),
+                        format!(
+                            "got {other:?}, expected \"cbr\", \"poisson\", \"rtp-video\", \"bulk\" or \"web\""
+                        ),
                     ))
                 }
             };
@@ -577,7 +620,7 @@ impl Scenario {
                 (Some(r), _) => r.0,
                 (None, Some(m)) => m.source.rmin,
                 // A bulk flow's rate is its controller's business; this only sizes nothing.
-                (None, None) if kind == TrafficKind::Bulk => Bitrate::mbps(1),
+                (None, None) if transport.is_some() => Bitrate::mbps(1),
                 (None, None) => {
                     return Err(err(&key("rate"), format!("missing: a {} flow needs a rate", f.kind)))
                 }
@@ -691,7 +734,7 @@ fn media_config(
     let err = |k: &str, msg: String| ScenarioError::new(label, key(k), msg);
     if kind != TrafficKind::RtpVideo {
         for (k, given) in [
-            ("cc", f.cc.is_some() && kind != TrafficKind::Bulk),
+            ("cc", f.cc.is_some() && !matches!(kind, TrafficKind::Bulk | TrafficKind::Web)),
             ("fps", f.fps.is_some()),
             ("rmin", f.rmin.is_some()),
             ("rmax", f.rmax.is_some()),
@@ -811,36 +854,81 @@ fn transport_config(
     key: &dyn Fn(&str) -> String,
     label: &str,
 ) -> Result<Option<TransportFlowConfig>, ScenarioError> {
-    if kind != TrafficKind::Bulk {
-        if f.size.is_some() {
-            return Err(ScenarioError::new(
-                label,
-                key("size"),
-                format!("only bulk flows take `size`; this flow is {:?}", f.kind),
-            ));
+    let err = |k: &str, msg: String| ScenarioError::new(label, key(k), msg);
+    let web_keys = [
+        ("sources", f.sources.is_some()),
+        ("sources_on", f.sources_on.is_some()),
+        ("idle_mean", f.idle_mean.is_some()),
+        ("size_min", f.size_min.is_some()),
+        ("size_max", f.size_max.is_some()),
+    ];
+    if kind != TrafficKind::Web {
+        if let Some((k, _)) = web_keys.iter().find(|x| x.1) {
+            return Err(err(k, format!("only web flows take `{k}`; this flow is {:?}", f.kind)));
         }
+    }
+    if kind != TrafficKind::Bulk && f.size.is_some() {
+        let hint = if kind == TrafficKind::Web { " (web flows take size_min and size_max)" } else { "" };
+        return Err(err("size", format!("only bulk flows take `size`; this flow is {:?}{hint}", f.kind)));
+    }
+    if !matches!(kind, TrafficKind::Bulk | TrafficKind::Web) {
         return Ok(None);
     }
     if f.rate.is_some() {
-        return Err(ScenarioError::new(
-            label,
-            key("rate"),
-            "a bulk flow's rate is set by its controller; remove `rate`",
-        ));
+        return Err(err("rate", format!("a {} flow's rate is set by its controller; remove `rate`", f.kind)));
     }
     let cc = f.cc.clone().unwrap_or_else(|| "newreno".into());
     if !crate::transport::WINDOW_CONTROLLERS.contains(&cc.as_str()) {
-        return Err(ScenarioError::new(
-            label,
-            key("cc"),
+        return Err(err(
+            "cc",
             format!("got {cc:?}, expected one of {}", crate::transport::WINDOW_CONTROLLERS.join(", ")),
         ));
     }
     let size = f.size.map(|b| b.0 .0);
     if size == Some(0) {
-        return Err(ScenarioError::new(label, key("size"), "got 0 B, expected a positive size"));
+        return Err(err("size", "got 0 B, expected a positive size".into()));
     }
-    Ok(Some(TransportFlowConfig { cc, size }))
+    let web = if kind == TrafficKind::Web {
+        let mut w = WebConfig::default();
+        if let Some(n) = f.sources {
+            if n == 0 || n > crate::web::MAX_SOURCES {
+                return Err(err("sources", format!("got {n}, expected 1 to {}", crate::web::MAX_SOURCES)));
+            }
+            w.sources = n;
+        }
+        w.initially_on = f.sources_on.unwrap_or(w.initially_on.min(w.sources));
+        if w.initially_on > w.sources {
+            return Err(err(
+                "sources_on",
+                format!("got {}, expected at most the number of sources ({})", w.initially_on, w.sources),
+            ));
+        }
+        if let Some(d) = f.idle_mean {
+            if d.0 == Duration::ZERO {
+                return Err(err("idle_mean", "got 0 s, expected a positive duration".into()));
+            }
+            w.idle_mean = d.0;
+        }
+        w.size_min = f.size_min.map_or(w.size_min, |b| b.0 .0);
+        w.size_max = f.size_max.map_or(w.size_max.max(w.size_min), |b| b.0 .0);
+        if w.size_min == 0 {
+            return Err(err("size_min", "got 0 B, expected a positive size".into()));
+        }
+        if w.size_max < w.size_min {
+            return Err(err(
+                "size_max",
+                format!(
+                    "got \"{}\", expected at least size_min (\"{}\")",
+                    Bytes(w.size_max),
+                    Bytes(w.size_min)
+                ),
+            ));
+        }
+        Some(w)
+    } else {
+        None
+    };
+    Ok(Some(TransportFlowConfig { cc, size, web }))
 }
 
 /// The queue variants [`Scenario::with_queue`] knows.

@@ -15,6 +15,7 @@ use crate::results::RunResult;
 use crate::scenario::Scenario;
 use crate::traffic::{FlowMetrics, Source};
 use crate::transport::{self, AckReceiver, BulkSender};
+use crate::web::{self, WebReceiver, WebSender};
 use lowlat_core::rng::stream;
 use lowlat_core::{FlowId, Packet, PacketKind, Time};
 use lowlat_net::link::{Link, LinkConfig};
@@ -111,6 +112,17 @@ impl Simulation {
             }
             let rng = stream(seed, &format!("flow.{}", f.id));
             let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match (&f.media, &f.transport) {
+                (_, Some(t)) if t.web.is_some() => {
+                    let web = t.web.expect("checked");
+                    let mb = web::mailbox();
+                    (
+                        Box::new(
+                            WebSender::new(web, &t.cc, f.packet_size, f.start, f.stop, rng, mb.clone())
+                                .expect("validated controller"),
+                        ),
+                        Box::new(WebReceiver::new(web.sources, mb)),
+                    )
+                }
                 (_, Some(t)) => {
                     let mb = transport::mailbox();
                     // Invariant: the scenario validator checked the controller's name.

@@ -32,6 +32,9 @@ pub struct BulkSender {
     sender: Sender,
     start: Time,
     stop: Time,
+    /// Set once the driver has polled at or after `stop`: no more timers, so a timer that fell
+    /// due before `stop` but is served after it cannot wake the driver forever.
+    stopped: bool,
     mailbox: AckMailbox,
 }
 
@@ -46,7 +49,7 @@ impl BulkSender {
         mailbox: AckMailbox,
     ) -> BulkSender {
         let cfg = SenderConfig { packet_size, size, ..SenderConfig::default() };
-        BulkSender { sender: Sender::new(cfg, cc), start, stop, mailbox }
+        BulkSender { sender: Sender::new(cfg, cc), start, stop, stopped: false, mailbox }
     }
 }
 
@@ -73,7 +76,10 @@ impl Endpoint for BulkSender {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        if now < self.start || now >= self.stop {
+        if now >= self.stop {
+            self.stopped = true;
+        }
+        if now < self.start || self.stopped {
             return None;
         }
         let (pn, size) = self.sender.poll_transmit(now)?;
@@ -81,7 +87,7 @@ impl Endpoint for BulkSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        if self.sender.is_done() {
+        if self.stopped || self.sender.is_done() {
             return None;
         }
         let t = self.sender.poll_timeout()?.max(self.start);

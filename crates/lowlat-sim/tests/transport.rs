@@ -146,3 +146,79 @@ fn cubic_fills_the_link() {
     assert!(r.summary.links[0].utilization > 0.95, "{}", r.summary.links[0].utilization);
     assert_eq!(r.summary.flows[0].cc, "cubic");
 }
+
+/// Web flow on an otherwise idle 100 Mbit/s link, 20 ms RTT.
+fn web(extra: &str, seconds: u32) -> lowlat_sim::RunResult {
+    run(&format!(
+        r#"
+duration = "{seconds} s"
+[bottleneck]
+rate = "100 Mbit/s"
+delay = "10 ms"
+[reverse]
+rate = "100 Mbit/s"
+delay = "10 ms"
+[[flows]]
+id = "web"
+kind = "web"
+cc = "cubic"
+{extra}
+"#
+    ))
+}
+
+#[test]
+fn web_sources_follow_the_on_off_model() {
+    let secs = 300.0;
+    let r = web("idle_mean = \"1 s\"", secs as u32);
+    let f = &r.summary.flows[0];
+    let n = f.transfers.unwrap() as f64;
+    let fct = f.completion_ms.unwrap();
+    let (fct_mean, fct_p50) = (fct.mean.unwrap() / 1e3, fct.p50.unwrap() / 1e3);
+    // Renewal process per source: one transfer per (idle mean + completion time).
+    let expected = 10.0 * secs / (1.0 + fct_mean);
+    // Mean download: uniform 30-50 kB of payload, 1145 of every 1200 bytes on the wire.
+    let mean_size = f.throughput_kbps * 1e3 / 8.0 * secs / n;
+    eprintln!(
+        "{n} transfers (renewal model {expected:.0}), completion mean {:.1} ms p50 {:.1} ms, {mean_size:.0} B each",
+        fct_mean * 1e3,
+        fct_p50 * 1e3
+    );
+    assert!((n / expected - 1.0).abs() < 0.05, "{n} transfers, expected {expected}");
+    let wire = 40_000.0 * 1200.0 / 1145.0;
+    assert!((mean_size / wire - 1.0).abs() < 0.05, "{mean_size} B per transfer, expected ~{wire}");
+    // Each download is a new connection: slow start from the initial window (10 packets) needs
+    // three round trips for 30-50 kB, where a warm window would take one.
+    assert!(fct_p50 > 2.0 * 0.02 && fct_p50 < 5.0 * 0.02, "completion p50 {fct_p50} s");
+}
+
+#[test]
+fn web_sources_that_start_idle_wait_for_their_idle_time() {
+    // All ten start idle with a 1000 s mean: almost surely nothing in the first second.
+    let r = web("sources_on = 0\nidle_mean = \"1000 s\"", 1);
+    assert_eq!(r.summary.flows[0].transfers, Some(0));
+    let r = web("sources_on = 10\nidle_mean = \"1000 s\"", 1);
+    assert_eq!(r.summary.flows[0].transfers, Some(10));
+}
+
+#[test]
+fn bad_web_keys_are_clear_errors() {
+    for (extra, key, expect) in [
+        ("sources = 0", "flows[0].sources", "expected 1 to 4096"),
+        ("sources = 2\nsources_on = 3", "flows[0].sources_on", "at most the number of sources"),
+        ("size_min = \"60 kB\"\nsize_max = \"50 kB\"", "flows[0].size_max", "at least size_min"),
+        ("size = \"50 kB\"", "flows[0].size", "size_min and size_max"),
+        ("idle_mean = \"0 s\"", "flows[0].idle_mean", "positive"),
+    ] {
+        let toml = format!(
+            "duration = \"1 s\"\n[bottleneck]\nrate = \"1 Mbit/s\"\ndelay = \"1 ms\"\n[[flows]]\nid = \"w\"\nkind = \"web\"\n{extra}\n"
+        );
+        let e = common::scenario_error(&toml);
+        assert_eq!(e.key, key, "{extra}: {e}");
+        assert!(e.to_string().contains(expect), "{extra}: {e}");
+    }
+    let e = common::scenario_error(
+        "duration = \"1 s\"\n[bottleneck]\nrate = \"1 Mbit/s\"\ndelay = \"1 ms\"\n[[flows]]\nid = \"b\"\nkind = \"bulk\"\nsources = 3\n",
+    );
+    assert_eq!(e.key, "flows[0].sources");
+}
