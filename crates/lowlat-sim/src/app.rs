@@ -45,6 +45,12 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// The congestion controller's current state (`"startup"`, `"competitive"`, ...), for
+    /// tests and logs; `None` without a controller.
+    fn cc_mode(&self) -> Option<&'static str> {
+        None
+    }
+
     /// What a media endpoint measured (RTT samples, frames), read once at the end of the run.
     fn media_metrics(&self) -> Option<crate::media::MediaMetrics> {
         None

@@ -195,6 +195,12 @@ impl Simulation {
         Ok(())
     }
 
+    /// The current state of flow `id`'s sending controller (see [`Endpoint::cc_mode`]).
+    pub fn cc_mode(&self, id: &str) -> Option<&'static str> {
+        let i = self.scenario.flows.iter().position(|f| f.id == id)?;
+        self.flows[i].sender.cc_mode()
+    }
+
     /// The scenario being run.
     pub fn scenario(&self) -> &Scenario {
         &self.scenario

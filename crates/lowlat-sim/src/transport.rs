@@ -6,7 +6,8 @@
 use crate::app::{Endpoint, Transmit};
 use lowlat_core::{Bytes, Packet, Time};
 use lowlat_transport::{
-    AckFrame, CubicConfig, NewRenoConfig, Receiver, ReceiverConfig, Sender, SenderConfig, WindowController,
+    AckFrame, BbrConfig, CopaConfig, CubicConfig, NewRenoConfig, Receiver, ReceiverConfig, Sender,
+    SenderConfig, WindowController,
 };
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -15,13 +16,15 @@ use std::sync::{Arc, Mutex};
 pub type AckMailbox = Arc<Mutex<VecDeque<(u64, AckFrame)>>>;
 
 /// The window controllers a bulk flow can use.
-pub const WINDOW_CONTROLLERS: &[&str] = &["newreno", "cubic"];
+pub const WINDOW_CONTROLLERS: &[&str] = &["newreno", "cubic", "bbr", "copa"];
 
 /// Builds the window controller a scenario names, for packets of `packet_size`.
 pub fn window_controller(name: &str, packet_size: Bytes) -> Result<Box<dyn WindowController>, String> {
     match name {
         "newreno" => Ok(Box::new(NewRenoConfig::for_datagram(packet_size).build())),
         "cubic" => Ok(Box::new(CubicConfig::for_datagram(packet_size).build())),
+        "bbr" => Ok(Box::new(BbrConfig::for_datagram(packet_size).build())),
+        "copa" => Ok(Box::new(CopaConfig::for_datagram(packet_size).build())),
         other => Err(format!("got {other:?}, expected one of {}", WINDOW_CONTROLLERS.join(", "))),
     }
 }
@@ -96,6 +99,10 @@ impl Endpoint for BulkSender {
 
     fn cc_name(&self) -> Option<&'static str> {
         Some(self.sender.controller().name())
+    }
+
+    fn cc_mode(&self) -> Option<&'static str> {
+        Some(self.sender.mode())
     }
 }
 

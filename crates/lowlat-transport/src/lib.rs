@@ -15,22 +15,62 @@
 //! Controllers implement [`WindowController`] (close to quinn-proto's `congestion::Controller`):
 //! - [`newreno`]: NewReno as RFC 9002 §7 specifies it.
 //! - [`cubic`]: CUBIC (RFC 9438) with HyStart++ (RFC 9406).
+//! - [`bbr`]: BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00).
+//! - [`copa`]: Copa (NSDI 2018) with its competitive mode.
+//!
+//! Each ACK frame also yields a delivery-rate sample ([`RateSample`], draft-cheng-iccrg-delivery-
+//! rate-estimation) that model-based controllers read; [`filter`] has the windowed min/max
+//! filters they keep their estimates in.
 
 pub mod ack;
+pub mod bbr;
+pub mod copa;
 pub mod cubic;
+pub mod filter;
 pub mod newreno;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
 
 pub use ack::AckFrame;
+pub use bbr::{Bbr, BbrConfig};
+pub use copa::{Copa, CopaConfig};
 pub use cubic::{Cubic, CubicConfig};
 pub use newreno::{NewReno, NewRenoConfig};
 pub use receiver::{Receiver, ReceiverConfig};
 pub use rtt::RttEstimator;
 pub use sender::{Sender, SenderConfig, SenderStats};
 
-use lowlat_core::{Bitrate, Time};
+use lowlat_core::{Bitrate, Duration, Time};
+
+/// What one ACK frame says about the path's delivery rate (draft-cheng-iccrg-delivery-rate-
+/// estimation): bytes delivered between the newest acknowledged packet's send and now, over the
+/// longer of its send and ACK intervals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSample {
+    /// `delivered / interval`; `None` when the interval is shorter than the minimum RTT (an ACK
+    /// compression artefact) or empty.
+    pub delivery_rate: Option<Bitrate>,
+    /// Bytes delivered over the interval.
+    pub delivered: u64,
+    /// The sample's interval.
+    pub interval: Duration,
+    /// Bytes delivered before the newest acknowledged packet was sent (BBR's round counting).
+    pub prior_delivered: u64,
+    /// Bytes delivered since the start.
+    pub total_delivered: u64,
+    /// Whether the sender had nothing to send while that packet was in flight: the rate then
+    /// understates the path.
+    pub is_app_limited: bool,
+    /// Bytes newly acknowledged by this frame.
+    pub newly_acked: u64,
+    /// Packets newly declared lost while processing this frame.
+    pub newly_lost_packets: u64,
+    /// Round-trip time of the newest acknowledged packet (ACK delay included).
+    pub rtt: Duration,
+    /// Bytes in flight after this frame.
+    pub in_flight: u64,
+}
 
 /// A window-based congestion controller.
 ///
@@ -44,6 +84,16 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
 
     /// A packet sent at `sent` and holding `bytes` was acknowledged.
     fn on_ack(&mut self, now: Time, sent: Time, bytes: u64, app_limited: bool, rtt: &RttEstimator);
+
+    /// The delivery-rate sample of one ACK frame, after its packets and any losses it revealed
+    /// were processed and before [`WindowController::on_end_acks`].
+    fn on_rate_sample(&mut self, _now: Time, _sample: &RateSample, _rtt: &RttEstimator) {}
+
+    /// The controller's state, for logs and tests (`"startup"`, `"competitive"`, ...); `""` if
+    /// it has none.
+    fn mode(&self) -> &'static str {
+        ""
+    }
 
     /// All packets of one ACK frame have been processed.
     fn on_end_acks(&mut self, _now: Time, _in_flight: u64, _app_limited: bool, _largest_acked: u64) {}

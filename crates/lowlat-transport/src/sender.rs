@@ -3,7 +3,7 @@
 
 use crate::ack::AckFrame;
 use crate::rtt::RttEstimator;
-use crate::WindowController;
+use crate::{RateSample, WindowController};
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
 
@@ -72,6 +72,23 @@ struct Sent {
     payload: u64,
     time: Time,
     outstanding: bool,
+    /// Delivery-rate state when it left (draft-cheng-iccrg-delivery-rate-estimation §3.2).
+    delivered: u64,
+    delivered_time: Time,
+    first_sent_time: Time,
+    app_limited: bool,
+}
+
+/// The rate sample being built from one ACK frame.
+#[derive(Clone, Copy, Debug, Default)]
+struct SampleAcc {
+    prior_delivered: Option<u64>,
+    prior_time: Time,
+    send_elapsed: Duration,
+    ack_elapsed: Duration,
+    app_limited: bool,
+    newly_acked: u64,
+    rtt: Option<Duration>,
 }
 
 /// The sender.
@@ -100,6 +117,14 @@ pub struct Sender {
     tokens: f64,
     last_refill: Time,
     stats: SenderStats,
+    /// Bytes delivered (acknowledged) so far, and when the last were.
+    delivered: u64,
+    delivered_time: Time,
+    /// Send time of the newest packet acknowledged: the start of the next send interval.
+    first_sent_time: Time,
+    /// Nonzero while the flow is application-limited: `delivered` at which that period ends.
+    app_limited_until: u64,
+    acc: SampleAcc,
 }
 
 impl Sender {
@@ -124,6 +149,11 @@ impl Sender {
             tokens: 0.0,
             last_refill: Time::ZERO,
             stats: SenderStats::default(),
+            delivered: 0,
+            delivered_time: Time::ZERO,
+            first_sent_time: Time::ZERO,
+            app_limited_until: 0,
+            acc: SampleAcc::default(),
             cfg,
         }
     }
@@ -183,7 +213,15 @@ impl Sender {
 
     /// The next packet to send at `now`: `(packet number, size on the wire)`.
     pub fn poll_transmit(&mut self, now: Time) -> Option<(u64, Bytes)> {
-        if !(self.has_data() || self.probes > 0) || !self.window_open() {
+        if !(self.has_data() || self.probes > 0) {
+            if self.window_open() {
+                // Nothing to send though the window allows it: rate samples taken until what is
+                // in flight now is delivered understate the path (delivery-rate estimation §3.4).
+                self.app_limited_until = (self.delivered + self.in_flight).max(1);
+            }
+            return None;
+        }
+        if !self.window_open() {
             return None;
         }
         self.refill(now);
@@ -209,7 +247,21 @@ impl Sender {
         self.probes = self.probes.saturating_sub(1);
         let pn = self.next_pn;
         self.next_pn += 1;
-        self.sent.push_back(Sent { size, payload, time: now, outstanding: true });
+        if self.in_flight == 0 {
+            // Start of a new send interval after an idle period.
+            self.first_sent_time = now;
+            self.delivered_time = now;
+        }
+        self.sent.push_back(Sent {
+            size,
+            payload,
+            time: now,
+            outstanding: true,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_sent_time: self.first_sent_time,
+            app_limited: self.app_limited_until != 0,
+        });
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
@@ -233,6 +285,20 @@ impl Sender {
         let s = *s;
         self.in_flight -= s.size;
         self.stats.bytes_acked += s.payload;
+        self.delivered += s.size;
+        self.delivered_time = now;
+        let acc = &mut self.acc;
+        acc.newly_acked += s.size;
+        // The sample is taken over the newest packet acknowledged (the one sent last).
+        if acc.prior_delivered.is_none_or(|d| s.delivered >= d) {
+            acc.prior_delivered = Some(s.delivered);
+            acc.prior_time = s.delivered_time;
+            acc.app_limited = s.app_limited;
+            acc.send_elapsed = s.time - s.first_sent_time;
+            acc.ack_elapsed = now - s.delivered_time;
+            acc.rtt = Some(now - s.time);
+            self.first_sent_time = s.time;
+        }
         self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
     }
 
@@ -279,8 +345,31 @@ impl Sender {
             cursor = hi + 1;
         }
         self.largest_acked = Some(prev.map_or(largest, |p| p.max(largest)));
+        let lost_before = self.stats.packets_lost;
         self.detect_lost(now);
-        self.cc.on_end_acks(now, self.in_flight, false, largest);
+        if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+        }
+        let acc = std::mem::take(&mut self.acc);
+        if let (Some(prior_delivered), Some(rtt)) = (acc.prior_delivered, acc.rtt) {
+            let interval = acc.send_elapsed.max(acc.ack_elapsed);
+            let delivered = self.delivered - prior_delivered;
+            let sample = RateSample {
+                delivery_rate: (interval > Duration::ZERO && interval >= self.rtt.min())
+                    .then(|| Bitrate::from_bps_f64(delivered as f64 * 8.0 / interval.as_secs_f64())),
+                delivered,
+                interval,
+                prior_delivered,
+                total_delivered: self.delivered,
+                is_app_limited: acc.app_limited,
+                newly_acked: acc.newly_acked,
+                newly_lost_packets: self.stats.packets_lost - lost_before,
+                rtt,
+                in_flight: self.in_flight,
+            };
+            self.cc.on_rate_sample(now, &sample, &self.rtt);
+        }
+        self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
         self.pto_count = 0;
         while self.sent.front().is_some_and(|s| !s.outstanding) {
             self.sent.pop_front();
@@ -367,6 +456,11 @@ impl Sender {
     /// The controller's current window.
     pub fn window(&self) -> Bytes {
         Bytes(self.cc.window())
+    }
+
+    /// The controller's state, for logs and tests (`""` if it has no modes).
+    pub fn mode(&self) -> &'static str {
+        self.cc.mode()
     }
 
     /// The pacing rate in use (`None` before the first RTT sample).

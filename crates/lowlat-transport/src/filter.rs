@@ -1,0 +1,145 @@
+//! Windowed min/max filters: the running minimum or maximum of a signal over a sliding window,
+//! in O(1) time and space per sample.
+//!
+//! Kathleen Nichols' algorithm, as BBR (its bandwidth and min-RTT filters) and Copa's
+//! implementations use it: three samples are kept, the best, the best after it, and the best after
+//! that, each from a later part of the window; when the best ages out the next takes over. The
+//! estimate can be a little stale (by up to a quarter of the window) but never needs the window's
+//! history, which keeps the per-ACK cost constant at any bandwidth-delay product.
+
+/// Whether the filter keeps the largest or the smallest value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// A running maximum (BBR's bottleneck bandwidth).
+    Max,
+    /// A running minimum (round-trip times).
+    Min,
+}
+
+/// A running best of `(t, value)` samples over the window `[t - window, t]`; `t` is any
+/// monotonic count (nanoseconds, round trips).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowedFilter {
+    keep: Keep,
+    samples: [(u64, f64); 3],
+    empty: bool,
+}
+
+impl WindowedFilter {
+    /// An empty filter.
+    pub fn new(keep: Keep) -> WindowedFilter {
+        WindowedFilter { keep, samples: [(0, 0.0); 3], empty: true }
+    }
+
+    /// The current best, if any sample was seen.
+    pub fn get(&self) -> Option<f64> {
+        (!self.empty).then_some(self.samples[0].1)
+    }
+
+    /// Forgets everything and starts from `(t, v)`.
+    pub fn reset(&mut self, t: u64, v: f64) {
+        self.samples = [(t, v); 3];
+        self.empty = false;
+    }
+
+    fn at_least_as_good(&self, a: f64, b: f64) -> bool {
+        match self.keep {
+            Keep::Max => a >= b,
+            Keep::Min => a <= b,
+        }
+    }
+
+    /// Adds sample `v` taken at `t` (not before earlier samples) with window length `window`;
+    /// returns the new best.
+    pub fn update(&mut self, t: u64, v: f64, window: u64) -> f64 {
+        if self.empty
+            || self.at_least_as_good(v, self.samples[0].1)
+            || t.saturating_sub(self.samples[2].0) > window
+        {
+            self.reset(t, v);
+            return v;
+        }
+        let keep = self.keep;
+        let better = |a: f64, b: f64| match keep {
+            Keep::Max => a >= b,
+            Keep::Min => a <= b,
+        };
+        let s = &mut self.samples;
+        if better(v, s[1].1) {
+            s[1] = (t, v);
+            s[2] = (t, v);
+        } else if better(v, s[2].1) {
+            s[2] = (t, v);
+        }
+        // Age the samples: the best expires after a window; the second and third are refreshed
+        // once a quarter and a half of the window have passed without a better value.
+        let dt = t.saturating_sub(s[0].0);
+        if dt > window {
+            s[0] = s[1];
+            s[1] = s[2];
+            s[2] = (t, v);
+            if t.saturating_sub(s[0].0) > window {
+                s[0] = s[1];
+                s[1] = s[2];
+                s[2] = (t, v);
+            }
+        } else if s[1].0 == s[0].0 && dt > window / 4 {
+            s[1] = (t, v);
+            s[2] = (t, v);
+        } else if s[2].0 == s[1].0 && dt > window / 2 {
+            s[2] = (t, v);
+        }
+        s[0].1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact windowed best, for comparison.
+    fn exact(samples: &[(u64, f64)], t: u64, window: u64, keep: Keep) -> f64 {
+        let xs = samples.iter().filter(|(s, _)| t - s <= window).map(|x| x.1);
+        match keep {
+            Keep::Max => xs.fold(f64::MIN, f64::max),
+            Keep::Min => xs.fold(f64::MAX, f64::min),
+        }
+    }
+
+    #[test]
+    fn tracks_a_new_best_at_once_and_forgets_an_old_one_after_the_window() {
+        let mut f = WindowedFilter::new(Keep::Max);
+        assert_eq!(f.get(), None);
+        f.update(0, 10.0, 100);
+        assert_eq!(f.update(10, 5.0, 100), 10.0);
+        assert_eq!(f.update(20, 12.0, 100), 12.0);
+        // 12 ages out after 100; the best of what came after it takes over.
+        f.update(60, 7.0, 100);
+        f.update(90, 6.0, 100);
+        assert_eq!(f.update(125, 3.0, 100), 7.0);
+        assert_eq!(f.update(200, 2.0, 100), 3.0);
+    }
+
+    #[test]
+    fn the_estimate_is_never_stale_and_mostly_exact() {
+        // A slowly varying signal with noise: the estimate is always a value the signal took within
+        // the window (the filter only ever forgets early, never keeps a value too long), and it
+        // equals the exact best most of the time.
+        for keep in [Keep::Max, Keep::Min] {
+            let mut f = WindowedFilter::new(keep);
+            let mut samples = Vec::new();
+            let mut x: u64 = 12345;
+            let mut exact_hits = 0;
+            for t in 0..5000u64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let v = (t as f64 / 300.0).sin() * 10.0 + (x >> 40) as f64 / (1u64 << 24) as f64;
+                samples.push((t, v));
+                let got = f.update(t, v, 100);
+                let within = exact(&samples, t, 100, keep);
+                assert!(samples.iter().any(|&(s, x)| t - s <= 100 && x == got), "t {t}: {got} is stale");
+                exact_hits += usize::from(got == within);
+            }
+            assert!(exact_hits > 2500, "{keep:?}: exact {exact_hits} of 5000");
+        }
+    }
+}
