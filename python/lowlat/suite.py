@@ -125,7 +125,10 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         )
         row.update(metrics(result.summary))
         row["error"] = ""
-    except Exception as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
+    except BaseException as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
+        # (a panic in the native core arrives as pyo3's PanicException, a BaseException)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
         row.update({m: float("nan") for m in METRICS})
         row["error"] = f"{type(e).__name__}: {e}"
     return row

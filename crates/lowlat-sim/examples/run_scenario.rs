@@ -1,6 +1,6 @@
 //! Runs a scenario file and prints its summary (a developer's shortcut around the Python CLI).
 //!
-//! `cargo run --release -p lowlat-sim --example run_scenario -- FILE [CC]`
+//! `cargo run --release -p lowlat-sim --example run_scenario -- FILE [CC [QUEUE]]`
 
 use lowlat_sim::{Scenario, Simulation};
 use std::path::Path;
@@ -8,7 +8,7 @@ use std::path::Path;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(file) = args.get(1) else {
-        eprintln!("usage: run_scenario FILE [CC]");
+        eprintln!("usage: run_scenario FILE [CC [QUEUE]]");
         std::process::exit(2);
     };
     let mut scenario = Scenario::from_file(Path::new(file)).unwrap_or_else(|e| {
@@ -17,6 +17,12 @@ fn main() {
     });
     if let Some(cc) = args.get(2) {
         scenario = scenario.with_cc(cc).unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        });
+    }
+    if let Some(q) = args.get(3) {
+        scenario = scenario.with_queue(q).unwrap_or_else(|e| {
             eprintln!("{e}");
             std::process::exit(2)
         });

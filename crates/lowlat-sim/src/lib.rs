@@ -28,6 +28,7 @@ pub mod scenario;
 pub mod sim;
 pub mod traffic;
 pub mod transport;
+pub mod transport_media;
 pub mod web;
 
 pub use results::{Column, RunResult, Summary, Table};

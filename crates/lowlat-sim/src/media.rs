@@ -38,12 +38,17 @@ pub struct MediaMetrics {
 }
 
 /// Frame id, packet index and packet count in one `Packet::app` word (40 + 12 + 12 bits).
-fn pack(frame: u64, index: u16, count: u16) -> u64 {
+pub(crate) fn pack(frame: u64, index: u16, count: u16) -> u64 {
     (frame << 24) | ((index as u64 & 0xfff) << 12) | (count as u64 & 0xfff)
 }
 
-fn unpack(app: u64) -> (u64, u16) {
+pub(crate) fn unpack(app: u64) -> (u64, u16) {
     (app >> 24, (app & 0xfff) as u16)
+}
+
+/// The packet index within its frame.
+pub(crate) fn unpack_index(app: u64) -> u16 {
+    ((app >> 12) & 0xfff) as u16
 }
 
 /// The `app` word of a padding packet (GCC's probes): carries no frame.

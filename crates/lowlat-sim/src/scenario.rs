@@ -820,9 +820,29 @@ fn media_config(
             ))
         }
     };
+    if is_window_controller(&cc) {
+        // Over the transport, ACKs are the feedback: RTCP settings would silently do nothing.
+        for (k, given) in
+            [("feedback", f.feedback.is_some()), ("feedback_format", f.feedback_format.is_some())]
+        {
+            if given {
+                return Err(err(
+                    k,
+                    format!("`{k}` applies to RTP controllers; {cc:?} carries the video over the transport, whose ACKs are its feedback"),
+                ));
+            }
+        }
+    }
     let mut m =
         MediaConfig { cc, source, feedback, pause: None, feedback_format, cc_params: BTreeMap::new() };
     for (name, table) in f.cc_params.iter().flatten() {
+        if is_window_controller(name) {
+            return Err(err(
+                &format!("cc_params.{name}"),
+                "the window controllers take no cc_params yet (their constants are the specs' defaults)"
+                    .into(),
+            ));
+        }
         if !CONTROLLERS.contains(&name.as_str()) {
             return Err(err(
                 &format!("cc_params.{name}"),
@@ -934,8 +954,16 @@ fn transport_config(
 /// The queue variants [`Scenario::with_queue`] knows.
 pub const QUEUE_VARIANTS: &[&str] = &["droptail", "codel"];
 
-/// The congestion controllers a video flow can use.
-pub const CONTROLLERS: &[&str] = &["gcc", "nada", "scream", "scream2", "fixed"];
+/// The congestion controllers a video flow can use: RTP rate controllers, then the window
+/// controllers that carry video over the ack-clocked transport instead
+/// ([`crate::transport_media`]).
+pub const CONTROLLERS: &[&str] =
+    &["gcc", "nada", "scream", "scream2", "fixed", "copa", "bbr", "cubic", "newreno"];
+
+/// Whether video under controller `cc` travels over the ack-clocked transport (not RTP).
+pub fn is_window_controller(cc: &str) -> bool {
+    crate::transport::WINDOW_CONTROLLERS.contains(&cc)
+}
 
 fn access_config(a: &AccessSpec, key: &str, label: &str) -> Result<LinkConfig, ScenarioError> {
     let rate = a.rate.map(|r| r.0).unwrap_or(Bitrate::gbps(1));

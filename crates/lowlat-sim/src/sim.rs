@@ -15,6 +15,7 @@ use crate::results::RunResult;
 use crate::scenario::Scenario;
 use crate::traffic::{FlowMetrics, Source};
 use crate::transport::{self, AckReceiver, BulkSender};
+use crate::transport_media::{TransportVideoReceiver, TransportVideoSender};
 use crate::web::{self, WebReceiver, WebSender};
 use lowlat_core::rng::stream;
 use lowlat_core::{FlowId, Packet, PacketKind, Time};
@@ -61,7 +62,13 @@ pub struct Simulation {
     wakeups: Wakeups,
     next_packet_id: u64,
     pub(crate) wall: std::time::Duration,
+    /// Events processed at the current instant: a guard against a component that keeps asking
+    /// to be woken now without making progress (which would otherwise hang the run).
+    events_at_now: u64,
 }
+
+/// More events than this at one simulated instant mean a component is stuck.
+const MAX_EVENTS_AT_ONE_INSTANT: u64 = 10_000_000;
 
 /// Index of the forward bottleneck in the link arena.
 const BOTTLENECK: u32 = 0;
@@ -133,6 +140,24 @@ impl Simulation {
                         Box::new(AckReceiver::new(mb)),
                     )
                 }
+                (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => {
+                    let mb = transport::mailbox();
+                    (
+                        Box::new(
+                            TransportVideoSender::new(
+                                m,
+                                f.start,
+                                f.stop,
+                                f.rate,
+                                f.packet_size,
+                                rng,
+                                mb.clone(),
+                            )
+                            .expect("validated controller"),
+                        ),
+                        Box::new(TransportVideoReceiver::new(m, f.start, mb)),
+                    )
+                }
                 (Some(m), None) => {
                     let mb = media::mailbox();
                     (
@@ -170,6 +195,7 @@ impl Simulation {
             wakeups,
             next_packet_id: 0,
             wall: std::time::Duration::ZERO,
+            events_at_now: 0,
         }
     }
 
@@ -233,6 +259,16 @@ impl Simulation {
         // The run covers [0, end): an event exactly at the end belongs to the next run.
         let horizon = if until >= self.end { Time(self.end.as_nanos().saturating_sub(1)) } else { until };
         while let Some((now, target)) = self.wakeups.pop_until(horizon) {
+            if now == self.now {
+                self.events_at_now += 1;
+                assert!(
+                    self.events_at_now < MAX_EVENTS_AT_ONE_INSTANT,
+                    "the simulation is stuck at {now}: {target:?} keeps asking to be woken at this instant \
+                     without making progress (a bug in that component; please report it with the scenario)"
+                );
+            } else {
+                self.events_at_now = 0;
+            }
             self.now = now;
             match target {
                 Target::Link(i) => self.wake_link(i, now),

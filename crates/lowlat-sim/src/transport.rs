@@ -58,18 +58,7 @@ impl BulkSender {
 
 impl Endpoint for BulkSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        let frame = {
-            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            // ACKs arrive in order; older ones whose packets were lost are gone.
-            while mb.front().is_some_and(|(id, _)| *id < pkt.app) {
-                mb.pop_front();
-            }
-            match mb.front() {
-                Some((id, _)) if *id == pkt.app => mb.pop_front().map(|x| x.1),
-                _ => None,
-            }
-        };
-        if let Some(f) = frame {
+        if let Some(f) = take_ack(&self.mailbox, pkt.app) {
             self.sender.on_ack(now, &f);
         }
     }
@@ -137,6 +126,19 @@ impl Endpoint for AckReceiver {
 
     fn poll_timeout(&self) -> Option<Time> {
         self.receiver.poll_timeout()
+    }
+}
+
+/// The ACK frame of the ACK packet `id` that just arrived, if it is in the mailbox.
+pub fn take_ack(mailbox: &AckMailbox, id: u64) -> Option<AckFrame> {
+    let mut mb = mailbox.lock().expect("the mailbox lock is never held across a panic");
+    // ACKs arrive in order; older ones whose packets were lost are gone.
+    while mb.front().is_some_and(|(i, _)| *i < id) {
+        mb.pop_front();
+    }
+    match mb.front() {
+        Some((i, _)) if *i == id => mb.pop_front().map(|x| x.1),
+        _ => None,
     }
 }
 

@@ -117,3 +117,76 @@ fps = 25
     assert!(e.contains("codec_trace") && e.contains("bad.txt: line 2") && e.contains("lots"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A video flow under window controller `cc` over the transport on a 2 Mbit/s, 50 ms RTT link.
+fn transport_video(cc: &str, extra_link: &str) -> lowlat_sim::RunResult {
+    run(&format!(
+        r#"
+duration = "60 s"
+[bottleneck]
+rate = "2 Mbit/s"
+delay = "25 ms"
+queue = {{ kind = "droptail", limit = "300 ms" }}
+{extra_link}
+[reverse]
+rate = "2 Mbit/s"
+delay = "25 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "{cc}"
+rmin = "150 kbit/s"
+rmax = "3 Mbit/s"
+"#
+    ))
+}
+
+#[test]
+fn video_over_copa_and_bbr_fills_the_link_with_short_frame_delays() {
+    for (cc, max_queue_ms) in [("copa", 40.0), ("bbr", 100.0)] {
+        let r = transport_video(cc, "");
+        let f = &r.summary.flows[0];
+        let link = &r.summary.links[0];
+        let frames = f.frame_delay_ms.unwrap();
+        eprintln!(
+            "{cc} video: {:.0} kbit/s, utilisation {:.3}, queue p95 {:.1} ms, frame delay p50 {:.0} p99 {:.0} ms, fps {:.1}",
+            f.throughput_kbps,
+            link.utilization,
+            link.queue_delay_ms.p95.unwrap(),
+            frames.p50.unwrap(),
+            frames.p99.unwrap(),
+            f.fps_mean.unwrap()
+        );
+        assert_eq!(f.cc, cc);
+        assert!(link.utilization >= 0.85, "{cc}: utilisation {}", link.utilization);
+        assert!(link.queue_delay_ms.p95.unwrap() < max_queue_ms, "{cc}: queue {:?}", link.queue_delay_ms.p95);
+        // Frame delay = encoder queue + pacing + 25 ms one way + queueing: well under 200 ms.
+        assert!(frames.p50.unwrap() < 200.0, "{cc}: frame delay p50 {:?}", frames.p50);
+        assert!(f.fps_mean.unwrap() > 29.0, "{cc}: fps {:?}", f.fps_mean);
+        assert!(f.rtt_ms.p50.is_some(), "RTT samples from the ACKs");
+    }
+}
+
+#[test]
+fn video_over_the_transport_repairs_losses() {
+    // 2 % random loss: RTP without repair loses a frame whenever one of its packets is lost;
+    // over the transport lost packets are sent again, so nearly every frame completes.
+    let r = transport_video("copa", "loss = { kind = \"bernoulli\", p = 0.02 }");
+    let f = &r.summary.flows[0];
+    let frames_done = f.fps_mean.unwrap() / 30.0;
+    eprintln!(
+        "copa video, 2 % loss: {:.3} of the frames complete, loss ratio {:.3}",
+        frames_done, f.loss_ratio
+    );
+    assert!(f.loss_ratio > 0.01, "the link did lose packets: {}", f.loss_ratio);
+    assert!(frames_done > 0.98, "frames completed {frames_done}");
+}
+
+#[test]
+fn rtcp_keys_are_refused_for_video_over_the_transport() {
+    let e = common::scenario_error(
+        "duration = \"1 s\"\n[bottleneck]\nrate = \"1 Mbit/s\"\ndelay = \"1 ms\"\n[[flows]]\nid = \"v\"\nkind = \"rtp-video\"\ncc = \"copa\"\nfeedback = \"50 ms\"\n",
+    );
+    assert_eq!(e.key, "flows[0].feedback");
+    assert!(e.message.contains("transport"), "{e}");
+}

@@ -105,7 +105,7 @@ fn every_catalog_case_runs_with_every_controller_and_queue() {
         // Against a long CUBIC flow SCReAM v2 sits at its minimum window (3000 B x 1.5 per
         // ~460 ms RTT, ~80 kbit/s); rmcat_5_6_* checks the RMCAT controllers' minimum rate.
         let floor = if case == "rmcat-5.6" { 50.0 } else { 150.0 };
-        for cc in ["gcc", "nada", "scream", "scream2"] {
+        for cc in ["gcc", "nada", "scream", "scream2", "copa", "bbr"] {
             for q in ["droptail", "codel"] {
                 let r = Simulation::new(catalog(&case).with_cc(cc).unwrap().with_queue(q).unwrap()).run();
                 for f in r.summary.flows.iter().filter(|f| f.kind == "rtp-video") {
@@ -138,7 +138,7 @@ fn rmcat_5_8_pauses_the_second_flow() {
 
 #[test]
 fn controllers_are_deterministic() {
-    for cc in ["gcc", "nada", "scream", "scream2"] {
+    for cc in ["gcc", "nada", "scream", "scream2", "copa", "bbr"] {
         let a = Simulation::new(catalog("rmcat-5.2").with_cc(cc).unwrap()).run();
         let b = Simulation::new(catalog("rmcat-5.2").with_cc(cc).unwrap()).run();
         // Debug output compares NaN (empty bins) as equal, bit for bit otherwise.
@@ -182,7 +182,8 @@ fn controller_constants_are_overridable_from_the_scenario() {
     for (params, needle) in [
         ("{ gcc = { beta = \"fast\" } }", "cc_params.gcc.beta: got \"fast\", expected a number"),
         ("{ gcc = { gamma = 1 } }", "cc_params.gcc.gamma: unknown constant"),
-        ("{ bbr = { x = 1 } }", "cc_params.bbr: unknown controller"),
+        ("{ vegas = { x = 1 } }", "cc_params.vegas: unknown controller"),
+        ("{ bbr = { x = 1 } }", "cc_params.bbr: the window controllers take no cc_params yet"),
         ("{ scream = { min_cwnd = 5 } }", "cc_params.scream.min_cwnd: got \"5\", expected a size"),
         ("{ gcc = { initial_probes = [] } }", "cc_params.gcc.initial_probes: expected a number, true/false"),
     ] {

@@ -409,6 +409,11 @@ impl WindowController for Bbr {
         self.cwnd
     }
 
+    fn send_rate(&self, _rtt: &RttEstimator) -> Option<Bitrate> {
+        // The bottleneck bandwidth estimate; the gains only probe around it.
+        self.bottleneck_bandwidth()
+    }
+
     fn pacing_rate(&self, _rtt: &RttEstimator) -> Option<Bitrate> {
         self.pacing_rate.map(|r| Bitrate::from_bps_f64(r * 8.0))
     }
@@ -453,7 +458,7 @@ mod tests {
         let mut t = Time::ZERO;
         // Growing rounds: 1, 2, 4, 8 Mbit/s; then flat at 8 for three rounds.
         for (round, mbps) in [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0].iter().enumerate() {
-            t = t + Duration::from_millis(50);
+            t += Duration::from_millis(50);
             let prior = delivered;
             delivered += 100_000;
             b.on_rate_sample(t, &sample(prior, delivered, mbps * 1e6, 50, 200_000), &rtt);
@@ -479,7 +484,7 @@ mod tests {
         let mut delivered = 0;
         let mut t = Time::ZERO;
         let mut step = |b: &mut Bbr, t: &mut Time, ms: u64, rtt_ms: u64, in_flight: u64| {
-            *t = *t + Duration::from_millis(ms);
+            *t += Duration::from_millis(ms);
             let prior = delivered;
             delivered += 10_000;
             b.on_rate_sample(*t, &sample(prior, delivered, 8e6, rtt_ms, in_flight), &rtt);

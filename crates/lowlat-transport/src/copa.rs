@@ -45,6 +45,9 @@ pub struct CopaConfig {
     pub mode_switching: bool,
     /// The queue is nearly empty when d_q <= this x (RTT_max - RTT_min) (0.1, §2.2).
     pub nearly_empty_fraction: f64,
+    /// ... but never less than this many packets' transmission time at the highest recent
+    /// delivery rate (2; an implementation choice: see `update_mode`).
+    pub nearly_empty_packets: f64,
     /// RTTs without a nearly-empty queue before competitive mode (5, §2.2).
     pub competitive_after_rtts: u32,
     /// RTT_max's window in RTTs (4, §2.2).
@@ -71,6 +74,7 @@ impl CopaConfig {
             pacing_gain: 2.0,
             mode_switching: true,
             nearly_empty_fraction: 0.1,
+            nearly_empty_packets: 2.0,
             competitive_after_rtts: 5,
             rtt_max_rtts: 4,
         }
@@ -85,6 +89,7 @@ impl CopaConfig {
             standing: WindowedFilter::new(Keep::Min),
             rtt_max: WindowedFilter::new(Keep::Max),
             standing_rtt: None,
+            max_delivery_rate: WindowedFilter::new(Keep::Max),
             slow_start: true,
             velocity: 1.0,
             direction_up: None,
@@ -109,6 +114,8 @@ pub struct Copa {
     standing: WindowedFilter,
     rtt_max: WindowedFilter,
     standing_rtt: Option<f64>,
+    /// Highest delivery rate (bytes/s) over `min_rtt_window`.
+    max_delivery_rate: WindowedFilter,
     slow_start: bool,
     velocity: f64,
     direction_up: Option<bool>,
@@ -141,7 +148,18 @@ impl Copa {
 
     fn update_mode(&mut self, now: Time, dq: f64, min_rtt: f64, srtt: f64) {
         let rtt_max = self.rtt_max.get().unwrap_or(min_rtt);
-        if dq <= self.cfg.nearly_empty_fraction * (rtt_max - min_rtt) {
+        // A packet or two in the queue are not a standing queue: paced at twice its rate, Copa
+        // itself keeps a packet waiting behind another, the sample of an ACK is its newest
+        // packet's; at low rates (a packet of 1200 B is 4.8 ms at 2 Mbit/s) the paper's threshold
+        // alone reads that as a buffer-filler on a quiet link. The packet time is taken at the
+        // highest delivery rate seen lately, the best estimate of the bottleneck's rate.
+        let packet_time = match self.max_delivery_rate.get() {
+            Some(rate) if rate > 0.0 => self.cfg.max_datagram_size.0 as f64 / rate,
+            _ => 0.0,
+        };
+        let threshold = (self.cfg.nearly_empty_fraction * (rtt_max - min_rtt))
+            .max(self.cfg.nearly_empty_packets * packet_time);
+        if dq <= threshold {
             self.last_nearly_empty = Some(now);
             if self.competitive {
                 self.competitive = false;
@@ -203,6 +221,9 @@ impl WindowController for Copa {
         let max_window = Duration::from_secs_f64(srtt * self.cfg.rtt_max_rtts as f64).as_nanos();
         self.rtt_max.update(t, sample, max_window);
         let dq = (standing - min_rtt).max(0.0);
+        if let Some(rate) = rs.delivery_rate {
+            self.max_delivery_rate.update(t, rate.as_bps_f64() / 8.0, self.cfg.min_rtt_window.as_nanos());
+        }
         if self.cfg.mode_switching {
             self.update_mode(now, dq, min_rtt, srtt);
         }
@@ -213,8 +234,10 @@ impl WindowController for Copa {
         let increase = current <= target;
         self.update_velocity(now, srtt);
         let acked = rs.newly_acked as f64;
-        if increase && rs.is_app_limited {
-            // The window is not what limits the rate: growing it would only store up a burst.
+        if increase && rs.is_app_limited && self.cwnd >= 2.0 * rs.in_flight.max(1) as f64 {
+            // The application, not the window, limits the rate: a window more than twice what is
+            // in flight would only store up a burst (the congestion-window validation idea of
+            // RFC 7661; an application that follows the window still sees it grow).
         } else if self.slow_start && increase {
             self.cwnd += acked;
         } else {
@@ -247,6 +270,12 @@ impl WindowController for Copa {
 
     fn window(&self) -> u64 {
         self.cwnd as u64
+    }
+
+    fn send_rate(&self, _rtt: &RttEstimator) -> Option<Bitrate> {
+        // Copa's current rate, cwnd / RTT_standing (pacing runs at twice it to absorb ACK bursts).
+        let standing = self.standing_rtt?;
+        Some(Bitrate::from_bps_f64(self.cwnd * 8.0 / standing.max(1e-6)))
     }
 
     fn pacing_rate(&self, _rtt: &RttEstimator) -> Option<Bitrate> {
@@ -298,7 +327,7 @@ mod tests {
         // No queueing (every sample at the minimum): target infinite, +1/(0.5 x 100) packet each.
         let mut t = Time::ZERO;
         for _ in 0..10 {
-            t = t + Duration::from_micros(100);
+            t += Duration::from_micros(100);
             c.on_rate_sample(t, &rs(100.0, 1200), &est);
         }
         let grown = c.cwnd / 1200.0 - 100.0;
@@ -307,7 +336,7 @@ mod tests {
         c.min_rtt.reset(t.as_nanos(), 0.1);
         c.standing.reset(t.as_nanos(), 0.15);
         let before = c.cwnd;
-        t = t + Duration::from_micros(100);
+        t += Duration::from_micros(100);
         c.on_rate_sample(t, &rs(150.0, 1200), &est);
         assert!(c.cwnd < before, "{} -> {}", before, c.cwnd);
     }
@@ -322,7 +351,7 @@ mod tests {
         // An empty queue: the window keeps growing; check the velocity once per RTT.
         for _ in 0..8 {
             for _ in 0..20 {
-                t = t + Duration::from_millis(1);
+                t += Duration::from_millis(1);
                 c.on_rate_sample(t, &rs(20.0, 1200), &est);
             }
             seen.push(c.velocity());
@@ -332,7 +361,7 @@ mod tests {
         // Now a queue the window must shrink for: the velocity falls back to 1.
         c.min_rtt.reset(t.as_nanos(), 0.02);
         for _ in 0..15 {
-            t = t + Duration::from_millis(1);
+            t += Duration::from_millis(1);
             c.on_rate_sample(t, &rs(60.0, 1200), &est);
         }
         assert_eq!(c.velocity(), 1.0);
@@ -346,7 +375,7 @@ mod tests {
         c.on_rate_sample(t, &rs(100.0, 1200), &est);
         // The RTT stays 200 ms (a competitor's standing queue of 100 ms) for 8 RTTs.
         for _ in 0..800 {
-            t = t + Duration::from_millis(1);
+            t += Duration::from_millis(1);
             c.on_rate_sample(t, &rs(200.0, 1200), &est);
         }
         assert!(c.is_competitive());
@@ -356,10 +385,30 @@ mod tests {
         assert!((c.delta() - (2.0 * d).min(0.5)).abs() < 1e-12);
         // The queue empties: back to the default mode and delta.
         for _ in 0..300 {
-            t = t + Duration::from_millis(1);
+            t += Duration::from_millis(1);
             c.on_rate_sample(t, &rs(100.0, 1200), &est);
         }
         assert!(!c.is_competitive());
         assert_eq!(c.delta(), 0.5);
+    }
+
+    #[test]
+    fn a_queue_of_a_packet_or_two_is_not_a_competitor() {
+        // At 2 Mbit/s a 1200 B packet takes 4.8 ms: a standing 4 ms (less than two packets) for
+        // many RTTs is Copa's own pacing, a standing 20 ms is someone else's queue.
+        for (queue_ms, competitive) in [(4.0, false), (20.0, true)] {
+            let mut c = CopaConfig::default().build();
+            let est = estimator(50);
+            let mut t = Time::ZERO;
+            let mut sample = rs(50.0, 1200);
+            sample.delivery_rate = Some(Bitrate::mbps(2));
+            c.on_rate_sample(t, &sample, &est);
+            sample.rtt = Duration::from_secs_f64((50.0 + queue_ms) / 1e3);
+            for _ in 0..1000 {
+                t += Duration::from_millis(1);
+                c.on_rate_sample(t, &sample, &est);
+            }
+            assert_eq!(c.is_competitive(), competitive, "standing queue {queue_ms} ms");
+        }
     }
 }

@@ -105,6 +105,14 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
     /// The congestion window.
     fn window(&self) -> u64;
 
+    /// The rate the controller means to send at, for an application that sets its own rate from
+    /// it (a video encoder). Default: one window per smoothed RTT.
+    fn send_rate(&self, rtt: &RttEstimator) -> Option<Bitrate> {
+        rtt.has_sample().then(|| {
+            Bitrate::from_bps_f64(self.window() as f64 * 8.0 / rtt.smoothed().as_secs_f64().max(1e-6))
+        })
+    }
+
     /// The pacing rate the controller wants (`None`: the sender's default, 1.25 x window / RTT).
     fn pacing_rate(&self, _rtt: &RttEstimator) -> Option<Bitrate> {
         None

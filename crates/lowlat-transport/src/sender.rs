@@ -72,6 +72,8 @@ struct Sent {
     payload: u64,
     time: Time,
     outstanding: bool,
+    /// The application's name for it (message mode).
+    tag: u64,
     /// Delivery-rate state when it left (draft-cheng-iccrg-delivery-rate-estimation §3.2).
     delivered: u64,
     delivered_time: Time,
@@ -125,6 +127,10 @@ pub struct Sender {
     /// Nonzero while the flow is application-limited: `delivered` at which that period ends.
     app_limited_until: u64,
     acc: SampleAcc,
+    /// Message mode: the application hands over packets and gets lost ones back.
+    messages: bool,
+    app_pending: bool,
+    lost_tags: VecDeque<(u64, Bytes)>,
 }
 
 impl Sender {
@@ -154,6 +160,9 @@ impl Sender {
             first_sent_time: Time::ZERO,
             app_limited_until: 0,
             acc: SampleAcc::default(),
+            messages: false,
+            app_pending: false,
+            lost_tags: VecDeque::new(),
             cfg,
         }
     }
@@ -184,7 +193,16 @@ impl Sender {
     }
 
     fn has_data(&self) -> bool {
-        self.to_send > 0 || self.retx > 0
+        self.to_send > 0 || self.retx > 0 || self.app_pending || !self.lost_tags.is_empty()
+    }
+
+    /// A sender in message mode: no byte stream of its own; the application sends tagged
+    /// packets ([`Sender::send_message`]) and decides what to do with lost ones
+    /// ([`Sender::pop_lost`]): how media travels over the transport.
+    pub fn for_messages(cfg: SenderConfig, cc: Box<dyn WindowController>) -> Sender {
+        let mut s = Sender::new(SenderConfig { size: Some(0), ..cfg }, cc);
+        s.messages = true;
+        s
     }
 
     fn pacing_rate(&self) -> Option<f64> {
@@ -213,6 +231,26 @@ impl Sender {
 
     /// The next packet to send at `now`: `(packet number, size on the wire)`.
     pub fn poll_transmit(&mut self, now: Time) -> Option<(u64, Bytes)> {
+        debug_assert!(!self.messages, "a message-mode sender sends with send_message");
+        let paced = self.permit(now)?;
+        let max_payload = self.cfg.packet_size.0.saturating_sub(self.cfg.overhead.0).max(1);
+        let from_retx = self.retx.min(max_payload);
+        let from_new = self.to_send.min(max_payload - from_retx);
+        self.retx -= from_retx;
+        self.to_send -= from_new;
+        let payload = from_retx + from_new;
+        // A probe with nothing left to say is a 1-byte PING.
+        let size = if payload == max_payload {
+            self.cfg.packet_size.0
+        } else {
+            self.cfg.overhead.0 + payload.max(1)
+        };
+        self.stats.bytes_retransmitted += from_retx;
+        Some((self.record(now, size, payload, 0, paced), Bytes(size)))
+    }
+
+    /// Whether a packet may leave now (window, probe allowance and pacer); `Some(paced)`.
+    fn permit(&mut self, now: Time) -> Option<bool> {
         if !(self.has_data() || self.probes > 0) {
             if self.window_open() {
                 // Nothing to send though the window allows it: rate samples taken until what is
@@ -229,18 +267,11 @@ impl Sender {
         if paced && self.tokens < (self.cfg.packet_size.0 * 8) as f64 {
             return None;
         }
-        let max_payload = self.cfg.packet_size.0.saturating_sub(self.cfg.overhead.0).max(1);
-        let from_retx = self.retx.min(max_payload);
-        let from_new = self.to_send.min(max_payload - from_retx);
-        self.retx -= from_retx;
-        self.to_send -= from_new;
-        let payload = from_retx + from_new;
-        // A probe with nothing left to say is a 1-byte PING.
-        let size = if payload == max_payload {
-            self.cfg.packet_size.0
-        } else {
-            self.cfg.overhead.0 + payload.max(1)
-        };
+        Some(paced)
+    }
+
+    /// Books a packet that leaves now; returns its packet number.
+    fn record(&mut self, now: Time, size: u64, payload: u64, tag: u64, paced: bool) -> u64 {
         if paced {
             self.tokens -= (size * 8) as f64;
         }
@@ -257,6 +288,7 @@ impl Sender {
             payload,
             time: now,
             outstanding: true,
+            tag,
             delivered: self.delivered,
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
@@ -265,9 +297,34 @@ impl Sender {
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
-        self.stats.bytes_retransmitted += from_retx;
         self.cc.on_sent(now, size, self.in_flight);
-        Some((pn, Bytes(size)))
+        pn
+    }
+
+    /// Message mode: tells the sender whether the application has a packet waiting (it then
+    /// paces and probes for it; without one, rate samples are marked application-limited).
+    pub fn set_pending(&mut self, pending: bool) {
+        self.app_pending = pending;
+    }
+
+    /// Message mode: whether a packet may leave now. Call [`Sender::send_message`] right after
+    /// a `true`.
+    pub fn can_send(&mut self, now: Time) -> bool {
+        self.permit(now).is_some()
+    }
+
+    /// Message mode: sends a packet of `size` on the wire that the application knows by `tag`
+    /// (given back by [`Sender::pop_lost`] if it is lost); returns its packet number.
+    pub fn send_message(&mut self, now: Time, size: Bytes, tag: u64) -> u64 {
+        let paced = self.probes == 0 && self.pacing_rate().is_some();
+        let payload = size.0.saturating_sub(self.cfg.overhead.0);
+        self.record(now, size.0, payload, tag, paced)
+    }
+
+    /// Message mode: the next packet declared lost (or to be probed again after a timeout),
+    /// oldest first: `(tag, size)`. The application resends it or gives it up.
+    pub fn pop_lost(&mut self) -> Option<(u64, Bytes)> {
+        self.lost_tags.pop_front()
     }
 
     fn entry(&mut self, pn: u64) -> Option<&mut Sent> {
@@ -396,7 +453,11 @@ impl Sender {
                     e.outstanding = false;
                 }
                 self.in_flight -= s.size;
-                self.retx += s.payload;
+                if self.messages {
+                    self.lost_tags.push_back((s.tag, Bytes(s.size)));
+                } else {
+                    self.retx += s.payload;
+                }
                 self.stats.packets_lost += 1;
                 lost_bytes += s.size;
                 newest_lost = Some(newest_lost.map_or(s.time, |t: Time| t.max(s.time)));
@@ -431,7 +492,11 @@ impl Sender {
             self.probes = 2;
             // The oldest outstanding data is what the probes carry again.
             if let Some(s) = self.sent.iter().find(|s| s.outstanding) {
-                self.retx += s.payload;
+                if self.messages {
+                    self.lost_tags.push_back((s.tag, Bytes(s.size)));
+                } else {
+                    self.retx += s.payload;
+                }
             }
         }
     }
@@ -456,6 +521,11 @@ impl Sender {
     /// The controller's current window.
     pub fn window(&self) -> Bytes {
         Bytes(self.cc.window())
+    }
+
+    /// The rate the controller means to send at ([`WindowController::send_rate`]).
+    pub fn send_rate(&self) -> Option<Bitrate> {
+        self.cc.send_rate(&self.rtt)
     }
 
     /// The controller's state, for logs and tests (`""` if it has no modes).

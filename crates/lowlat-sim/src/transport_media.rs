@@ -1,0 +1,235 @@
+//! Video over the ack-clocked transport: frames sent as QUIC-like datagrams under a window
+//! controller (Copa, BBR, ...), as the Zhuge and SCONE-PRO evaluations ran Copa for video.
+//!
+//! The encoder follows the controller's sending rate ([`WindowController::send_rate`], clipped to
+//! the flow's `[rmin, rmax]`); frames are packetised into an application queue (flushed when it
+//! holds more than 2 s, as for RTP) from which the transport takes packets whenever its window and
+//! pacer allow. Lost packets come back from the transport and are sent again (reliable delivery,
+//! as a stream would); the receiver acknowledges on the transport's ACK schedule and assembles
+//! frames, so frame delay is measured exactly as for RTP.
+//!
+//! [`WindowController::send_rate`]: lowlat_transport::WindowController::send_rate
+
+use crate::app::{Endpoint, Transmit};
+use crate::media::{pack, unpack, MediaMetrics};
+use crate::scenario::MediaConfig;
+use crate::transport::{AckMailbox, AckReceiver};
+use lowlat_core::rng::Rng;
+use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
+use lowlat_media::pacer::{Pacer, PacerConfig};
+use lowlat_media::receiver::FrameAssembler;
+use lowlat_media::source::VideoSource;
+use lowlat_transport::{Sender, SenderConfig};
+use std::collections::{HashSet, VecDeque};
+
+/// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
+const DATAGRAM_OVERHEAD: Bytes = Bytes(58);
+
+/// The `app` word of a PING: carries no frame.
+const PING: u64 = u64::MAX;
+
+/// How fast the encoder means to drain its queue: one encoder reaction time (RFC 8593's tau_v).
+const BACKLOG_DRAIN: Duration = Duration::from_millis(200);
+
+/// The sending side.
+#[derive(Debug)]
+pub struct TransportVideoSender {
+    source: VideoSource,
+    queue: Pacer,
+    sender: Sender,
+    /// Lost packets to send again: `(tag, size)`.
+    resend: VecDeque<(u64, Bytes)>,
+    rmin: Bitrate,
+    rmax: Bitrate,
+    stop: Time,
+    pause: Option<(Time, Time)>,
+    mailbox: AckMailbox,
+    metrics: MediaMetrics,
+}
+
+impl TransportVideoSender {
+    /// A sender starting at `start` at `start_rate`, stopping at `stop`.
+    pub fn new(
+        media: &MediaConfig,
+        start: Time,
+        stop: Time,
+        start_rate: Bitrate,
+        packet_size: Bytes,
+        rng: Rng,
+        mailbox: AckMailbox,
+    ) -> Result<TransportVideoSender, String> {
+        let cc = crate::transport::window_controller(&media.cc, packet_size)?;
+        let cfg = SenderConfig { packet_size, overhead: DATAGRAM_OVERHEAD, ..SenderConfig::default() };
+        let queue_cfg = PacerConfig {
+            mtu_payload: Bytes(packet_size.0.saturating_sub(DATAGRAM_OVERHEAD.0).max(1)),
+            overhead: DATAGRAM_OVERHEAD,
+            ..PacerConfig::default()
+        };
+        Ok(TransportVideoSender {
+            source: VideoSource::new(media.source.clone(), start, start_rate, rng),
+            queue: Pacer::new(queue_cfg),
+            sender: Sender::for_messages(cfg, cc),
+            resend: VecDeque::new(),
+            rmin: media.source.rmin,
+            rmax: media.source.rmax,
+            stop,
+            pause: media.pause,
+            mailbox,
+            metrics: MediaMetrics::default(),
+        })
+    }
+
+    /// The encoder's target: the controller's sending rate less what drains the application
+    /// queue within [`BACKLOG_DRAIN`], within `[rmin, rmax]`. Without the backlog term an
+    /// encoder at exactly the sending rate (plus headers) grows the queue until it is flushed.
+    fn target(&self) -> Option<Bitrate> {
+        let rate = self.sender.send_rate()?.as_bps_f64();
+        let drain = self.queue.queued_bytes().bits() as f64 / BACKLOG_DRAIN.as_secs_f64();
+        Some(Bitrate::from_bps_f64((rate - drain).max(0.0)).clamp(self.rmin, self.rmax))
+    }
+
+    fn next_frame_time(&self) -> Option<Time> {
+        Some(self.source.poll_timeout()).filter(|&t| t < self.stop)
+    }
+
+    fn collect_lost(&mut self) {
+        while let Some(l) = self.sender.pop_lost() {
+            self.resend.push_back(l);
+        }
+    }
+}
+
+impl Endpoint for TransportVideoSender {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        if let Some(frame) = crate::transport::take_ack(&self.mailbox, pkt.app) {
+            self.sender.on_ack(now, &frame);
+            if self.sender.rtt().has_sample() {
+                self.metrics.rtt.push(self.sender.rtt().latest());
+            }
+            self.collect_lost();
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        if self.sender.poll_timeout().is_some_and(|t| t <= now) {
+            self.sender.handle_timeout(now);
+            self.collect_lost();
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        while self.next_frame_time().is_some_and(|t| t <= now) {
+            if let Some(target) = self.target() {
+                self.source.set_target(target);
+            }
+            if let Some(frame) = self.source.poll_frame(now) {
+                if self.pause.is_some_and(|(from, to)| (from..to).contains(&frame.capture_time)) {
+                    continue;
+                }
+                self.metrics.frames_sent += 1;
+                self.queue.enqueue_frame(now, &frame);
+            }
+        }
+        self.queue.discard_stale(now);
+        self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
+        if !self.sender.can_send(now) {
+            return None;
+        }
+        let (tag, size) = match (self.resend.pop_front(), self.queue.pop()) {
+            (Some(l), None) => l,
+            (Some(l), Some(p)) => {
+                self.queue.push_front(p);
+                l
+            }
+            (None, Some(p)) => (pack(p.frame, p.index, p.frame_packets), p.size),
+            // The probe timeout allows packets beyond the window even with nothing to say: a
+            // PING (as QUIC sends) elicits the ACK it is waiting for.
+            (None, None) => (PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)),
+        };
+        let pn = self.sender.send_message(now, size, tag);
+        self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
+        Some(Transmit { size, seq: pn, app: tag, ecn: 0 })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        [self.next_frame_time(), self.sender.poll_timeout()].into_iter().flatten().min()
+    }
+
+    fn cc_name(&self) -> Option<&'static str> {
+        Some(self.sender.controller().name())
+    }
+
+    fn cc_mode(&self) -> Option<&'static str> {
+        Some(self.sender.mode())
+    }
+
+    fn media_metrics(&self) -> Option<MediaMetrics> {
+        let mut m = self.metrics.clone();
+        m.discarded_packets = self.queue.discarded_packets();
+        Some(m)
+    }
+}
+
+/// The receiving side: acknowledges like any transport receiver and assembles frames.
+#[derive(Debug)]
+pub struct TransportVideoReceiver {
+    acks: AckReceiver,
+    assembler: FrameAssembler,
+    /// `(frame, index)` of the packets of incomplete frames, so a packet that arrives twice (a
+    /// spurious retransmission) counts once.
+    seen: HashSet<(u64, u16)>,
+    start: Time,
+    fps: f64,
+}
+
+impl TransportVideoReceiver {
+    /// A receiver for frames captured from `start` at the flow's frame rate.
+    pub fn new(media: &MediaConfig, start: Time, mailbox: AckMailbox) -> TransportVideoReceiver {
+        TransportVideoReceiver {
+            acks: AckReceiver::new(mailbox),
+            assembler: FrameAssembler::default(),
+            seen: HashSet::new(),
+            start,
+            fps: media.source.fps,
+        }
+    }
+}
+
+impl Endpoint for TransportVideoReceiver {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        self.acks.handle_packet(now, pkt);
+        if pkt.app == PING {
+            return;
+        }
+        let (frame, count) = unpack(pkt.app);
+        let index = crate::media::unpack_index(pkt.app);
+        if !self.seen.insert((frame, index)) {
+            return;
+        }
+        let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
+        let done_before = self.assembler.completed.len();
+        self.assembler.on_packet(now, frame, count, capture);
+        if self.assembler.completed.len() > done_before {
+            for i in 0..count {
+                self.seen.remove(&(frame, i));
+            }
+        }
+        if self.seen.len() > 1 << 16 {
+            // Incomplete frames far behind (their packets given up when the queue was flushed).
+            let newest = frame;
+            self.seen.retain(|(f, _)| *f + 256 > newest);
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        self.acks.poll_transmit(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.acks.poll_timeout()
+    }
+
+    fn media_metrics(&self) -> Option<MediaMetrics> {
+        Some(MediaMetrics { frames: self.assembler.completed.clone(), ..MediaMetrics::default() })
+    }
+}
