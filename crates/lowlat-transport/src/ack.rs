@@ -1,13 +1,17 @@
 //! ACK frames (RFC 9000 §19.3): the ranges of packet numbers received, newest first.
 
 use lowlat_core::Duration;
+use smallvec::SmallVec;
+
+/// The ranges of one frame: up to four inline, so the common ACK allocates nothing.
+pub type AckRanges = SmallVec<[(u64, u64); 4]>;
 
 /// What one ACK frame says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AckFrame {
     /// Received packet numbers as inclusive ranges `(low, high)`, highest range first; ranges do
     /// not touch or overlap.
-    pub ranges: Vec<(u64, u64)>,
+    pub ranges: AckRanges,
     /// How long the receiver held the largest packet before sending this frame.
     pub ack_delay: Duration,
 }
@@ -62,7 +66,10 @@ mod tests {
 
     #[test]
     fn contains_and_sizes() {
-        let a = AckFrame { ranges: vec![(10, 20), (5, 7), (0, 2)], ack_delay: Duration::from_millis(1) };
+        let a = AckFrame {
+            ranges: AckRanges::from_slice(&[(10, 20), (5, 7), (0, 2)]),
+            ack_delay: Duration::from_millis(1),
+        };
         assert_eq!(a.largest(), Some(20));
         assert!(a.contains(10) && a.contains(20) && a.contains(6) && a.contains(0));
         assert!(!a.contains(8) && !a.contains(21) && !a.contains(3));

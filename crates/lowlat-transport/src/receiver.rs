@@ -2,7 +2,7 @@
 //! (RFC 9000 §13.2: at least every second ack-eliciting packet, within `max_ack_delay`, and at
 //! once when packets arrive out of order).
 
-use crate::ack::AckFrame;
+use crate::ack::{AckFrame, AckRanges};
 use lowlat_core::{Duration, Time};
 
 /// When the receiver acknowledges.
@@ -101,7 +101,7 @@ impl Receiver {
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        Some(AckFrame { ranges: self.ranges.clone(), ack_delay: now - self.largest_at })
+        Some(AckFrame { ranges: AckRanges::from_slice(&self.ranges), ack_delay: now - self.largest_at })
     }
 
     /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
@@ -123,16 +123,16 @@ mod tests {
         assert_eq!(r.poll_timeout(), Some(Time::from_millis(26)));
         r.on_packet(Time::from_millis(2), 1);
         let a = r.poll_ack(Time::from_millis(2)).unwrap();
-        assert_eq!(a.ranges, vec![(0, 1)]);
+        assert_eq!(a.ranges.as_slice(), [(0, 1)]);
         r.on_packet(Time::from_millis(3), 2);
         let a = r.poll_ack(Time::from_millis(28)).unwrap();
-        assert_eq!((a.ranges.clone(), a.ack_delay), (vec![(0, 2)], Duration::from_millis(25)));
+        assert_eq!((a.ranges.as_slice(), a.ack_delay), (&[(0, 2)][..], Duration::from_millis(25)));
         // 3 and 4 lost: 5 opens a gap and is acknowledged at once.
         r.on_packet(Time::from_millis(30), 5);
-        assert_eq!(r.poll_ack(Time::from_millis(30)).unwrap().ranges, vec![(5, 5), (0, 2)]);
+        assert_eq!(r.poll_ack(Time::from_millis(30)).unwrap().ranges.as_slice(), [(5, 5), (0, 2)]);
         // Filling the hole joins the ranges.
         r.on_packet(Time::from_millis(31), 3);
         r.on_packet(Time::from_millis(31), 4);
-        assert_eq!(r.poll_ack(Time::from_millis(31)).unwrap().ranges, vec![(0, 5)]);
+        assert_eq!(r.poll_ack(Time::from_millis(31)).unwrap().ranges.as_slice(), [(0, 5)]);
     }
 }
