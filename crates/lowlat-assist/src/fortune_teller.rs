@@ -1,0 +1,354 @@
+//! Zhuge's Fortune Teller: predicts, when a packet arrives at the access point, how long it will
+//! take to leave (Zhuge, SIGCOMM 2022, §4; the public ns-3 code `network-queue-zhuge`).
+//!
+//! `total = q_long + q_short + tx`:
+//! - The dequeue process is sampled in 1 ms slots over a window of 5 frame intervals. A slot that
+//!   dequeued bytes is *sending*; one with nothing dequeued while packets wait is *busy* (the
+//!   channel was unavailable); one with an empty queue is *idle* and says nothing about the link.
+//! - tx rate = bits dequeued in the window / non-idle time, at least 512 kbit/s.
+//! - `tx` = the average dequeue interval = 1 ms x non-idle / (non-idle - busy) slots (the whole
+//!   window if every non-idle slot was busy).
+//! - `q_long` = bytes queued ahead of the packet / tx rate, with a burst allowance: by default the
+//!   code's rule (no queueing delay while what is ahead fits in 5 ms at the tx rate and the queue
+//!   is not shrinking: the packet joins the aggregate being built), or the talk's
+//!   (`max(bytes - max_burst, 0)`).
+//! - `q_short` = how long the head-of-line packet has already waited at the head (Wi-Fi mode; 0
+//!   on a point-to-point link).
+//!
+//! Sans-IO: the queue reports its dequeues and length changes with `now`; slots are closed lazily
+//! when time has moved past them, so nothing needs a timer. Per event the cost is O(1) amortised
+//! (running sums over a ring of slots allocated once).
+
+use lowlat_core::{Bitrate, Bytes, Duration, Time};
+use std::collections::VecDeque;
+
+/// How the bytes queued ahead of a packet become its long-term queueing delay.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BurstRule {
+    /// The public code's rule (default): no long-term queueing while the bytes ahead fit in
+    /// `within` at the tx rate and the queue is not shrinking (5 ms).
+    JoinAggregate {
+        /// The aggregate's span.
+        within: Duration,
+    },
+    /// The talk's rule: `q_size = max(bytes ahead - max_burst, 0)`.
+    MaxBurst {
+        /// Bytes one transmission opportunity carries.
+        max_burst: Bytes,
+    },
+    /// No allowance: `q_long = bytes ahead / tx rate`.
+    None,
+}
+
+/// The Fortune Teller's constants (Zhuge §4; the ns-3 code).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FortuneTellerConfig {
+    /// Sampling slot (1 ms).
+    pub slot: Duration,
+    /// The video's frame interval (40 ms: 25 fps).
+    pub frame_interval: Duration,
+    /// Frame intervals in the window (5).
+    pub window_frames: u32,
+    /// Floor of the tx-rate estimate (512 kbit/s).
+    pub min_rate: Bitrate,
+    /// The burst allowance.
+    pub burst_rule: BurstRule,
+    /// Whether the head-of-line wait counts (Wi-Fi mode: true; point-to-point: false).
+    pub head_of_line: bool,
+}
+
+impl Default for FortuneTellerConfig {
+    fn default() -> Self {
+        FortuneTellerConfig {
+            slot: Duration::from_millis(1),
+            frame_interval: Duration::from_millis(40),
+            window_frames: 5,
+            min_rate: Bitrate::kbps(512),
+            burst_rule: BurstRule::JoinAggregate { within: Duration::from_millis(5) },
+            head_of_line: true,
+        }
+    }
+}
+
+impl FortuneTellerConfig {
+    /// Slots in the window.
+    pub fn window_slots(&self) -> usize {
+        ((self.frame_interval.as_nanos() * self.window_frames as u64) / self.slot.as_nanos().max(1)).max(1)
+            as usize
+    }
+}
+
+/// One prediction and its parts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    /// `q_long + q_short + tx`.
+    pub total: Duration,
+    /// Time to drain what is queued ahead.
+    pub q_long: Duration,
+    /// The head-of-line packet's wait so far.
+    pub q_short: Duration,
+    /// The average dequeue interval.
+    pub tx: Duration,
+    /// The tx-rate estimate used.
+    pub rate: Bitrate,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Sending,
+    Busy,
+    Idle,
+}
+
+/// The predictor for one queue.
+#[derive(Clone, Debug)]
+pub struct FortuneTeller {
+    cfg: FortuneTellerConfig,
+    window: usize,
+    /// Closed slots, oldest first: `(bytes dequeued, kind)`.
+    slots: VecDeque<(u64, Slot)>,
+    sum_bytes: u64,
+    idle: usize,
+    busy: usize,
+    /// Start of the open slot (`None` before the first event).
+    slot_start: Option<Time>,
+    open_bytes: u64,
+    /// The queue's length as last reported (it holds until the next report).
+    backlog: Bytes,
+    /// The queue's length at the last slot boundary ("is the queue shrinking?").
+    backlog_at_boundary: Bytes,
+}
+
+impl FortuneTeller {
+    /// A predictor with no history.
+    pub fn new(cfg: FortuneTellerConfig) -> FortuneTeller {
+        let window = cfg.window_slots();
+        FortuneTeller {
+            cfg,
+            window,
+            slots: VecDeque::with_capacity(window + 1),
+            sum_bytes: 0,
+            idle: 0,
+            busy: 0,
+            slot_start: None,
+            open_bytes: 0,
+            backlog: Bytes(0),
+            backlog_at_boundary: Bytes(0),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FortuneTellerConfig {
+        &self.cfg
+    }
+
+    fn push(&mut self, bytes: u64, kind: Slot) {
+        if self.slots.len() == self.window {
+            if let Some((b, k)) = self.slots.pop_front() {
+                self.sum_bytes -= b;
+                self.idle -= usize::from(k == Slot::Idle);
+                self.busy -= usize::from(k == Slot::Busy);
+            }
+        }
+        self.slots.push_back((bytes, kind));
+        self.sum_bytes += bytes;
+        self.idle += usize::from(kind == Slot::Idle);
+        self.busy += usize::from(kind == Slot::Busy);
+    }
+
+    /// Closes every slot that ended by `now`.
+    fn advance(&mut self, now: Time) {
+        let slot = self.cfg.slot;
+        let Some(start) = self.slot_start else {
+            self.slot_start = Some(now);
+            return;
+        };
+        if now < start + slot {
+            return;
+        }
+        let ended = ((now - start).as_nanos() / slot.as_nanos().max(1)) as usize;
+        // The open slot, then the empty ones after it: all alike, so at most a window of them.
+        let waiting = self.backlog.0 > 0;
+        let kind = |bytes: u64| match (bytes > 0, waiting) {
+            (true, _) => Slot::Sending,
+            (false, true) => Slot::Busy,
+            (false, false) => Slot::Idle,
+        };
+        let first = self.open_bytes;
+        self.push(first, kind(first));
+        for _ in 1..ended.min(self.window + 1) {
+            self.push(0, kind(0));
+        }
+        self.open_bytes = 0;
+        self.slot_start = Some(start + Duration(slot.as_nanos() * ended as u64));
+        self.backlog_at_boundary = self.backlog;
+    }
+
+    /// `bytes` left the queue at `now`; `backlog` bytes remain (waiting and in service).
+    pub fn on_dequeue(&mut self, now: Time, bytes: Bytes, backlog: Bytes) {
+        self.advance(now);
+        self.open_bytes += bytes.0;
+        self.backlog = backlog;
+    }
+
+    /// The queue's length changed at `now` without a dequeue (an arrival, a drop).
+    pub fn on_backlog(&mut self, now: Time, backlog: Bytes) {
+        self.advance(now);
+        self.backlog = backlog;
+    }
+
+    /// The tx-rate estimate at `now`: bits dequeued in the window over its non-idle time.
+    pub fn tx_rate(&mut self, now: Time) -> Bitrate {
+        self.advance(now);
+        let non_idle = self.slots.len() - self.idle;
+        if non_idle == 0 {
+            return self.cfg.min_rate;
+        }
+        let span = Duration(self.cfg.slot.as_nanos() * non_idle as u64);
+        Bitrate::from_bytes_per(Bytes(self.sum_bytes), span).max(self.cfg.min_rate)
+    }
+
+    /// The average dequeue interval at `now`.
+    pub fn tx_interval(&mut self, now: Time) -> Duration {
+        self.advance(now);
+        let non_idle = (self.slots.len() - self.idle) as u64;
+        let sending = non_idle - self.busy as u64;
+        match (non_idle, sending) {
+            (0, _) => Duration::ZERO,
+            (_, 0) => Duration(self.cfg.slot.as_nanos() * self.slots.len() as u64),
+            _ => Duration(self.cfg.slot.as_nanos() * non_idle / sending),
+        }
+    }
+
+    /// The delay of a packet arriving at `now` behind `ahead` bytes, while the head-of-line
+    /// packet has waited `head_wait` at the head.
+    pub fn predict(&mut self, now: Time, ahead: Bytes, head_wait: Duration) -> Prediction {
+        let rate = self.tx_rate(now);
+        let tx = self.tx_interval(now);
+        let drain = |bytes: u64| rate.transmit_time(Bytes(bytes)).unwrap_or(Duration::ZERO);
+        let q_long = match self.cfg.burst_rule {
+            BurstRule::JoinAggregate { within } => {
+                let fits = ahead <= rate.bytes_in(within);
+                let shrinking = self.backlog < self.backlog_at_boundary;
+                if fits && !shrinking {
+                    Duration::ZERO
+                } else {
+                    drain(ahead.0)
+                }
+            }
+            BurstRule::MaxBurst { max_burst } => drain(ahead.0.saturating_sub(max_burst.0)),
+            BurstRule::None => drain(ahead.0),
+        };
+        let q_short = if self.cfg.head_of_line { head_wait } else { Duration::ZERO };
+        Prediction { total: q_long + q_short + tx, q_long, q_short, tx, rate }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: u64) -> Time {
+        Time::ZERO + Duration::from_millis(x)
+    }
+
+    fn exact() -> FortuneTellerConfig {
+        FortuneTellerConfig { burst_rule: BurstRule::None, ..FortuneTellerConfig::default() }
+    }
+
+    /// Feeds `pattern` (bytes dequeued per 1 ms slot, `None` = queue empty in that slot) for
+    /// `ms_total` milliseconds, with `backlog` bytes waiting whenever the queue is not empty.
+    fn feed(ft: &mut FortuneTeller, pattern: &[Option<u64>], ms_total: u64, backlog: u64) -> Time {
+        for t in 0..ms_total {
+            let now = ms(t) + Duration::from_micros(500);
+            match pattern[(t as usize) % pattern.len()] {
+                Some(0) => ft.on_backlog(now, Bytes(backlog)),
+                Some(b) => ft.on_dequeue(now, Bytes(b), Bytes(backlog)),
+                None => ft.on_backlog(now, Bytes(0)),
+            }
+        }
+        ms(ms_total)
+    }
+
+    #[test]
+    fn constant_rate_predicts_queue_over_rate() {
+        let mut ft = FortuneTeller::new(exact());
+        // 10 Mbit/s: 1250 B per ms, 50 kB always waiting.
+        let now = feed(&mut ft, &[Some(1250)], 400, 50_000);
+        let p = ft.predict(now, Bytes(50_000), Duration::ZERO);
+        assert_eq!(p.rate, Bitrate::mbps(10));
+        assert_eq!(p.tx, Duration::from_millis(1));
+        assert_eq!(p.q_long, Duration::from_millis(40));
+        assert_eq!(p.total, Duration::from_millis(41));
+    }
+
+    #[test]
+    fn idle_slots_are_left_out_of_the_rate() {
+        let mut ft = FortuneTeller::new(exact());
+        // 10 ms at 10 Mbit/s, then 10 ms with an empty queue: still 10 Mbit/s, not 5.
+        let mut pattern = vec![Some(1250); 10];
+        pattern.extend([None; 10]);
+        let now = feed(&mut ft, &pattern, 400, 20_000);
+        let p = ft.predict(now, Bytes(12_500), Duration::ZERO);
+        assert_eq!(p.rate, Bitrate::mbps(10));
+        assert_eq!(p.q_long, Duration::from_millis(10));
+        assert_eq!(p.tx, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn busy_slots_lengthen_the_dequeue_interval() {
+        let mut ft = FortuneTeller::new(exact());
+        // Per 4 ms: the channel is unavailable for 2 (packets wait, nothing leaves), then 2 ms
+        // deliver 2500 B each: 10 Mbit/s over the non-idle time, a dequeue every 2 ms.
+        let now = feed(&mut ft, &[Some(0), Some(0), Some(2500), Some(2500)], 400, 30_000);
+        let p = ft.predict(now, Bytes(0), Duration::ZERO);
+        assert_eq!(p.rate, Bitrate::mbps(10));
+        assert_eq!(p.tx, Duration::from_millis(2));
+        // All busy: the whole window.
+        let mut ft = FortuneTeller::new(exact());
+        let now = feed(&mut ft, &[Some(0)], 400, 30_000);
+        assert_eq!(ft.tx_interval(now), Duration::from_millis(200));
+        assert_eq!(ft.tx_rate(now), Bitrate::kbps(512), "nothing dequeued: the floor");
+    }
+
+    #[test]
+    fn head_of_line_wait_counts_only_in_wifi_mode() {
+        for (hol, expect) in [(true, 7), (false, 0)] {
+            let mut ft = FortuneTeller::new(FortuneTellerConfig { head_of_line: hol, ..exact() });
+            let now = feed(&mut ft, &[Some(1250)], 400, 10_000);
+            let p = ft.predict(now, Bytes(12_500), Duration::from_millis(7));
+            assert_eq!(p.q_short, Duration::from_millis(expect));
+            assert_eq!(p.total, Duration::from_millis(10 + 1 + expect));
+        }
+    }
+
+    #[test]
+    fn burst_rules() {
+        // The code's rule: 5 kB ahead fits in 5 ms at 10 Mbit/s (6250 B) with a steady queue.
+        let mut ft = FortuneTeller::new(FortuneTellerConfig::default());
+        let now = feed(&mut ft, &[Some(1250)], 400, 5_000);
+        assert_eq!(ft.predict(now, Bytes(5_000), Duration::ZERO).q_long, Duration::ZERO);
+        assert_eq!(ft.predict(now, Bytes(12_500), Duration::ZERO).q_long, Duration::from_millis(10));
+        // ... but not while the queue shrinks.
+        ft.on_backlog(now, Bytes(4_000));
+        assert_eq!(ft.predict(now, Bytes(4_000), Duration::ZERO).q_long, Duration::from_micros(3200));
+        // The talk's rule: minus one burst.
+        let cfg = FortuneTellerConfig {
+            burst_rule: BurstRule::MaxBurst { max_burst: Bytes(2_500) },
+            ..FortuneTellerConfig::default()
+        };
+        let mut ft = FortuneTeller::new(cfg);
+        let now = feed(&mut ft, &[Some(1250)], 400, 5_000);
+        assert_eq!(ft.predict(now, Bytes(12_500), Duration::ZERO).q_long, Duration::from_millis(8));
+    }
+
+    #[test]
+    fn a_long_silence_forgets_the_window() {
+        let mut ft = FortuneTeller::new(exact());
+        let now = feed(&mut ft, &[Some(1250)], 400, 0);
+        // 10 s later with an empty queue: every slot idle, the floor rate, no dequeue interval.
+        let later = now + Duration::from_secs(10);
+        assert_eq!(ft.tx_rate(later), Bitrate::kbps(512));
+        assert_eq!(ft.tx_interval(later), Duration::ZERO);
+    }
+}
