@@ -138,12 +138,6 @@ impl Pacer {
         Some(p)
     }
 
-    /// Puts back a packet taken with [`Pacer::pop`].
-    pub fn push_front(&mut self, p: RtpPacket) {
-        self.queued_bytes += p.size.0;
-        self.queue.push_front(p);
-    }
-
     /// Whether a padding packet of `size` may leave at `now` (queue empty, bucket allows); if so
     /// its tokens are spent. Padding fills idle pacing time while a controller probes.
     pub fn poll_padding(&mut self, now: Time, rate: Bitrate, size: Bytes) -> bool {

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 /// Reports in flight from receiver to sender: `(id, report time, per-sequence arrivals)`.
-pub type Mailbox = Arc<Mutex<VecDeque<(u64, Time, Vec<(u64, Option<Time>)>)>>>;
+pub type Mailbox = Arc<Mutex<VecDeque<(u64, (Time, Vec<(u64, Option<Time>)>))>>>;
 
 /// What a media endpoint measured, read once at the end of the run.
 #[derive(Clone, Debug, Default)]
@@ -169,18 +169,9 @@ impl RtpSender {
 
 impl Endpoint for RtpSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        let body = {
-            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            // Reports are delivered in order; older ones whose packets were lost are gone.
-            while mb.front().is_some_and(|(id, _, _)| *id < pkt.app) {
-                mb.pop_front();
-            }
-            match mb.front() {
-                Some((id, _, _)) if *id == pkt.app => mb.pop_front(),
-                _ => None,
-            }
+        let Some((report_time, arrivals)) = crate::transport::take_by_id(&self.mailbox, pkt.app) else {
+            return;
         };
-        let Some((_, report_time, arrivals)) = body else { return };
         let mut packets = Vec::with_capacity(arrivals.len());
         for (seq, arrival) in arrivals {
             if let Some(sent) = seq.checked_sub(self.history_base).and_then(|i| self.history.get(i as usize))
@@ -313,7 +304,7 @@ impl Endpoint for RtpReceiver {
         self.mailbox
             .lock()
             .expect("the mailbox lock is never held across a panic")
-            .push_back((id, now, report));
+            .push_back((id, (now, report)));
         Some(Transmit { size, seq: id, app: id, ecn: 0 })
     }
 

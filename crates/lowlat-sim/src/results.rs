@@ -79,7 +79,8 @@ pub struct FlowSummary {
     pub start_s: f64,
     /// End, seconds.
     pub end_s: f64,
-    /// Received bits per second over the flow's active time, kbit/s.
+    /// Received bits per second from the flow's start until its last packet arrived (at least its
+    /// stop, at most the end of the run), kbit/s.
     pub throughput_kbps: f64,
     /// Useful received rate (no retransmissions or headers of its own yet), kbit/s.
     pub goodput_kbps: f64,
@@ -238,8 +239,12 @@ impl RunResult {
         let mut f_frame = vec![];
         for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
             let m = &st.metrics;
-            let active = (cfg.stop.min(end) - cfg.start).as_secs_f64();
-            let thr = if active > 0.0 { m.rx_bytes as f64 * 8.0 / active / 1e3 } else { 0.0 };
+            // Received over the time packets kept arriving: what was in flight (or queued) at
+            // `stop` still arrives after it, and counting it over [start, stop] alone would
+            // report more than the link carried.
+            let rx_end = m.last_rx.map_or(cfg.stop, |t| t.max(cfg.stop)).min(end);
+            let rx_span = (rx_end - cfg.start).as_secs_f64();
+            let thr = if rx_span > 0.0 { m.rx_bytes as f64 * 8.0 / rx_span / 1e3 } else { 0.0 };
             let could_arrive = m.max_seq.map_or(0, |s| s + 1);
             let end_t = cfg.stop.min(end);
             let receiver_media = st.receiver.media_metrics();

@@ -109,6 +109,8 @@ pub struct FlowMetrics {
     pub rx_bytes: u64,
     /// Highest sequence number received.
     pub max_seq: Option<u64>,
+    /// When the last packet arrived.
+    pub last_rx: Option<Time>,
     /// One-way delays, ns.
     pub owd: Histogram<u64>,
     /// Exact sum of one-way delays, ns.
@@ -135,6 +137,7 @@ impl FlowMetrics {
             rx_packets: 0,
             rx_bytes: 0,
             max_seq: None,
+            last_rx: None,
             owd: Histogram::new_with_bounds(1, 10_000_000_000_000, 3).expect("static bounds are valid"),
             owd_sum_ns: 0,
             owd_max_ns: 0,
@@ -176,6 +179,7 @@ impl FlowMetrics {
         let owd = (now - sent_at).as_nanos();
         self.rx_packets += 1;
         self.rx_bytes += size;
+        self.last_rx = Some(now);
         self.max_seq = Some(self.max_seq.map_or(seq, |m| m.max(seq)));
         self.owd.saturating_record(owd);
         self.owd_sum_ns += owd as u128;

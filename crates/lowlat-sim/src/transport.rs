@@ -129,10 +129,10 @@ impl Endpoint for AckReceiver {
     }
 }
 
-/// The ACK frame of the ACK packet `id` that just arrived, if it is in the mailbox.
-pub fn take_ack(mailbox: &AckMailbox, id: u64) -> Option<AckFrame> {
+/// The content of feedback packet `id` that just arrived, if it is in the mailbox. Feedback
+/// packets arrive in order, so entries older than `id` belong to lost packets and are dropped.
+pub fn take_by_id<T>(mailbox: &Mutex<VecDeque<(u64, T)>>, id: u64) -> Option<T> {
     let mut mb = mailbox.lock().expect("the mailbox lock is never held across a panic");
-    // ACKs arrive in order; older ones whose packets were lost are gone.
     while mb.front().is_some_and(|(i, _)| *i < id) {
         mb.pop_front();
     }
@@ -140,6 +140,11 @@ pub fn take_ack(mailbox: &AckMailbox, id: u64) -> Option<AckFrame> {
         Some((i, _)) if *i == id => mb.pop_front().map(|x| x.1),
         _ => None,
     }
+}
+
+/// The ACK frame of the ACK packet `id` that just arrived, if it is in the mailbox.
+pub fn take_ack(mailbox: &AckMailbox, id: u64) -> Option<AckFrame> {
+    take_by_id(mailbox, id)
 }
 
 /// A new mailbox for one flow.

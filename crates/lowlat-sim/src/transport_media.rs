@@ -135,17 +135,13 @@ impl Endpoint for TransportVideoSender {
         if !self.sender.can_send(now) {
             return None;
         }
-        let (tag, size) = match (self.resend.pop_front(), self.queue.pop()) {
-            (Some(l), None) => l,
-            (Some(l), Some(p)) => {
-                self.queue.push_front(p);
-                l
-            }
-            (None, Some(p)) => (pack(p.frame, p.index, p.frame_packets), p.size),
-            // The probe timeout allows packets beyond the window even with nothing to say: a
-            // PING (as QUIC sends) elicits the ACK it is waiting for.
-            (None, None) => (PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)),
-        };
+        // Lost packets first, then new ones; the probe timeout allows packets beyond the window
+        // even with nothing to say: a PING (as QUIC sends) elicits the ACK it is waiting for.
+        let (tag, size) = self
+            .resend
+            .pop_front()
+            .or_else(|| self.queue.pop().map(|p| (pack(p.frame, p.index, p.frame_packets), p.size)))
+            .unwrap_or((PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)));
         let pn = self.sender.send_message(now, size, tag);
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         Some(Transmit { size, seq: pn, app: tag, ecn: 0 })

@@ -37,8 +37,8 @@ fn decode(app: u64) -> (u32, u32, u64) {
     (source, conn, app & ((1 << PN_BITS) - 1))
 }
 
-/// ACK frames in flight from the receiver to the sender: `(id, source, connection, frame)`.
-pub type WebMailbox = Arc<Mutex<VecDeque<(u64, u32, u32, AckFrame)>>>;
+/// ACK frames in flight from the receiver to the sender: `(id, (source, connection, frame))`.
+pub type WebMailbox = Arc<Mutex<VecDeque<(u64, (u32, u32, AckFrame))>>>;
 
 /// A new mailbox for one web flow.
 pub fn mailbox() -> WebMailbox {
@@ -56,6 +56,8 @@ struct Source {
     state: State,
     /// Connection number of the current (or last) download.
     conn: u32,
+    /// When the current (or last) download started.
+    started_at: Time,
 }
 
 /// The sending side: the servers of all the flow's sources.
@@ -73,9 +75,8 @@ pub struct WebSender {
     /// Where the round-robin over sources resumes.
     next_source: usize,
     mailbox: WebMailbox,
-    /// Downloads completed, and their completion times.
+    /// Completion times of the downloads finished so far.
     completed: Vec<Duration>,
-    started_at: Vec<Time>,
 }
 
 impl WebSender {
@@ -93,10 +94,9 @@ impl WebSender {
         let sources = (0..cfg.sources)
             .map(|i| {
                 let until = if i < cfg.initially_on { start } else { start + exp(&mut rng, cfg.idle_mean) };
-                Source { state: State::Idle { until }, conn: 0 }
+                Source { state: State::Idle { until }, conn: 0, started_at: start }
             })
             .collect();
-        let n = cfg.sources as usize;
         Ok(WebSender {
             cfg,
             cc: cc.to_string(),
@@ -110,7 +110,6 @@ impl WebSender {
             next_source: 0,
             mailbox,
             completed: Vec::new(),
-            started_at: vec![start; n],
         })
     }
 
@@ -122,11 +121,10 @@ impl WebSender {
     /// Moves sources whose download finished to idle, and idle ones whose time came to a new
     /// download.
     fn advance(&mut self, now: Time) {
-        for i in 0..self.sources.len() {
-            let s = &mut self.sources[i];
+        for s in &mut self.sources {
             match &s.state {
                 State::Downloading { sender } if sender.is_done() => {
-                    self.completed.push(now - self.started_at[i]);
+                    self.completed.push(now - s.started_at);
                     s.state = State::Idle { until: now + exp(&mut self.rng, self.cfg.idle_mean) };
                 }
                 State::Idle { until } if *until <= now && now < self.stop => {
@@ -141,7 +139,7 @@ impl WebSender {
                         .expect("validated controller");
                     s.conn = s.conn.wrapping_add(1);
                     s.state = State::Downloading { sender: Box::new(Sender::new(cfg, cc)) };
-                    self.started_at[i] = now;
+                    s.started_at = now;
                 }
                 _ => {}
             }
@@ -157,17 +155,9 @@ fn exp(rng: &mut Rng, mean: Duration) -> Duration {
 
 impl Endpoint for WebSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        let ack = {
-            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            while mb.front().is_some_and(|(id, ..)| *id < pkt.app) {
-                mb.pop_front();
-            }
-            match mb.front() {
-                Some((id, ..)) if *id == pkt.app => mb.pop_front(),
-                _ => None,
-            }
+        let Some((source, conn, frame)) = crate::transport::take_by_id(&self.mailbox, pkt.app) else {
+            return;
         };
-        let Some((_, source, conn, frame)) = ack else { return };
         let Some(s) = self.sources.get_mut(source as usize) else { return };
         if let State::Downloading { sender } = &mut s.state {
             // An ACK of an earlier connection has nobody left to read it.
@@ -272,12 +262,10 @@ impl Endpoint for WebReceiver {
                 let id = self.next_id;
                 self.next_id += 1;
                 let size = Bytes(frame.datagram_len());
-                self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
-                    id,
-                    source as u32,
-                    *conn,
-                    frame,
-                ));
+                self.mailbox
+                    .lock()
+                    .expect("the mailbox lock is never held across a panic")
+                    .push_back((id, (source as u32, *conn, frame)));
                 return Some(Transmit { size, seq: id, app: id, ecn: 0 });
             }
         }

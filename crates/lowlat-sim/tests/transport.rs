@@ -345,3 +345,26 @@ fn bbr_leaves_startup_soon_after_reaching_the_bottleneck_and_keeps_the_queue_sho
     assert!(q95 < 60.0, "queue p95 {q95} ms");
     assert_eq!(link.drops, 0);
 }
+
+#[test]
+fn a_stopped_bulk_flow_reports_no_more_than_the_link_carried() {
+    // What sits in the 300 ms buffer at `stop` still arrives after it: the throughput is taken
+    // over the time packets arrived, not over [start, stop] (which reported 2037 kbit/s here).
+    let r = run(r#"
+duration = "10 s"
+[bottleneck]
+rate = "2 Mbit/s"
+delay = "50 ms"
+queue = { kind = "droptail", limit = "300 ms" }
+[reverse]
+rate = "2 Mbit/s"
+delay = "50 ms"
+[[flows]]
+id = "tcp"
+kind = "bulk"
+cc = "cubic"
+stop = "9 s"
+"#);
+    let thr = r.summary.flows[0].throughput_kbps;
+    assert!(thr <= 2000.0 && thr > 1800.0, "throughput {thr} kbit/s on a 2 Mbit/s link");
+}
