@@ -69,5 +69,5 @@ def run(
     finally:
         if bar is not None:
             bar.close()
-    summary_json, flows, links = sim.finish()
-    return Result(json.loads(summary_json), flows, links, summary_json=summary_json)
+    summary_json, flows, links, predictions = sim.finish()
+    return Result(json.loads(summary_json), flows, links, summary_json=summary_json, predictions=predictions)

@@ -16,6 +16,8 @@ class Result:
     - ``flow_series``: one row per flow and 200 ms bin: ``flow, t_s, send_kbps, recv_kbps, owd_ms``.
     - ``link_series``: one row per link and bin: ``link, t_s, capacity_kbps, throughput_kbps,
       queue_delay_ms, queue_delay_max_ms, drops``.
+    - ``predictions``: Zhuge's per-packet predictions with the delays the packets had: ``flow, seq,
+      arrival_s, predicted_ms, actual_ms`` (empty without Zhuge).
     """
 
     def __init__(
@@ -25,10 +27,12 @@ class Result:
         link_series: dict[str, list],
         *,
         summary_json: str | None = None,
+        predictions: dict[str, list] | None = None,
     ) -> None:
         self.summary = summary
         self.flow_series = pd.DataFrame(flow_series)
         self.link_series = pd.DataFrame(link_series)
+        self.predictions = pd.DataFrame(predictions or {})
         self._summary_json = summary_json or json.dumps(summary, indent=2)
 
     @property
@@ -60,6 +64,7 @@ class Result:
             "frame_delay_ms_p99": "frame p99",
             "fps_mean": "fps",
             "ratio_rtt_over_200ms": "rtt>200ms",
+            "ratio_net_rtt_over_200ms": "net rtt>200ms",
             "ratio_frame_delay_over_400ms": "frame>400ms",
             "ratio_fps_below_10": "fps<10",
         }
@@ -95,6 +100,8 @@ class Result:
         written[0].write_text(self._summary_json + "\n")
         written += write_frame(self.flow_series, out / "flows")
         written += write_frame(self.link_series, out / "links")
+        if len(self.predictions):
+            written += write_frame(self.predictions, out / "predictions")
         if plots:
             from .plots import plot_media, plot_run
 

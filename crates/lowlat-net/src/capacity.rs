@@ -4,6 +4,8 @@
 //! a packet that starts service at some instant has been fully transmitted. Time only moves forward
 //! for a server, so it keeps a cursor and each query is amortised O(1).
 
+use crate::wifi::{WifiChannel, WifiConfig};
+use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 
 /// Piecewise-constant rate: `points[i].1` holds from `points[i].0` until the next point; the last
@@ -32,6 +34,14 @@ pub enum Capacity {
     Schedule(RateSchedule),
     /// Discrete delivery opportunities (mahimahi traces).
     Opportunities(DeliveryTrace),
+    /// A Wi-Fi downlink: the schedule's mean rate, served in aggregates at random transmit
+    /// opportunities (see [`crate::wifi`]).
+    Wifi {
+        /// The mean rate over time.
+        rate: RateSchedule,
+        /// The channel's access pattern.
+        channel: WifiConfig,
+    },
 }
 
 /// The serving state of one link: when does a packet that starts at `start` finish?
@@ -40,6 +50,8 @@ pub struct Server {
     capacity: Capacity,
     /// Delivery traces: the last opportunity used (global index) and the bytes it has left.
     last_opportunity: Option<(u64, u64)>,
+    /// Wi-Fi: the channel's transmit opportunities.
+    wifi: Option<WifiChannel>,
 }
 
 /// Bits x nanoseconds in one byte-second: bytes x 8 x 1e9.
@@ -75,6 +87,17 @@ impl RateSchedule {
     /// The rate at `t`.
     pub fn rate_at(&self, t: Time) -> Bitrate {
         self.points[self.segment(t)].1
+    }
+
+    /// Whole bytes the schedule carries in [from, to).
+    pub fn bytes_between(&self, from: Time, to: Time) -> u64 {
+        (self.bit_ns(from, to) / BIT_NS_PER_BYTE) as u64
+    }
+
+    /// Whether the rate is zero from `t` for ever.
+    pub fn is_zero_from(&self, t: Time) -> bool {
+        let i = self.segment(t);
+        self.points[i..].iter().all(|p| p.1 == Bitrate::ZERO)
     }
 
     /// Bit-nanoseconds (bits x 1e9) the schedule carries in [from, to).
@@ -171,7 +194,7 @@ impl Capacity {
     pub fn rate_at(&self, t: Time) -> Bitrate {
         match self {
             Capacity::Constant(r) => *r,
-            Capacity::Schedule(s) => s.rate_at(t),
+            Capacity::Schedule(s) | Capacity::Wifi { rate: s, .. } => s.rate_at(t),
             Capacity::Opportunities(d) => {
                 let w = OPPORTUNITY_RATE_WINDOW;
                 let (from, to) = if t.since_start() < w { (Time::ZERO, Time::ZERO + w) } else { (t - w, t) };
@@ -190,7 +213,9 @@ impl Capacity {
             Capacity::Constant(r) => {
                 r.as_bps() as f64 * (to - from).as_nanos() as f64 / BIT_NS_PER_BYTE as f64
             }
-            Capacity::Schedule(s) => s.bit_ns(from, to) as f64 / BIT_NS_PER_BYTE as f64,
+            Capacity::Schedule(s) | Capacity::Wifi { rate: s, .. } => {
+                s.bit_ns(from, to) as f64 / BIT_NS_PER_BYTE as f64
+            }
             Capacity::Opportunities(d) => (d.count_in(from, to) * d.bytes_per_opportunity as u64) as f64,
         }
     }
@@ -206,9 +231,14 @@ impl Capacity {
 }
 
 impl Server {
-    /// An idle server of `capacity`.
-    pub fn new(capacity: Capacity) -> Server {
-        Server { capacity, last_opportunity: None }
+    /// An idle server of `capacity`. A Wi-Fi channel draws its transmit opportunities from
+    /// `rng` (the link's own stream); other capacities ignore it.
+    pub fn new(capacity: Capacity, rng: Rng) -> Server {
+        let wifi = match &capacity {
+            Capacity::Wifi { rate, channel } => Some(WifiChannel::new(channel.clone(), rate, rng)),
+            _ => None,
+        };
+        Server { capacity, last_opportunity: None, wifi }
     }
 
     /// The capacity it serves at.
@@ -226,6 +256,9 @@ impl Server {
     pub fn finish_time(&mut self, start: Time, bytes: Bytes) -> Option<Time> {
         match &self.capacity {
             Capacity::Constant(r) => Some(start + r.transmit_time(bytes)?),
+            Capacity::Wifi { rate, .. } => {
+                self.wifi.as_mut().expect("built with the capacity").finish_time(rate, start, bytes)
+            }
             Capacity::Schedule(s) => {
                 let mut need = bytes.0 as u128 * BIT_NS_PER_BYTE;
                 let mut t = start;
@@ -278,16 +311,26 @@ mod tests {
         Time::from_millis(x)
     }
 
+    fn rng() -> Rng {
+        lowlat_core::rng::stream(1, "test")
+    }
+
+    impl Server {
+        fn new_test(c: Capacity) -> Server {
+            Server::new(c, rng())
+        }
+    }
+
     #[test]
     fn constant_rate_is_exact() {
-        let mut s = Server::new(Capacity::Constant(Bitrate::mbps(100)));
+        let mut s = Server::new_test(Capacity::Constant(Bitrate::mbps(100)));
         assert_eq!(s.finish_time(ms(1), Bytes(1500)), Some(ms(1) + Duration::from_micros(120)));
     }
 
     #[test]
     fn schedule_integrates_across_a_rate_change() {
         let sched = RateSchedule::new(vec![(ms(0), Bitrate::mbps(1)), (ms(1), Bitrate::mbps(2))]).unwrap();
-        let mut s = Server::new(Capacity::Schedule(sched));
+        let mut s = Server::new_test(Capacity::Schedule(sched));
         // 250 B = 2000 bits: 500 bits by 1 ms at 1 Mbit/s, 1500 more at 2 Mbit/s = 0.75 ms.
         assert_eq!(s.finish_time(Time(500_000), Bytes(250)), Some(Time(1_750_000)));
     }
@@ -295,10 +338,10 @@ mod tests {
     #[test]
     fn a_zero_rate_gap_holds_the_packet_and_zero_for_ever_never_finishes() {
         let sched = RateSchedule::new(vec![(ms(0), Bitrate::ZERO), (ms(10), Bitrate::mbps(8))]).unwrap();
-        let mut s = Server::new(Capacity::Schedule(sched));
+        let mut s = Server::new_test(Capacity::Schedule(sched));
         assert_eq!(s.finish_time(ms(2), Bytes(1000)), Some(ms(11)));
         let dead = RateSchedule::new(vec![(ms(0), Bitrate::mbps(8)), (ms(10), Bitrate::ZERO)]).unwrap();
-        let mut s = Server::new(Capacity::Schedule(dead));
+        let mut s = Server::new_test(Capacity::Schedule(dead));
         assert_eq!(s.finish_time(ms(9), Bytes(2000)), None);
         assert!(RateSchedule::new(vec![(ms(5), Bitrate::ZERO), (ms(5), Bitrate::ZERO)]).is_err());
     }
@@ -310,7 +353,7 @@ mod tests {
         let cap = Capacity::Opportunities(trace);
         assert_eq!(cap.mean_rate(ms(0), ms(1000)), Bitrate::mbps(12));
         assert_eq!(cap.rate_at(ms(500)), Bitrate::mbps(12));
-        let mut s = Server::new(cap);
+        let mut s = Server::new(cap, rng());
         let mut t = Time::ZERO;
         for i in 1..=1000 {
             t = s.finish_time(t, Bytes(1500)).unwrap();
@@ -322,7 +365,7 @@ mod tests {
     fn small_packets_share_an_opportunity_and_big_ones_span_several() {
         let trace =
             DeliveryTrace::new(vec![Duration::from_millis(1)], Duration::from_millis(1), 1500).unwrap();
-        let mut s = Server::new(Capacity::Opportunities(trace));
+        let mut s = Server::new_test(Capacity::Opportunities(trace));
         let a = s.finish_time(Time(300_000), Bytes(750)).unwrap();
         let b = s.finish_time(a, Bytes(750)).unwrap();
         assert_eq!((a, b), (ms(1), ms(1)));
@@ -346,7 +389,7 @@ mod tests {
         let cap = Capacity::Opportunities(trace);
         assert_eq!(cap.capacity_bytes(ms(0), ms(10)), 4.0 * 1500.0);
         assert_eq!(cap.capacity_bytes(ms(2), ms(3)), 1500.0);
-        let mut s = Server::new(cap);
+        let mut s = Server::new(cap, rng());
         assert_eq!(s.finish_time(ms(1_000_000_004), Bytes(1500)), Some(ms(1_000_000_007)));
         assert_eq!(s.finish_time(ms(1_000_000_007), Bytes(1500)), Some(ms(1_000_000_008)));
     }

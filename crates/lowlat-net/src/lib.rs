@@ -11,6 +11,7 @@
 //! - [`loss`]: Bernoulli and Gilbert-Elliott random loss.
 //! - [`queue`]: drop-tail (by bytes or by time at the current rate) and CoDel (RFC 8289).
 //! - [`middlebox`]: the hook where network assistance (Zhuge, SCONE-PRO) sits at a queue.
+//! - [`wifi`]: a Wi-Fi access point's downlink: aggregates at random transmit opportunities.
 //! - [`link`]: one hop: queue, server, random loss, propagation delay and jitter.
 
 pub mod capacity;
@@ -20,11 +21,13 @@ pub mod loss;
 pub mod middlebox;
 pub mod queue;
 pub mod trace;
+pub mod wifi;
 
 pub use capacity::{Capacity, DeliveryTrace, RateSchedule, Server};
 pub use jitter::NoReorderJitter;
 pub use link::{Link, LinkConfig, LinkStats};
 pub use loss::LossModel;
-pub use middlebox::{Middlebox, NoAssist, QueueState, Verdict};
+pub use middlebox::{BuiltFeedback, Direction, FeedbackPayload, Middlebox, NoAssist, QueueState, Verdict};
 pub use queue::{CoDel, CoDelConfig, DropTail, QueueConfig, QueueDiscipline, QueueLimit};
 pub use trace::{TraceError, TraceWarning};
+pub use wifi::{WifiChannel, WifiConfig};

@@ -14,7 +14,7 @@
 use crate::capacity::{Capacity, Server};
 use crate::jitter::NoReorderJitter;
 use crate::loss::LossModel;
-use crate::middlebox::{Direction, Middlebox, QueueState, Verdict};
+use crate::middlebox::{BuiltFeedback, Direction, Middlebox, QueueState, Verdict};
 use crate::queue::{QueueConfig, QueueDiscipline};
 use hdrhistogram::Histogram;
 use lowlat_core::rng::{stream, Rng};
@@ -182,7 +182,7 @@ impl Link {
         let jitter = (config.jitter > Duration::ZERO)
             .then(|| NoReorderJitter::new(config.jitter, stream(seed, &format!("{name}.jitter"))));
         Link {
-            server: Server::new(config.capacity.clone()),
+            server: Server::new(config.capacity.clone(), stream(seed, &format!("{name}.channel"))),
             queue: QueueDiscipline::new(&config.queue),
             delay: config.delay,
             jitter,
@@ -270,6 +270,10 @@ impl Link {
         if self.queue.enqueue(now, pkt, rate).is_err() {
             self.stats.tail_drops += 1;
             self.stats.bin_at(now).drops += 1;
+            if let Some(mb) = self.middlebox.as_mut() {
+                let state = state_of(&self.queue, &self.server, self.in_service, now);
+                mb.on_drop(now, &pkt, &state);
+            }
             return;
         }
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
@@ -308,6 +312,11 @@ impl Link {
             }
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += s.pkt.size as u64;
+            if let Some(mb) = self.middlebox.as_mut() {
+                // The queue as it is once this packet is out (the next one not yet in service).
+                let state = state_of(&self.queue, &self.server, None, s.finish);
+                mb.on_transmitted(s.finish, &s.pkt, &state);
+            }
             self.stats.bin_at(s.finish).tx_bytes += s.pkt.size as u64;
             if self.loss.is_lost(&mut self.loss_rng) {
                 self.stats.random_losses += 1;
@@ -346,6 +355,11 @@ impl Link {
     /// A packet the middlebox originates or releases now.
     pub fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)> {
         self.middlebox.as_mut()?.poll_inject(now)
+    }
+
+    /// Feedback the middlebox built for a sender, due now.
+    pub fn poll_feedback(&mut self, now: Time) -> Option<BuiltFeedback> {
+        self.middlebox.as_mut()?.poll_feedback(now)
     }
 
     /// When the link next needs `handle_timeout`.

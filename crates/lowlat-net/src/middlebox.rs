@@ -8,7 +8,8 @@
 //! Like every component it is sans-IO: it is handed `now`, and it asks to be woken through
 //! [`Middlebox::poll_timeout`].
 
-use lowlat_core::{Bitrate, Bytes, Packet, Time};
+use lowlat_core::{Bitrate, Bytes, FlowId, Packet, Time};
+use std::any::Any;
 
 /// What the queue looks like when the middlebox is called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,12 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
     /// A forward packet leaves the queue and starts transmission.
     fn on_dequeue(&mut self, _now: Time, _pkt: &Packet, _queue: &QueueState) {}
 
+    /// A forward packet has been transmitted (its last bit is out; on Wi-Fi, its aggregate left).
+    fn on_transmitted(&mut self, _now: Time, _pkt: &Packet, _queue: &QueueState) {}
+
+    /// A forward packet the middlebox passed was dropped at the tail of the full queue.
+    fn on_drop(&mut self, _now: Time, _pkt: &Packet, _queue: &QueueState) {}
+
     /// A reverse-path packet passes the site.
     fn on_reverse(&mut self, _now: Time, _pkt: &mut Packet) -> Verdict {
         Verdict::Pass
@@ -75,6 +82,36 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
     fn poll_inject(&mut self, _now: Time) -> Option<(Direction, Packet)> {
         None
     }
+
+    /// Itself, for drivers that read a known middlebox's results (logs, counters).
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+
+    /// Feedback it built on a receiver's behalf, to go back to that flow's sender now.
+    fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
+        None
+    }
+}
+
+/// What a middlebox's own feedback carries.
+#[derive(Debug)]
+pub enum FeedbackPayload {
+    /// An RTCP packet as on the wire (transport-cc or RFC 8888 feedback).
+    Rtcp(Vec<u8>),
+    /// A transport's own frame (an ACK frame the driver hands to the sender as is).
+    Frame(Box<dyn Any + Send + Sync>),
+}
+
+/// Feedback a middlebox built for the sender of `flow`.
+#[derive(Debug)]
+pub struct BuiltFeedback {
+    /// The flow whose sender it is for.
+    pub flow: FlowId,
+    /// Its size on the wire (IP packet).
+    pub size: Bytes,
+    /// What it says.
+    pub payload: FeedbackPayload,
 }
 
 /// No assistance: every packet passes untouched.

@@ -263,7 +263,7 @@ mod tests {
         let t = parse_mahimahi("1\n", "one.trace").unwrap();
         let cap = Capacity::Opportunities(t);
         assert_eq!(cap.mean_rate(Time::ZERO, Time::from_secs(1)), Bitrate::mbps(12));
-        let mut s = Server::new(cap);
+        let mut s = Server::new(cap, lowlat_core::rng::stream(1, "test"));
         let mut t = Time::ZERO;
         for _ in 0..12_000 {
             t = s.finish_time(t, Bytes(1500)).unwrap();

@@ -118,11 +118,21 @@ impl Simulation {
         Ok(self.sim()?.scenario().seed)
     }
 
-    /// Ends the run: `(summary_json, flow_series, link_series)`, series as dicts of lists.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    /// Ends the run: `(summary_json, flow_series, link_series, predictions)`, tables as dicts of
+    /// lists (`predictions`: Zhuge's, empty without it).
+    #[allow(clippy::type_complexity)]
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
         let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
         let result = py.detach(|| sim.finish());
-        Ok((result.summary_json(), table(py, &result.flow_series)?, table(py, &result.link_series)?))
+        Ok((
+            result.summary_json(),
+            table(py, &result.flow_series)?,
+            table(py, &result.link_series)?,
+            table(py, &result.predictions)?,
+        ))
     }
 }
 

@@ -9,6 +9,21 @@
 
 use lowlat_core::{Bytes, Packet, Time};
 
+/// Feedback an access point wrote for a flow's sender, decoded from its wire format.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AssistFeedback {
+    /// A congestion feedback report (transport-cc or RFC 8888): per sequence number, the
+    /// (predicted) arrival time or `None` for lost.
+    Report {
+        /// When the report was built.
+        report_time: Time,
+        /// `(sequence number, arrival)` in sequence order.
+        arrivals: Vec<(u64, Option<Time>)>,
+    },
+    /// A transport ACK frame.
+    Ack(lowlat_transport::AckFrame),
+}
+
 /// A packet an endpoint hands the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transmit {
@@ -26,6 +41,10 @@ pub struct Transmit {
 pub trait Endpoint: std::fmt::Debug + Send + Sync {
     /// A packet of this flow reached this endpoint at `now`.
     fn handle_packet(&mut self, _now: Time, _pkt: &Packet) {}
+
+    /// Feedback the network built on the receiver's behalf (Zhuge's in-band reports, FastAck's
+    /// ACKs) reached this endpoint (the sender) at `now`.
+    fn handle_assist(&mut self, _now: Time, _feedback: &AssistFeedback) {}
 
     /// The instant from [`Endpoint::poll_timeout`] has come.
     fn handle_timeout(&mut self, _now: Time) {}

@@ -7,7 +7,7 @@
 //! content encoded (transport-cc or RFC 8888, by `lowlat-wire`); its content reaches the sender through the
 //! flow's mailbox, looked up by the packet's id when (and only if) the packet arrives.
 
-use crate::app::{Endpoint, Transmit};
+use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::scenario::MediaConfig;
 use lowlat_cc::{
     FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult, RateController, ScreamConfig,
@@ -162,18 +162,10 @@ impl RtpSender {
         sent
     }
 
-    fn next_frame_time(&self) -> Option<Time> {
-        Some(self.source.poll_timeout()).filter(|&t| t < self.stop)
-    }
-}
-
-impl Endpoint for RtpSender {
-    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        let Some((report_time, arrivals)) = crate::transport::take_by_id(&self.mailbox, pkt.app) else {
-            return;
-        };
+    /// Hands one feedback report to the controller.
+    fn on_report(&mut self, now: Time, report_time: Time, arrivals: &[(u64, Option<Time>)]) {
         let mut packets = Vec::with_capacity(arrivals.len());
-        for (seq, arrival) in arrivals {
+        for &(seq, arrival) in arrivals {
             if let Some(sent) = seq.checked_sub(self.history_base).and_then(|i| self.history.get(i as usize))
             {
                 packets.push(PacketResult { sent: *sent, arrival, ecn: 0 });
@@ -192,6 +184,28 @@ impl Endpoint for RtpSender {
         self.last_now = now;
         self.cc.on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
         self.cc.on_feedback(now, &report);
+    }
+
+    fn next_frame_time(&self) -> Option<Time> {
+        Some(self.source.poll_timeout()).filter(|&t| t < self.stop)
+    }
+}
+
+impl Endpoint for RtpSender {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        let Some((report_time, arrivals)) = crate::transport::take_by_id(&self.mailbox, pkt.app) else {
+            return;
+        };
+        self.on_report(now, report_time, &arrivals);
+    }
+
+    fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
+        if let AssistFeedback::Report { report_time, arrivals } = feedback {
+            // The receiver's own reports were dropped on the way: what they left in the mailbox
+            // is stale.
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").clear();
+            self.on_report(now, *report_time, arrivals);
+        }
     }
 
     fn handle_timeout(&mut self, now: Time) {

@@ -109,6 +109,11 @@ pub struct FlowSummary {
     /// Media flows: share of 1 s bins with fewer than 10 frames completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_fps_below_10: Option<f64>,
+    /// Network RTT, ms: each packet's one-way delay plus the reverse path's propagation delay
+    /// (what the path gives the media, whoever writes the feedback; the same for every scheme).
+    pub net_rtt_ms: Stats,
+    /// Share of packets whose network RTT exceeds 200 ms.
+    pub ratio_net_rtt_over_200ms: f64,
     /// Web flows: downloads completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfers: Option<u64>,
@@ -155,6 +160,44 @@ fn media_summary(sent: &MediaMetrics, recv: &MediaMetrics, start: Time, end: Tim
     }
 }
 
+/// Network RTT stats and the share over 200 ms, from the one-way delays shifted by the reverse
+/// path's propagation delay.
+fn net_rtt(m: &crate::traffic::FlowMetrics, reverse: lowlat_core::Duration) -> (Stats, f64) {
+    let h = &m.owd;
+    if h.is_empty() {
+        return (Stats::default(), 0.0);
+    }
+    let shift = reverse.as_millis_f64();
+    let s = Stats::from_ns(h, m.owd_sum_ns, Some(m.owd_max_ns));
+    let add = |v: Option<f64>| v.map(|x| x + shift);
+    let stats = Stats {
+        mean: add(s.mean),
+        p50: add(s.p50),
+        p90: add(s.p90),
+        p95: add(s.p95),
+        p99: add(s.p99),
+        max: add(s.max),
+    };
+    let limit_ns = (200e6 - reverse.as_nanos() as f64).max(0.0) as u64;
+    let within = h.count_between(0, limit_ns);
+    (stats, (h.len() - within.min(h.len())) as f64 / h.len() as f64)
+}
+
+/// What the network assistance did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AssistSummary {
+    /// `zhuge` or `fastack`.
+    pub name: String,
+    /// Predictions logged (Zhuge).
+    pub predictions: u64,
+    /// Mean absolute prediction error, ms (Zhuge).
+    pub prediction_mae_ms: Option<f64>,
+    /// Share of predictions within 10 ms of the actual delay (Zhuge).
+    pub predictions_within_10ms: Option<f64>,
+    /// Receiver feedback packets the AP dropped (its own replaced them).
+    pub dropped_client_feedback: u64,
+}
+
 /// One link's line of the summary.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LinkSummary {
@@ -193,6 +236,9 @@ pub struct Summary {
     pub flows: Vec<FlowSummary>,
     /// Per link.
     pub links: Vec<LinkSummary>,
+    /// What the network assistance at the bottleneck did, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assist: Option<AssistSummary>,
     /// Things to check before trusting the results.
     pub warnings: Vec<String>,
 }
@@ -223,6 +269,50 @@ pub struct RunResult {
     /// Per-link series: link, t_s, capacity_kbps, throughput_kbps, queue_delay_ms,
     /// queue_delay_max_ms, drops.
     pub link_series: Table,
+    /// Zhuge's predictions with the delays the packets had: flow, seq, arrival_s, predicted_ms,
+    /// actual_ms (empty without Zhuge).
+    pub predictions: Table,
+}
+
+/// The assistance summary and Zhuge's prediction table.
+fn assist_results(sim: &Simulation) -> Option<(AssistSummary, Table)> {
+    let mb = sim.links.first()?.middlebox()?;
+    let any = mb.as_any()?;
+    if let Some(f) = any.downcast_ref::<lowlat_assist::FastAck>() {
+        let s = AssistSummary {
+            name: "fastack".into(),
+            predictions: 0,
+            prediction_mae_ms: None,
+            predictions_within_10ms: None,
+            dropped_client_feedback: f.dropped_client_acks(),
+        };
+        return Some((s, Table::default()));
+    }
+    let z = any.downcast_ref::<lowlat_assist::Zhuge>()?;
+    let log = z.predictions();
+    let n = log.len();
+    let err_ms = |r: &lowlat_assist::PredictionRecord| {
+        (r.predicted.as_nanos() as f64 - r.actual.as_nanos() as f64).abs() * 1e-6
+    };
+    let s = AssistSummary {
+        name: "zhuge".into(),
+        predictions: n as u64,
+        prediction_mae_ms: (n > 0).then(|| log.iter().map(err_ms).sum::<f64>() / n as f64),
+        predictions_within_10ms: (n > 0)
+            .then(|| log.iter().filter(|r| err_ms(r) <= 10.0).count() as f64 / n as f64),
+        dropped_client_feedback: z.dropped_client_feedback(),
+    };
+    let ids = &sim.scenario.flows;
+    let table = Table {
+        columns: vec![
+            ("flow".into(), Column::Str(log.iter().map(|r| ids[r.flow.index()].id.clone()).collect())),
+            ("seq".into(), Column::F64(log.iter().map(|r| r.seq as f64).collect())),
+            ("arrival_s".into(), Column::F64(log.iter().map(|r| r.arrival.as_secs_f64()).collect())),
+            ("predicted_ms".into(), Column::F64(log.iter().map(|r| r.predicted.as_millis_f64()).collect())),
+            ("actual_ms".into(), Column::F64(log.iter().map(|r| r.actual.as_millis_f64()).collect())),
+        ],
+    };
+    Some((s, table))
 }
 
 impl RunResult {
@@ -263,6 +353,7 @@ impl RunResult {
                 _ => None,
             };
             let transfers = st.sender.transfer_times();
+            let net_rtt = net_rtt(m, sim.reverse_propagation(st));
             flows.push(FlowSummary {
                 id: cfg.id.clone(),
                 kind: cfg.kind.name().into(),
@@ -281,6 +372,8 @@ impl RunResult {
                 ratio_rtt_over_200ms: media.as_ref().map(|x| x.ratio_rtt_over_200ms),
                 ratio_frame_delay_over_400ms: media.as_ref().map(|x| x.ratio_frame_delay_over_400ms),
                 ratio_fps_below_10: media.as_ref().map(|x| x.ratio_fps_below_10),
+                net_rtt_ms: net_rtt.0,
+                ratio_net_rtt_over_200ms: net_rtt.1,
                 transfers: transfers.as_ref().map(|t| t.len() as u64),
                 completion_ms: transfers.map(|t| {
                     Stats::from_samples(&mut t.iter().map(|d| d.as_millis_f64()).collect::<Vec<_>>())
@@ -334,6 +427,7 @@ impl RunResult {
             }
         }
 
+        let assist = assist_results(sim);
         let summary = Summary {
             lowlat_version: LOWLAT_VERSION.into(),
             scenario: sc.name.clone(),
@@ -343,6 +437,7 @@ impl RunResult {
             events: sim.events(),
             flows,
             links,
+            assist: assist.as_ref().map(|a| a.0.clone()),
             warnings: sc.warnings.clone(),
         };
         let col = |n: &str, v: Vec<f64>| (n.to_string(), Column::F64(v));
@@ -369,6 +464,7 @@ impl RunResult {
                     col("drops", l_drops),
                 ],
             },
+            predictions: assist.map(|a| a.1).unwrap_or_default(),
         }
     }
 

@@ -8,6 +8,7 @@
 //!
 //! The format is documented for users in `docs/scenario-format.md`.
 
+use lowlat_assist::{BurstRule, ZhugeConfig};
 use lowlat_core::{Bitrate, Bytes, Duration, ParseUnitError, Time};
 use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
@@ -16,6 +17,7 @@ use lowlat_net::link::LinkConfig;
 use lowlat_net::loss::LossModel;
 use lowlat_net::queue::{CoDelConfig, QueueConfig, QueueLimit};
 use lowlat_net::trace::{self, RateTraceOptions, TraceWarning};
+use lowlat_net::wifi::WifiConfig;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
@@ -116,8 +118,47 @@ pub struct LinkSpec {
     pub loss: Option<LossSpec>,
     /// The queue (default drop-tail, 300 ms).
     pub queue: Option<QueueSpec>,
-    /// Network assistance at this link's queue (`"none"`).
+    /// Network assistance at this link's queue: `"none"` (default), `"zhuge"` or `"fastack"`.
     pub assist: Option<String>,
+    /// Zhuge's settings (with `assist = "zhuge"`).
+    pub zhuge: Option<ZhugeSpec>,
+    /// Serve the capacity as a Wi-Fi access point does: aggregates at random transmit
+    /// opportunities (`wifi = {}` for the defaults).
+    pub wifi: Option<WifiSpec>,
+}
+
+/// A Wi-Fi downlink's channel access (see `lowlat_net::wifi`); every key optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiSpec {
+    /// Shortest gap between transmit opportunities (default 1 ms).
+    pub access_min: Option<D>,
+    /// Longest gap (default 4 ms).
+    pub access_max: Option<D>,
+    /// Probability that an opportunity is followed by an outage (default 0.002).
+    pub outage_probability: Option<f64>,
+    /// Mean outage (default 20 ms).
+    pub outage_mean: Option<D>,
+    /// Most bytes per opportunity (default 65535 B).
+    pub max_aggregate: Option<B>,
+}
+
+/// Zhuge's settings; every key optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZhugeSpec {
+    /// How often the AP sends its in-band feedback (default 5 ms).
+    pub report_interval: Option<D>,
+    /// The video's frame interval, which sets the Fortune Teller's window (default 40 ms).
+    pub frame_interval: Option<D>,
+    /// `"join-aggregate"` (the public code's, default), `"max-burst"` (the talk's) or `"none"`.
+    pub burst_rule: Option<String>,
+    /// The talk's rule: bytes one transmission opportunity carries (default 65535 B).
+    pub max_burst: Option<B>,
+    /// Count the head-of-line wait (default: true on a Wi-Fi link, false point to point).
+    pub head_of_line: Option<bool>,
+    /// Longest an ACK is held (default 10 ms).
+    pub max_hold: Option<D>,
 }
 
 /// One step of a capacity schedule.
@@ -421,8 +462,10 @@ pub struct Scenario {
     pub bin: Duration,
     /// Forward bottleneck.
     pub bottleneck: LinkConfig,
-    /// Network assistance at the forward bottleneck's queue.
+    /// Network assistance at the forward bottleneck's queue: `"none"`, `"zhuge"`, `"fastack"`.
     pub assist: String,
+    /// Zhuge's constants (used with `assist = "zhuge"`).
+    pub zhuge: ZhugeConfig,
     /// Reverse bottleneck.
     pub reverse: LinkConfig,
     /// Flows.
@@ -562,15 +605,23 @@ impl Scenario {
         let mut warnings = Vec::new();
         let bottleneck = link_config(&spec.bottleneck, "bottleneck", label, base_dir, &mut warnings)?;
         let assist = spec.bottleneck.assist.clone().unwrap_or_else(|| "none".into());
-        if assist != "none" {
+        if !ASSISTS.contains(&assist.as_str()) {
             return Err(err(
                 "bottleneck.assist",
-                format!("got {assist:?}, expected \"none\" (the only assistance available yet)"),
+                format!("got {assist:?}, expected one of {}", ASSISTS.join(", ")),
             ));
         }
+        if spec.bottleneck.zhuge.is_some() && assist != "zhuge" {
+            return Err(err("bottleneck.zhuge", format!("settings for Zhuge, but assist is {assist:?}")));
+        }
+        let zhuge = zhuge_config(
+            spec.bottleneck.zhuge.as_ref(),
+            matches!(bottleneck.capacity, Capacity::Wifi { .. }),
+            label,
+        )?;
         let reverse = match &spec.reverse {
             Some(r) => {
-                if r.assist.is_some() {
+                if r.assist.is_some() || r.zhuge.is_some() {
                     return Err(err(
                         "reverse.assist",
                         "assistance sits at the forward bottleneck's queue".into(),
@@ -700,6 +751,7 @@ impl Scenario {
             bin,
             bottleneck,
             assist,
+            zhuge,
             reverse,
             flows,
             warnings,
@@ -1040,6 +1092,26 @@ fn link_config(
         warnings.extend(warns.into_iter().map(|w| w.to_string()));
         cap
     };
+    let capacity = match (&l.wifi, capacity) {
+        (None, c) => c,
+        (Some(w), c) => {
+            let channel = wifi_config(w, key, label)?;
+            let rate =
+                match c {
+                    Capacity::Constant(r) => {
+                        RateSchedule::new(vec![(Time::ZERO, r)]).map_err(|m| err("rate", m))?
+                    }
+                    Capacity::Schedule(s) => s,
+                    _ => return Err(err(
+                        "wifi",
+                        "a Wi-Fi link needs a rate, a schedule or a rate trace (a mahimahi trace already \
+                         gives delivery instants)"
+                            .into(),
+                    )),
+                };
+            Capacity::Wifi { rate, channel }
+        }
+    };
     let queue = match &l.queue {
         None => QueueConfig::default(),
         Some(q) => queue_config(q, &format!("{key}.queue"), label)?,
@@ -1078,6 +1150,70 @@ fn link_config(
         loss,
         queue,
     })
+}
+
+/// The network assistance a bottleneck can have.
+pub const ASSISTS: &[&str] = &["none", "zhuge", "fastack"];
+
+fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeConfig, ScenarioError> {
+    let mut cfg = ZhugeConfig::default();
+    cfg.teller.head_of_line = wifi;
+    let Some(z) = z else { return Ok(cfg) };
+    let err = |k: &str, msg: String| ScenarioError::new(label, format!("bottleneck.zhuge.{k}"), msg);
+    let positive = |k: &str, d: Option<D>| -> Result<Option<Duration>, ScenarioError> {
+        match d {
+            Some(d) if d.0 == Duration::ZERO => {
+                Err(err(k, "got \"0 s\", expected a positive duration".into()))
+            }
+            other => Ok(other.map(|d| d.0)),
+        }
+    };
+    if let Some(d) = positive("report_interval", z.report_interval)? {
+        cfg.report_interval = d;
+    }
+    if let Some(d) = positive("frame_interval", z.frame_interval)? {
+        cfg.teller.frame_interval = d;
+    }
+    if let Some(d) = z.max_hold {
+        cfg.ack_hold.max_hold = d.0;
+    }
+    if let Some(h) = z.head_of_line {
+        cfg.teller.head_of_line = h;
+    }
+    let max_burst = z.max_burst.map(|b| b.0).unwrap_or(Bytes(65_535));
+    cfg.teller.burst_rule = match z.burst_rule.as_deref() {
+        None | Some("join-aggregate") => {
+            if z.max_burst.is_some() {
+                return Err(err("max_burst", "only used with burst_rule = \"max-burst\"".into()));
+            }
+            cfg.teller.burst_rule
+        }
+        Some("max-burst") => BurstRule::MaxBurst { max_burst },
+        Some("none") => BurstRule::None,
+        Some(other) => {
+            return Err(err(
+                "burst_rule",
+                format!("got {other:?}, expected \"join-aggregate\", \"max-burst\" or \"none\""),
+            ))
+        }
+    };
+    Ok(cfg)
+}
+
+fn wifi_config(w: &WifiSpec, key: &str, label: &str) -> Result<WifiConfig, ScenarioError> {
+    let d = WifiConfig::default();
+    let cfg = WifiConfig {
+        access_min: w.access_min.map_or(d.access_min, |x| x.0),
+        access_max: w.access_max.map_or(d.access_max, |x| x.0),
+        outage_probability: w.outage_probability.unwrap_or(d.outage_probability),
+        outage_mean: w.outage_mean.map_or(d.outage_mean, |x| x.0),
+        max_aggregate: w.max_aggregate.map_or(d.max_aggregate, |x| x.0),
+    };
+    cfg.validate().map_err(|m| {
+        let (k, rest) = m.split_once(": ").unwrap_or(("", m.as_str()));
+        ScenarioError::new(label, format!("{key}.wifi.{k}"), rest.to_string())
+    })?;
+    Ok(cfg)
 }
 
 fn resolve(base_dir: &Path, file: &str) -> PathBuf {

@@ -8,7 +8,7 @@
 //! data, reverse for feedback); the driver moves it from link to link and wakes components at the
 //! times they ask for. Nothing here reads the wall clock except to report how long a run took.
 
-use crate::app::{Endpoint, Sink, Transmit};
+use crate::app::{AssistFeedback, Endpoint, Sink, Transmit};
 use crate::engine::{Target, Wakeups};
 use crate::media::{self, RtpReceiver, RtpSender};
 use crate::results::RunResult;
@@ -19,8 +19,48 @@ use crate::transport_media::{TransportVideoReceiver, TransportVideoSender};
 use crate::web::{self, WebReceiver, WebSender};
 use lowlat_core::rng::stream;
 use lowlat_core::{FlowId, Packet, PacketKind, Time};
+
+/// The `app` word of feedback a middlebox built (its content is in `assist_payloads`).
+const ASSIST_APP: u64 = u64::MAX - 1;
+
+/// How the middlebox treats each flow, from what its packets are (as an AP tells from headers).
+fn flow_roles(scenario: &Scenario, fast_ack: bool) -> Vec<FlowRole> {
+    scenario
+        .flows
+        .iter()
+        .map(|f| match (&f.media, &f.transport) {
+            // Web downloads open connections of their own: FastAck would need one receiver each.
+            (_, Some(t)) if t.web.is_some() && fast_ack => FlowRole::Pass,
+            (_, Some(_)) => FlowRole::OutOfBand,
+            (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => FlowRole::OutOfBand,
+            (Some(m), None) => FlowRole::InBand(match m.feedback_format {
+                FeedbackFormat::TransportCc => InBandFormat::TransportCc,
+                FeedbackFormat::Rfc8888 => InBandFormat::Rfc8888,
+            }),
+            (None, None) => FlowRole::Pass,
+        })
+        .collect()
+}
+
+/// The middlebox the scenario puts at the bottleneck's queue, if any.
+fn assist_middlebox(scenario: &Scenario) -> Option<Box<dyn Middlebox>> {
+    match scenario.assist.as_str() {
+        "zhuge" => Some(Box::new(Zhuge::new(
+            scenario.zhuge.clone(),
+            &flow_roles(scenario, false),
+            stream(scenario.seed, "assist.zhuge"),
+        ))),
+        "fastack" => Some(Box::new(FastAck::new(&flow_roles(scenario, true), ReceiverConfig::default()))),
+        _ => None,
+    }
+}
+use lowlat_assist::{FastAck, FlowRole, InBandFormat, Zhuge};
+use lowlat_media::receiver::FeedbackFormat;
 use lowlat_net::link::{Link, LinkConfig};
-use lowlat_net::middlebox::{Direction, Verdict};
+use lowlat_net::middlebox::{Direction, FeedbackPayload, Middlebox, Verdict};
+use lowlat_transport::{AckFrame, ReceiverConfig};
+use lowlat_wire::{CcfbReport, NumReportsConvention, TransportCcFeedback};
+use std::collections::HashMap;
 
 /// A flow's route: link indices, in order.
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,6 +100,10 @@ pub struct Simulation {
     bottleneck: u32,
     reverse: u32,
     wakeups: Wakeups,
+    /// What the feedback a middlebox built says, by the id of the packet carrying it.
+    assist_payloads: HashMap<u64, FeedbackPayload>,
+    /// Per flow: the last sequence number a middlebox's report covered (to unwrap 16-bit ones).
+    assist_seq: Vec<Option<u64>>,
     next_packet_id: u64,
     pub(crate) wall: std::time::Duration,
     /// Events processed at the current instant: a guard against a component that keeps asking
@@ -176,13 +220,16 @@ impl Simulation {
             });
         }
         // "none" leaves the queue without a middlebox: no virtual call per packet.
-        debug_assert_eq!(scenario.assist, "none");
+        if let Some(mb) = assist_middlebox(&scenario) {
+            links[bottleneck as usize].set_middlebox(mb);
+        }
         let mut wakeups = Wakeups::new(links.len(), 2 * flows.len());
         for (i, f) in flows.iter().enumerate() {
             wakeups.set(Target::Endpoint(2 * i as u32), f.sender.poll_timeout());
             wakeups.set(Target::Endpoint(2 * i as u32 + 1), f.receiver.poll_timeout());
         }
         let end = Time::ZERO + scenario.duration;
+        let scenario_flow_count = flows.len();
         Simulation {
             scenario,
             now: Time::ZERO,
@@ -193,6 +240,8 @@ impl Simulation {
             bottleneck,
             reverse,
             wakeups,
+            assist_payloads: HashMap::new(),
+            assist_seq: vec![None; scenario_flow_count],
             next_packet_id: 0,
             wall: std::time::Duration::ZERO,
             events_at_now: 0,
@@ -225,6 +274,14 @@ impl Simulation {
     pub fn cc_mode(&self, id: &str) -> Option<&'static str> {
         let i = self.scenario.flows.iter().position(|f| f.id == id)?;
         self.flows[i].sender.cc_mode()
+    }
+
+    /// The propagation delay of flow `flow`'s reverse path.
+    pub(crate) fn reverse_propagation(&self, flow: &FlowState) -> lowlat_core::Duration {
+        (0..flow.reverse.len)
+            .filter_map(|h| flow.reverse.get(h))
+            .map(|l| self.links[l as usize].delay())
+            .fold(lowlat_core::Duration::ZERO, |a, b| a + b)
     }
 
     /// The scenario being run.
@@ -338,25 +395,64 @@ impl Simulation {
         while let Some(pkt) = self.links[i as usize].poll_output(now) {
             self.forward(now, pkt);
         }
-        while let Some((dir, mut pkt)) = self.links[i as usize].poll_inject(now) {
-            match dir {
-                Direction::Forward => self.links[i as usize].inject_forward(now, pkt),
-                Direction::Reverse => {
-                    // Injected at the site: continue on the hop after the site's reverse link.
-                    pkt.kind = PacketKind::Feedback;
-                    let path = self.flows[pkt.flow.index()].reverse;
-                    pkt.hop = (0..path.len).find(|&h| path.get(h) == Some(self.reverse)).unwrap_or(0);
-                    self.enter_link(self.reverse, now, pkt);
-                }
-            }
+        if i == self.bottleneck {
+            self.drain_site(now);
         }
         let next = self.links[i as usize].poll_timeout();
         debug_assert!(next.is_none_or(|t| t > now), "link {i} asked to be woken in the past");
         self.wakeups.set(Target::Link(i), next);
     }
 
-    /// A packet leaves a link at `now`: on to its next hop, or to its endpoint.
+    /// What the middlebox at the bottleneck's site (the access point) releases or builds now:
+    /// released packets continue from the site, built feedback starts there towards its sender.
+    fn drain_site(&mut self, now: Time) {
+        let b = self.bottleneck as usize;
+        while let Some((dir, mut pkt)) = self.links[b].poll_inject(now) {
+            match dir {
+                Direction::Forward => self.links[b].inject_forward(now, pkt),
+                Direction::Reverse => {
+                    pkt.kind = PacketKind::Feedback;
+                    pkt.hop = self.site_hop(pkt.flow);
+                    self.next_hop(now, pkt);
+                }
+            }
+        }
+        while let Some(fb) = self.links[b].poll_feedback(now) {
+            let mut pkt = Packet::new(self.next_packet_id, fb.flow, fb.size, 0, now);
+            self.next_packet_id += 1;
+            pkt.kind = PacketKind::Feedback;
+            pkt.app = ASSIST_APP;
+            pkt.hop = self.site_hop(fb.flow);
+            self.assist_payloads.insert(pkt.id, fb.payload);
+            self.next_hop(now, pkt);
+        }
+        self.wakeups.set(Target::Link(self.bottleneck), self.links[b].poll_timeout());
+    }
+
+    /// The hop of flow `flow`'s reverse path that ends at the site (its reverse link).
+    fn site_hop(&self, flow: FlowId) -> u8 {
+        let path = self.flows[flow.index()].reverse;
+        (0..path.len).find(|&h| path.get(h) == Some(self.reverse)).unwrap_or(0)
+    }
+
+    /// A packet leaves a link at `now`: on to its next hop, or to its endpoint. Feedback leaving
+    /// the reverse link passes the bottleneck's site, where a middlebox may act on it.
     fn forward(&mut self, now: Time, mut pkt: Packet) {
+        if pkt.kind == PacketKind::Feedback {
+            let path = self.flows[pkt.flow.index()].reverse;
+            if path.get(pkt.hop) == Some(self.reverse) {
+                let verdict = self.links[self.bottleneck as usize].handle_reverse(now, &mut pkt);
+                if verdict != Verdict::Pass {
+                    self.drain_site(now);
+                    return;
+                }
+            }
+        }
+        self.next_hop(now, pkt);
+    }
+
+    /// On to the hop after the current one, or to the endpoint.
+    fn next_hop(&mut self, now: Time, mut pkt: Packet) {
         let flow = &self.flows[pkt.flow.index()];
         let path = if pkt.kind == PacketKind::Data { flow.forward } else { flow.reverse };
         pkt.hop += 1;
@@ -366,17 +462,58 @@ impl Simulation {
         }
     }
 
-    fn enter_link(&mut self, link: u32, now: Time, mut pkt: Packet) {
-        if link == self.reverse {
-            // Reverse traffic passes the forward bottleneck's site, where a middlebox may act.
-            match self.links[self.bottleneck as usize].handle_reverse(now, &mut pkt) {
-                Verdict::Pass => {}
-                Verdict::Drop | Verdict::Consume => return,
-            }
-        }
+    fn enter_link(&mut self, link: u32, now: Time, pkt: Packet) {
         let l = &mut self.links[link as usize];
         l.handle_input(now, pkt);
         self.wakeups.set(Target::Link(link), l.poll_timeout());
+        if link == self.bottleneck && self.links[link as usize].middlebox().is_some() {
+            self.drain_site(now);
+        }
+    }
+
+    /// What a middlebox's feedback says, in the sender's terms; `None` if it cannot be read
+    /// (which the middleboxes of this crate never produce).
+    fn decode_assist(
+        &mut self,
+        flow: FlowId,
+        built: Time,
+        payload: FeedbackPayload,
+    ) -> Option<AssistFeedback> {
+        let at = |us: i64| Time(u64::try_from(us).unwrap_or(0) * 1_000);
+        let raw: Vec<(u16, Option<Time>)> = match payload {
+            FeedbackPayload::Frame(f) => {
+                return f.downcast::<AckFrame>().ok().map(|f| AssistFeedback::Ack(*f))
+            }
+            FeedbackPayload::Rtcp(bytes) => {
+                if let Ok(fb) = TransportCcFeedback::decode(&bytes) {
+                    fb.arrivals_us().into_iter().map(|(s, a)| (s, a.map(at))).collect()
+                } else {
+                    let rep = CcfbReport::decode(&bytes, NumReportsConvention::Count).ok()?;
+                    let ts = rep.report_timestamp;
+                    let ts_us = i64::from(ts >> 16) * 1_000_000 + ((i64::from(ts & 0xffff) * 1_000_000) >> 16);
+                    rep.blocks
+                        .iter()
+                        .flat_map(|b| {
+                            b.metrics.iter().enumerate().map(move |(i, m)| {
+                                (b.begin_seq.wrapping_add(i as u16), m.offset_us().map(|o| at(ts_us - o)))
+                            })
+                        })
+                        .collect()
+                }
+            }
+        };
+        // Unwrap the 16-bit sequence numbers next to the last one seen (the sender's own seq 0
+        // at first).
+        let mut last = self.assist_seq[flow.index()].unwrap_or(0);
+        let mut arrivals = Vec::with_capacity(raw.len());
+        for (s16, a) in raw {
+            let diff = s16.wrapping_sub(last as u16) as i16 as i64;
+            let seq = (last as i64 + diff).max(0) as u64;
+            arrivals.push((seq, a));
+            last = seq;
+        }
+        self.assist_seq[flow.index()] = Some(last);
+        Some(AssistFeedback::Report { report_time: built, arrivals })
     }
 
     /// A packet reached the end of its path: to the receiver (data) or the sender (feedback).
@@ -390,6 +527,16 @@ impl Simulation {
             }
             PacketKind::Feedback => {
                 flow.metrics.on_feedback_received(pkt.size as u64);
+                if pkt.app == ASSIST_APP {
+                    if let Some(payload) = self.assist_payloads.remove(&pkt.id) {
+                        if let Some(fb) = self.decode_assist(pkt.flow, pkt.sent_at, payload) {
+                            let e = 2 * flow_index;
+                            self.endpoint(e).handle_assist(now, &fb);
+                            self.drain_endpoint(e, now);
+                        }
+                    }
+                    return;
+                }
                 2 * flow_index
             }
         };

@@ -3,7 +3,7 @@
 //! content reaches the sender through the flow's mailbox, looked up by the ACK packet's id when
 //! (and only if) the packet arrives.
 
-use crate::app::{Endpoint, Transmit};
+use crate::app::{AssistFeedback, Endpoint, Transmit};
 use lowlat_core::{Bytes, Packet, Time};
 use lowlat_transport::{
     AckFrame, BbrConfig, CopaConfig, CubicConfig, NewRenoConfig, Receiver, ReceiverConfig, Sender,
@@ -60,6 +60,13 @@ impl Endpoint for BulkSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
         if let Some(f) = take_ack(&self.mailbox, pkt.app) {
             self.sender.on_ack(now, &f);
+        }
+    }
+
+    fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
+        if let AssistFeedback::Ack(f) = feedback {
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").clear();
+            self.sender.on_ack(now, f);
         }
     }
 

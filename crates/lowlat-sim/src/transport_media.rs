@@ -10,7 +10,7 @@
 //!
 //! [`WindowController::send_rate`]: lowlat_transport::WindowController::send_rate
 
-use crate::app::{Endpoint, Transmit};
+use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::media::{pack, unpack, MediaMetrics};
 use crate::scenario::MediaConfig;
 use crate::transport::{AckMailbox, AckReceiver};
@@ -19,7 +19,7 @@ use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::VideoSource;
-use lowlat_transport::{Sender, SenderConfig};
+use lowlat_transport::{AckFrame, Sender, SenderConfig};
 use std::collections::{HashSet, VecDeque};
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
@@ -92,6 +92,14 @@ impl TransportVideoSender {
         Some(self.source.poll_timeout()).filter(|&t| t < self.stop)
     }
 
+    fn on_ack(&mut self, now: Time, frame: &AckFrame) {
+        self.sender.on_ack(now, frame);
+        if self.sender.rtt().has_sample() {
+            self.metrics.rtt.push(self.sender.rtt().latest());
+        }
+        self.collect_lost();
+    }
+
     fn collect_lost(&mut self) {
         while let Some(l) = self.sender.pop_lost() {
             self.resend.push_back(l);
@@ -102,11 +110,14 @@ impl TransportVideoSender {
 impl Endpoint for TransportVideoSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
         if let Some(frame) = crate::transport::take_ack(&self.mailbox, pkt.app) {
-            self.sender.on_ack(now, &frame);
-            if self.sender.rtt().has_sample() {
-                self.metrics.rtt.push(self.sender.rtt().latest());
-            }
-            self.collect_lost();
+            self.on_ack(now, &frame);
+        }
+    }
+
+    fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
+        if let AssistFeedback::Ack(f) = feedback {
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").clear();
+            self.on_ack(now, f);
         }
     }
 

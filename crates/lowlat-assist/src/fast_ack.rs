@@ -1,0 +1,90 @@
+//! The FastAck baseline of the Zhuge paper: the access point acknowledges a transport's packets
+//! on the client's behalf as soon as its wireless link has delivered them, and drops the
+//! client's own ACKs, so the sender's ACK clock skips the client and the uplink.
+//!
+//! The AP keeps, per ack-clocked flow, the same receiver state a client keeps (ranges received,
+//! ACK every second packet or after `max_ack_delay`, at once on a gap) and sends real ACK frames.
+//! The model's wireless hop has no link-layer loss, so the AP never needs to retransmit what it
+//! acknowledged. Sans-IO: driven through the [`Middlebox`] hooks with `now`.
+
+use crate::zhuge::FlowRole;
+use lowlat_core::{Bytes, FlowId, Packet, PacketKind, Time};
+use lowlat_net::middlebox::{BuiltFeedback, FeedbackPayload, Middlebox, QueueState, Verdict};
+use lowlat_transport::{Receiver, ReceiverConfig};
+use std::collections::VecDeque;
+
+/// FastAck at one AP queue.
+#[derive(Debug)]
+pub struct FastAck {
+    /// Per flow: the AP's receiver state for ack-clocked flows, `None` for others.
+    receivers: Vec<Option<Receiver>>,
+    out: VecDeque<BuiltFeedback>,
+    dropped_client_acks: u64,
+}
+
+impl FastAck {
+    /// FastAck for flows with the given roles (indexed by flow id): out-of-band flows are
+    /// acknowledged by the AP; the others pass untouched.
+    pub fn new(roles: &[FlowRole], cfg: ReceiverConfig) -> FastAck {
+        let receivers =
+            roles.iter().map(|r| (*r == FlowRole::OutOfBand).then(|| Receiver::new(cfg.clone()))).collect();
+        FastAck { receivers, out: VecDeque::new(), dropped_client_acks: 0 }
+    }
+
+    /// Client ACKs dropped so far.
+    pub fn dropped_client_acks(&self) -> u64 {
+        self.dropped_client_acks
+    }
+
+    fn poll_acks(&mut self, now: Time) {
+        for (i, r) in self.receivers.iter_mut().enumerate() {
+            let Some(r) = r else { continue };
+            if let Some(frame) = r.poll_ack(now) {
+                self.out.push_back(BuiltFeedback {
+                    flow: FlowId(i as u32),
+                    size: Bytes(frame.datagram_len()),
+                    payload: FeedbackPayload::Frame(Box::new(frame)),
+                });
+            }
+        }
+    }
+}
+
+impl Middlebox for FastAck {
+    fn name(&self) -> &'static str {
+        "fastack"
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn on_transmitted(&mut self, now: Time, pkt: &Packet, _queue: &QueueState) {
+        if let Some(Some(r)) = self.receivers.get_mut(pkt.flow.index()) {
+            r.on_packet(now, pkt.seq);
+            self.poll_acks(now);
+        }
+    }
+
+    fn on_reverse(&mut self, _now: Time, pkt: &mut Packet) -> Verdict {
+        match self.receivers.get(pkt.flow.index()) {
+            Some(Some(_)) if pkt.kind == PacketKind::Feedback => {
+                self.dropped_client_acks += 1;
+                Verdict::Drop
+            }
+            _ => Verdict::Pass,
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Time, _queue: &QueueState) {
+        self.poll_acks(now);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.receivers.iter().flatten().filter_map(Receiver::poll_timeout).min()
+    }
+
+    fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
+        self.out.pop_front()
+    }
+}

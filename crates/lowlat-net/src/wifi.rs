@@ -1,0 +1,216 @@
+//! A Wi-Fi access point's downlink: the link's bytes leave in aggregates at transmit
+//! opportunities (TXOPs), with gaps between them and occasional longer stretches when the channel
+//! is unavailable (other stations, interference).
+//!
+//! This is what makes a per-millisecond observer of the AP's dequeues (Zhuge's Fortune Teller) see
+//! sending, *busy* (packets waiting, nothing leaves) and idle slots, as on real Wi-Fi. The mean
+//! rate follows a rate schedule (a constant, the RMCAT steps, or a measured bandwidth trace): each
+//! TXOP may carry the bytes the schedule allows since the previous TXOP, at most one maximal
+//! aggregate; the bytes of an unused TXOP (empty queue) are lost, as airtime is.
+//!
+//! The parameters are a model, not a standard: defaults are chosen to look like a moderately
+//! loaded 802.11n/ac channel (TXOPs every 1-4 ms, one in five hundred followed by an outage of 20 ms
+//! on average, A-MPDUs of at most 65 535 bytes).
+
+use crate::capacity::RateSchedule;
+use lowlat_core::rng::Rng;
+use lowlat_core::{Bytes, Duration, Time};
+use rand::Rng as _;
+
+/// The channel's access pattern.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WifiConfig {
+    /// Shortest gap between two TXOPs (contention plus the previous aggregate's airtime), 1 ms.
+    pub access_min: Duration,
+    /// Longest such gap, 4 ms (gaps are uniform in between).
+    pub access_max: Duration,
+    /// Probability that a TXOP is followed by an outage (the channel busy with others), 0.002:
+    /// about one outage every 1.25 s.
+    pub outage_probability: f64,
+    /// Mean length of an outage (exponential), 20 ms.
+    pub outage_mean: Duration,
+    /// Most bytes one TXOP carries: the 802.11n A-MPDU limit, 65 535 bytes.
+    pub max_aggregate: Bytes,
+}
+
+impl Default for WifiConfig {
+    fn default() -> Self {
+        WifiConfig {
+            access_min: Duration::from_millis(1),
+            access_max: Duration::from_millis(4),
+            outage_probability: 0.002,
+            outage_mean: Duration::from_millis(20),
+            max_aggregate: Bytes(65_535),
+        }
+    }
+}
+
+impl WifiConfig {
+    /// Checks the parameters; the message names the offending one.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.access_min == Duration::ZERO {
+            return Err("access_min: expected a positive duration".into());
+        }
+        if self.access_max < self.access_min {
+            return Err(format!(
+                "access_max: got {}, expected at least access_min ({})",
+                self.access_max, self.access_min
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.outage_probability) {
+            return Err(format!(
+                "outage_probability: got {}, expected a probability in [0, 1]",
+                self.outage_probability
+            ));
+        }
+        if self.max_aggregate.0 == 0 {
+            return Err("max_aggregate: expected a positive size".into());
+        }
+        Ok(())
+    }
+}
+
+/// The serving state of a Wi-Fi downlink: the current TXOP and what it has left.
+#[derive(Clone, Debug)]
+pub struct WifiChannel {
+    cfg: WifiConfig,
+    rng: Rng,
+    /// The previous TXOP (its bytes budget started accruing from there).
+    prev: Time,
+    /// The current TXOP.
+    txop: Time,
+    /// Bytes the current TXOP can still carry.
+    left: u64,
+}
+
+impl WifiChannel {
+    /// A channel whose first TXOP comes one access gap after time zero.
+    pub fn new(cfg: WifiConfig, rate: &RateSchedule, rng: Rng) -> WifiChannel {
+        let mut ch = WifiChannel { cfg, rng, prev: Time::ZERO, txop: Time::ZERO, left: 0 };
+        ch.next_txop(rate);
+        ch
+    }
+
+    /// The current TXOP instant (for tests).
+    pub fn txop(&self) -> Time {
+        self.txop
+    }
+
+    fn next_txop(&mut self, rate: &RateSchedule) {
+        let (lo, hi) = (self.cfg.access_min.as_nanos(), self.cfg.access_max.as_nanos());
+        let mut gap = if hi > lo { self.rng.random_range(lo..=hi) } else { lo };
+        if self.cfg.outage_probability > 0.0 && self.rng.random_bool(self.cfg.outage_probability) {
+            // Exponential by inversion: -mean x ln(U), U in (0, 1].
+            let u: f64 = 1.0 - self.rng.random::<f64>();
+            gap += (-(self.cfg.outage_mean.as_nanos() as f64) * u.ln()) as u64;
+        }
+        self.prev = self.txop;
+        self.txop += Duration(gap);
+        let accrued = rate.bytes_between(self.prev, self.txop);
+        self.left = accrued.min(self.cfg.max_aggregate.0);
+    }
+
+    /// When a packet of `bytes` that starts service at `start` leaves: at the first TXOP at or
+    /// after `start` with room for it (spanning several if it is larger than what one carries);
+    /// `None` if the rate is zero for ever from there. Calls come with non-decreasing `start`.
+    pub fn finish_time(&mut self, rate: &RateSchedule, start: Time, bytes: Bytes) -> Option<Time> {
+        // TXOPs that passed while nothing waited are gone; their budget with them.
+        while self.txop < start {
+            if rate.is_zero_from(self.txop) {
+                return None;
+            }
+            self.next_txop(rate);
+        }
+        let mut need = bytes.0;
+        loop {
+            if need <= self.left {
+                self.left -= need;
+                return Some(self.txop);
+            }
+            need -= self.left;
+            if self.left == 0 && rate.is_zero_from(self.txop) {
+                return None;
+            }
+            self.next_txop(rate);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_core::rng::stream;
+    use lowlat_core::Bitrate;
+
+    fn flat(mbps: u64) -> RateSchedule {
+        RateSchedule::new(vec![(Time::ZERO, Bitrate::mbps(mbps))]).unwrap()
+    }
+
+    #[test]
+    fn a_backlogged_channel_carries_the_schedule_rate_in_bursts() {
+        let rate = flat(20);
+        let cfg = WifiConfig { outage_probability: 0.0, ..WifiConfig::default() };
+        let mut ch = WifiChannel::new(cfg, &rate, stream(1, "wifi"));
+        let mut t = Time::ZERO;
+        let mut departures = Vec::new();
+        let mut sent = 0u64;
+        while t < Time::from_millis(10_000) {
+            t = ch.finish_time(&rate, t, Bytes(1500)).unwrap();
+            departures.push(t);
+            sent += 1500;
+        }
+        let mbps = sent as f64 * 8.0 / t.as_secs_f64() / 1e6;
+        assert!((mbps - 20.0).abs() < 0.2, "{mbps} Mbit/s");
+        // Aggregates: many packets leave at the same instant, and some 1 ms slots carry nothing.
+        let distinct: std::collections::BTreeSet<_> = departures.iter().collect();
+        assert!(
+            distinct.len() * 4 < departures.len(),
+            "{} TXOPs for {} packets",
+            distinct.len(),
+            departures.len()
+        );
+        let slots: std::collections::BTreeSet<_> =
+            departures.iter().map(|t| t.as_nanos() / 1_000_000).collect();
+        assert!(slots.len() < 10_000 * 3 / 4, "{} of 10000 slots sent", slots.len());
+    }
+
+    #[test]
+    fn outages_leave_long_gaps_and_cost_capacity_beyond_one_aggregate() {
+        let rate = flat(50);
+        let cfg = WifiConfig { outage_probability: 0.05, ..WifiConfig::default() };
+        let mut ch = WifiChannel::new(cfg, &rate, stream(2, "wifi"));
+        let (mut t, mut last, mut longest, mut sent) = (Time::ZERO, Time::ZERO, Duration::ZERO, 0u64);
+        while t < Time::from_millis(20_000) {
+            t = ch.finish_time(&rate, t, Bytes(1500)).unwrap();
+            longest = longest.max(t - last);
+            last = t;
+            sent += 1500;
+        }
+        assert!(longest > Duration::from_millis(30), "longest gap {longest}");
+        let mbps = sent as f64 * 8.0 / t.as_secs_f64() / 1e6;
+        // 50 Mbit/s for 20 ms = 125 kB > one aggregate: long outages lose some capacity.
+        assert!(mbps < 50.0 && mbps > 40.0, "{mbps} Mbit/s");
+    }
+
+    #[test]
+    fn an_idle_channel_does_not_bank_airtime_and_zero_for_ever_never_serves() {
+        let rate = flat(12);
+        let cfg = WifiConfig {
+            outage_probability: 0.0,
+            access_min: Duration::from_millis(2),
+            access_max: Duration::from_millis(2),
+            ..WifiConfig::default()
+        };
+        let mut ch = WifiChannel::new(cfg.clone(), &rate, stream(3, "wifi"));
+        // 12 Mbit/s x 2 ms = 3000 B per TXOP; after a long idle time a 6000 B burst needs two.
+        let a = ch.finish_time(&rate, Time::from_millis(1001), Bytes(3000)).unwrap();
+        let b = ch.finish_time(&rate, a, Bytes(3000)).unwrap();
+        assert_eq!(a, Time::from_millis(1002));
+        assert_eq!(b, Time::from_millis(1004));
+        let dead =
+            RateSchedule::new(vec![(Time::ZERO, Bitrate::mbps(8)), (Time::from_millis(10), Bitrate::ZERO)])
+                .unwrap();
+        let mut ch = WifiChannel::new(cfg, &dead, stream(3, "wifi"));
+        assert_eq!(ch.finish_time(&dead, Time::from_millis(50), Bytes(100)), None);
+    }
+}
