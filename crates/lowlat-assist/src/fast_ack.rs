@@ -88,3 +88,50 @@ impl Middlebox for FastAck {
         self.out.pop_front()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_core::{Bitrate, Duration};
+    use lowlat_transport::AckFrame;
+
+    #[test]
+    fn the_ap_acknowledges_what_it_delivered_and_drops_the_clients_acks() {
+        let mut f = FastAck::new(&[FlowRole::OutOfBand, FlowRole::Pass], ReceiverConfig::default());
+        let q = QueueState {
+            bytes: Bytes(0),
+            packets: 0,
+            rate: Bitrate::mbps(10),
+            busy: false,
+            head_since: None,
+        };
+        for pn in 0..4u64 {
+            let p = Packet::new(pn, FlowId(0), Bytes(1200), pn, Time::ZERO);
+            f.on_transmitted(Time::from_millis(pn), &p, &q);
+        }
+        // Every second packet is acknowledged at once.
+        let mut frames = Vec::new();
+        while let Some(fb) = f.poll_feedback(Time::from_millis(4)) {
+            assert_eq!(fb.flow, FlowId(0));
+            let FeedbackPayload::Frame(any) = fb.payload else { panic!("a frame") };
+            frames.push(*any.downcast::<AckFrame>().expect("an ACK frame"));
+        }
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[1].largest(), Some(3));
+        assert!((0..4).all(|pn| frames[1].contains(pn)));
+        // A lone packet is acknowledged after the delay timer.
+        let p = Packet::new(9, FlowId(0), Bytes(1200), 4, Time::ZERO);
+        f.on_transmitted(Time::from_millis(10), &p, &q);
+        assert!(f.poll_feedback(Time::from_millis(10)).is_none());
+        assert_eq!(f.poll_timeout(), Some(Time::from_millis(10) + Duration::from_millis(25)));
+        f.handle_timeout(Time::from_millis(35), &q);
+        assert!(f.poll_feedback(Time::from_millis(35)).is_some());
+        // The client's ACKs of that flow are dropped; another flow's pass.
+        let mut ack = Packet::new(20, FlowId(0), Bytes(50), 0, Time::ZERO);
+        ack.kind = PacketKind::Feedback;
+        assert_eq!(f.on_reverse(Time::from_millis(40), &mut ack), Verdict::Drop);
+        ack.flow = FlowId(1);
+        assert_eq!(f.on_reverse(Time::from_millis(40), &mut ack), Verdict::Pass);
+        assert_eq!(f.dropped_client_acks(), 1);
+    }
+}

@@ -451,3 +451,119 @@ impl Middlebox for Zhuge {
         self.out.pop_front()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_core::rng::stream;
+    use lowlat_core::Bitrate;
+    use lowlat_wire::{CcfbReport, NumReportsConvention, TransportCcFeedback};
+
+    fn queue(bytes: u64) -> QueueState {
+        QueueState { bytes: Bytes(bytes), packets: 0, rate: Bitrate::mbps(10), busy: false, head_since: None }
+    }
+
+    fn data(seq: u64) -> Packet {
+        Packet::new(seq, FlowId(0), Bytes(1200), seq, Time::ZERO)
+    }
+
+    /// Ten packets arrive 1 ms apart behind a growing queue; the AP's queue drops the sixth.
+    fn drive(format: InBandFormat) -> (Zhuge, Vec<Time>, Vec<u8>) {
+        let mut z = Zhuge::new(ZhugeConfig::default(), &[FlowRole::InBand(format)], stream(1, "z"));
+        let mut predicted = Vec::new();
+        for i in 0..10u64 {
+            let now = Time::from_millis(i);
+            let mut p = data(i);
+            let q = queue(i * 1200);
+            let before = z.teller.clone().predict(now, q.bytes, Duration::ZERO).total;
+            assert_eq!(z.on_enqueue(now, &mut p, &q), Verdict::Pass);
+            predicted.push(now + before);
+            if i == 5 {
+                z.on_drop(now, &p, &q);
+            }
+        }
+        let due = z.poll_timeout().expect("a report is due");
+        assert_eq!(due, Time::from_millis(5));
+        z.handle_timeout(Time::from_millis(10), &queue(0));
+        let fb = z.poll_feedback(Time::from_millis(10)).expect("a report");
+        assert_eq!(fb.flow, FlowId(0));
+        let FeedbackPayload::Rtcp(bytes) = fb.payload else { panic!("RTCP expected") };
+        assert_eq!(fb.size.0, bytes.len() as u64 + IP_UDP_OVERHEAD);
+        (z, predicted, bytes)
+    }
+
+    #[test]
+    fn transport_cc_reports_the_predictions_and_the_drop() {
+        let (mut z, predicted, bytes) = drive(InBandFormat::TransportCc);
+        let fb = TransportCcFeedback::decode(&bytes).unwrap();
+        let arrivals = fb.arrivals_us();
+        assert_eq!(arrivals.len(), 10);
+        for (i, (seq, at)) in arrivals.iter().enumerate() {
+            assert_eq!(*seq as usize, i);
+            match at {
+                None => assert_eq!(i, 5, "only the dropped packet is lost"),
+                Some(us) => {
+                    let want = predicted[i].as_nanos() as i64 / 1_000;
+                    assert!((us - want).abs() <= 125, "seq {i}: {us} us, predicted {want} us");
+                }
+            }
+        }
+        // Client feedback of the flow is dropped; data of other flows untouched.
+        let mut fbk = data(0);
+        fbk.kind = PacketKind::Feedback;
+        assert_eq!(z.on_reverse(Time::from_millis(11), &mut fbk), Verdict::Drop);
+        assert_eq!(z.dropped_client_feedback(), 1);
+        assert!(z.poll_feedback(Time::from_millis(11)).is_none());
+    }
+
+    #[test]
+    fn rfc8888_reports_the_predictions_to_a_1024th_of_a_second() {
+        let (_, predicted, bytes) = drive(InBandFormat::Rfc8888);
+        let rep = CcfbReport::decode(&bytes, NumReportsConvention::Count).unwrap();
+        let ts = rep.report_timestamp;
+        let ts_us = i64::from(ts >> 16) * 1_000_000 + ((i64::from(ts & 0xffff) * 1_000_000) >> 16);
+        let metrics = &rep.blocks[0].metrics;
+        assert_eq!(metrics.len(), 10);
+        assert!(!metrics[5].received);
+        for (i, m) in metrics.iter().enumerate().filter(|(i, _)| *i != 5) {
+            let at = ts_us - m.offset_us().unwrap();
+            let want = predicted[i].as_nanos() as i64 / 1_000;
+            assert!((at - want).abs() <= 520, "seq {i}: {at} us, predicted {want} us");
+        }
+    }
+
+    #[test]
+    fn an_ack_is_held_at_most_the_cap_and_never_before_the_previous_one() {
+        let mut z = Zhuge::new(ZhugeConfig::default(), &[FlowRole::OutOfBand], stream(2, "z"));
+        // The predicted delay grows by 4 ms per packet: a history of 4 ms increases.
+        for i in 0..20u64 {
+            let now = Time::from_millis(i);
+            let mut p = data(i);
+            z.on_enqueue(now, &mut p, &queue(i * 5_000));
+        }
+        let mut last = Time::ZERO;
+        let mut held = 0;
+        for i in 0..10u64 {
+            let now = Time::from_millis(20) + Duration::from_micros(100 * i);
+            let mut ack = data(100 + i);
+            ack.kind = PacketKind::Feedback;
+            if z.on_reverse(now, &mut ack) == Verdict::Consume {
+                held += 1;
+            }
+            // Release everything due up to the next ACK.
+            while let Some(t) = z.poll_timeout().filter(|t| *t <= now + Duration::from_millis(20)) {
+                let Some((dir, p)) = z.poll_inject(t) else { break };
+                assert_eq!(dir, Direction::Reverse);
+                assert!(t >= last, "released out of order");
+                assert!(
+                    t - Time::from_millis(20) <= Duration::from_millis(11),
+                    "held {}",
+                    t - Time::from_millis(20)
+                );
+                assert!(p.seq >= 100);
+                last = t;
+            }
+        }
+        assert!(held > 0, "no ACK was held");
+    }
+}

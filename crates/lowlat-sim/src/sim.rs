@@ -490,7 +490,8 @@ impl Simulation {
                 } else {
                     let rep = CcfbReport::decode(&bytes, NumReportsConvention::Count).ok()?;
                     let ts = rep.report_timestamp;
-                    let ts_us = i64::from(ts >> 16) * 1_000_000 + ((i64::from(ts & 0xffff) * 1_000_000) >> 16);
+                    let ts_us =
+                        i64::from(ts >> 16) * 1_000_000 + ((i64::from(ts & 0xffff) * 1_000_000) >> 16);
                     rep.blocks
                         .iter()
                         .flat_map(|b| {

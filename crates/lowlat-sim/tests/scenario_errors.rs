@@ -92,3 +92,31 @@ fn other_semantic_errors() {
     );
     assert_error("duration = \"10 s\"\n[bottleneck\n", &["line", "invalid TOML"]);
 }
+
+#[test]
+fn bad_assistance_and_wifi_settings() {
+    let with = |extra: &str| {
+        GOOD.replace("delay = \"50 ms\"\n[[flows]]", &format!("delay = \"50 ms\"\n{extra}\n[[flows]]"))
+    };
+    assert_error(&with("assist = \"magic\""), &["bottleneck.assist", "\"magic\"", "zhuge", "fastack"]);
+    assert_error(&with("zhuge = { report_interval = \"5 ms\" }"), &["bottleneck.zhuge", "assist"]);
+    assert_error(
+        &with("assist = \"zhuge\"\nzhuge = { burst_rule = \"big\" }"),
+        &["bottleneck.zhuge.burst_rule", "\"big\"", "max-burst"],
+    );
+    assert_error(
+        &with("assist = \"zhuge\"\nzhuge = { report_interval = \"0 s\" }"),
+        &["report_interval", "positive"],
+    );
+    assert_error(&with("wifi = { outage_probability = 2.0 }"), &["bottleneck.wifi.outage_probability", "2"]);
+    assert_error(
+        &with("wifi = { access_min = \"3 ms\", access_max = \"1 ms\" }"),
+        &["bottleneck.wifi.access_max", "access_min"],
+    );
+    assert_error(&with("wifi = { channel = 1 }"), &["channel"]);
+    // The good settings are accepted.
+    common::scenario(&with(
+        "assist = \"zhuge\"\nwifi = {}\nzhuge = { burst_rule = \"max-burst\", max_burst = \"30 kB\" }",
+    ));
+    common::scenario(&with("assist = \"fastack\""));
+}

@@ -1,0 +1,245 @@
+//! Zhuge at a Wi-Fi access point: what the feedback carries, what happens to ACKs, and the
+//! paper's headline behaviours on the ABW-drop scenario.
+
+mod common;
+use common::{run, scenario, series};
+use lowlat_core::{Bytes, Duration, Packet, Time};
+use lowlat_sim::app::{AssistFeedback, Endpoint, Transmit};
+use lowlat_sim::media::{mailbox, RtpReceiver};
+use lowlat_sim::{Column, Simulation};
+use std::sync::{Arc, Mutex};
+
+/// A Wi-Fi AP (1 ms hop) behind a 19 ms wired path; the capacity drops from 30 to `30 / k`
+/// Mbit/s at 20 s; one flow of `kind`/`cc` whose encoder may reach 8 Mbit/s.
+fn ap_scenario(assist: &str, k: f64, flows: &str, seconds: u32) -> String {
+    format!(
+        r#"
+duration = "{seconds} s"
+seed = 3
+[bottleneck]
+schedule = [ {{ at = "0 s", rate = "30 Mbit/s" }}, {{ at = "20 s", rate = "{} Mbit/s" }} ]
+delay = "1 ms"
+wifi = {{}}
+queue = {{ kind = "droptail", limit = "1000 packets" }}
+assist = "{assist}"
+[reverse]
+rate = "30 Mbit/s"
+delay = "1 ms"
+{flows}
+"#,
+        30.0 / k
+    )
+}
+
+fn video(id: &str, cc: &str) -> String {
+    format!(
+        r#"
+[[flows]]
+id = "{id}"
+kind = "rtp-video"
+cc = "{cc}"
+fps = 24
+rmin = "300 kbit/s"
+rmax = "8 Mbit/s"
+access = {{ delay = "19 ms" }}
+"#
+    )
+}
+
+/// What a test sender saw: the client's own feedback packets and the AP's reports.
+#[derive(Debug, Default)]
+struct Seen {
+    client_feedback: u64,
+    reports: Vec<(u64, Option<Time>)>,
+    /// `(ack seq, one-way delay)` of each feedback packet, in arrival order.
+    acks: Vec<(u64, Duration)>,
+}
+
+/// Sends a 1200-byte packet every `gap`, in bursts of `burst`, and records what comes back.
+#[derive(Debug)]
+struct ProbeSender {
+    next: Time,
+    gap: Duration,
+    burst: u32,
+    seq: u64,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Endpoint for ProbeSender {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        let mut s = self.seen.lock().unwrap();
+        s.client_feedback += 1;
+        s.acks.push((pkt.seq, now - pkt.sent_at));
+    }
+    fn handle_assist(&mut self, _now: Time, feedback: &AssistFeedback) {
+        if let AssistFeedback::Report { arrivals, .. } = feedback {
+            self.seen.lock().unwrap().reports.extend_from_slice(arrivals);
+        }
+    }
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        if now < self.next {
+            return None;
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        if self.seq.is_multiple_of(self.burst as u64) {
+            self.next = now + self.gap;
+        }
+        // The padding word: the receiver only records it for feedback.
+        Some(Transmit { size: Bytes(1200), seq, app: u64::MAX, ecn: 0 })
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        Some(self.next)
+    }
+}
+
+/// Acknowledges every data packet at once with a 50-byte ACK numbered in order.
+#[derive(Debug, Default)]
+struct EchoReceiver {
+    due: u64,
+    sent: u64,
+}
+
+impl Endpoint for EchoReceiver {
+    fn handle_packet(&mut self, _now: Time, _pkt: &Packet) {
+        self.due += 1;
+    }
+    fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
+        (self.sent < self.due).then(|| {
+            self.sent += 1;
+            Transmit { size: Bytes(50), seq: self.sent - 1, app: self.sent - 1, ecn: 0 }
+        })
+    }
+}
+
+fn column<'a>(t: &'a lowlat_sim::Table, name: &str) -> &'a Column {
+    &t.columns.iter().find(|c| c.0 == name).unwrap_or_else(|| panic!("no column {name}")).1
+}
+
+#[test]
+fn in_band_feedback_carries_the_aps_predictions_and_the_clients_never_arrives() {
+    let sc = scenario(&ap_scenario("zhuge", 10.0, &video("video", "gcc"), 30));
+    let media = sc.flows[0].media.clone().expect("a video flow");
+    let mut sim = Simulation::new(sc);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    // 4.8 Mbit/s in bursts of 4: above the 3 Mbit/s after the drop, so a queue builds.
+    let sender =
+        ProbeSender { next: Time::ZERO, gap: Duration::from_millis(8), burst: 4, seq: 0, seen: seen.clone() };
+    let receiver = RtpReceiver::new(&media, Time::ZERO, mailbox());
+    sim.set_endpoints("video", Box::new(sender), Box::new(receiver)).unwrap();
+    let r = sim.run();
+    let seen = seen.lock().unwrap();
+    let assist = r.summary.assist.as_ref().expect("Zhuge ran");
+    assert_eq!(seen.client_feedback, 0, "the client's transport-cc reached the sender");
+    assert!(
+        assist.dropped_client_feedback > 200,
+        "{} client reports dropped",
+        assist.dropped_client_feedback
+    );
+    // Every packet the AP saw arrive is in the predictions table; its report says when.
+    let (Column::F64(seq), Column::F64(arr), Column::F64(pred), Column::F64(actual)) = (
+        column(&r.predictions, "seq"),
+        column(&r.predictions, "arrival_s"),
+        column(&r.predictions, "predicted_ms"),
+        column(&r.predictions, "actual_ms"),
+    ) else {
+        panic!("numeric columns")
+    };
+    let predicted: std::collections::HashMap<u64, f64> =
+        seq.iter().zip(arr.iter().zip(pred)).map(|(s, (a, p))| (*s as u64, a * 1e3 + p)).collect();
+    let last_logged = predicted.keys().max().copied().unwrap_or(0);
+    let mut compared = 0;
+    for (s, at) in &seen.reports {
+        let Some(at) = at else { continue };
+        let Some(p) = predicted.get(s) else {
+            // Only packets still queued when the run ended have no logged delay yet.
+            assert!(*s > last_logged, "seq {s} was reported but never logged");
+            continue;
+        };
+        // transport-cc carries 250 us ticks, each rounded from the running rounded time.
+        let err_us = (at.as_nanos() as f64 / 1e3 - p * 1e3).abs();
+        assert!(err_us <= 125.0 + 1.0, "seq {s}: reported {at}, predicted {p:.3} ms ({err_us:.0} us off)");
+        compared += 1;
+    }
+    assert!(compared > 5_000, "{compared} compared");
+    // The queue built: some predictions are tens of ms, so equality is not trivially about zeros.
+    let big = pred.iter().filter(|p| **p > 20.0).count();
+    let queued = actual.iter().filter(|a| **a > 20.0).count();
+    assert!(big > 100 && queued > 100, "{big} predictions and {queued} actual delays above 20 ms");
+}
+
+#[test]
+fn acks_are_held_in_order_and_never_longer_than_the_cap() {
+    // A bulk-kind flow (ack-clocked: out-of-band) with a probe sender that overloads the AP in
+    // bursts, and a receiver that acknowledges every packet.
+    let text = ap_scenario(
+        "zhuge",
+        10.0,
+        "[[flows]]\nid = \"bulk\"\nkind = \"bulk\"\ncc = \"copa\"\naccess = { delay = \"19 ms\" }\n",
+        30,
+    );
+    // A fast uplink, so that a burst of ACKs queues for microseconds only.
+    let text = text.replace("rate = \"30 Mbit/s\"\ndelay", "rate = \"1 Gbit/s\"\ndelay");
+    let mut sim = Simulation::new(scenario(&text));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let sender = ProbeSender {
+        next: Time::ZERO,
+        gap: Duration::from_millis(20),
+        burst: 12,
+        seq: 0,
+        seen: seen.clone(),
+    };
+    sim.set_endpoints("bulk", Box::new(sender), Box::<EchoReceiver>::default()).unwrap();
+    sim.run();
+    let seen = seen.lock().unwrap();
+    assert!(seen.acks.len() > 10_000, "{} ACKs", seen.acks.len());
+    assert!(seen.acks.windows(2).all(|w| w[1].0 == w[0].0 + 1), "ACKs were reordered or lost");
+    // Reverse path: 1 ms uplink + 19 ms wired, 50-byte ACKs serialise in well under 0.1 ms.
+    let base = Duration::from_millis(20);
+    let held: Vec<Duration> =
+        seen.acks.iter().map(|a| if a.1 > base { a.1 - base } else { Duration::ZERO }).collect();
+    let max = held.iter().max().copied().unwrap();
+    assert!(max <= Duration::from_millis(10) + Duration::from_micros(100), "an ACK was held {max}");
+    let delayed = held.iter().filter(|h| **h > Duration::from_millis(1)).count();
+    assert!(delayed > held.len() / 100, "only {delayed} of {} ACKs held over 1 ms", held.len());
+}
+
+/// Seconds in the 20 s after the drop during which the network RTT (200 ms bins of one-way delay
+/// plus the 20 ms reverse path) exceeds 200 ms.
+fn seconds_over_200ms(r: &lowlat_sim::RunResult, flow: &str) -> f64 {
+    let owd = series(&r.flow_series, flow, "owd_ms");
+    owd.iter().filter(|(t, d)| *t >= 20.0 && *t < 40.0 && *d + 20.0 > 200.0).count() as f64 * 0.2
+}
+
+#[test]
+fn abw_drop_k10_zhuge_halves_the_time_gcc_spends_above_200ms() {
+    let fifo = run(&ap_scenario("none", 10.0, &video("video", "gcc"), 40));
+    let zhuge = run(&ap_scenario("zhuge", 10.0, &video("video", "gcc"), 40));
+    let (a, b) = (seconds_over_200ms(&fifo, "video"), seconds_over_200ms(&zhuge, "video"));
+    eprintln!("RTT > 200 ms after the drop: GCC+FIFO {a:.1} s, GCC+Zhuge {b:.1} s");
+    assert!(a >= 1.0, "the drop should hurt GCC+FIFO ({a} s)");
+    assert!(b <= a / 2.0, "GCC+Zhuge {b} s vs GCC+FIFO {a} s");
+}
+
+#[test]
+fn two_gcc_flows_share_a_zhuge_ap_no_less_fairly_than_a_fifo_one() {
+    // The paper: fairness unchanged. Relative rate difference over 150-300 s, four seeds.
+    let diff = |assist: &str, seed: u32| {
+        let mut text = ap_scenario(assist, 5.0, &(video("a", "gcc") + &video("b", "gcc")), 300);
+        text = text.replace("seed = 3", &format!("seed = {seed}"));
+        let r = run(&text);
+        let a = common::mean_between(&series(&r.flow_series, "a", "recv_kbps"), 150.0, 300.0);
+        let b = common::mean_between(&series(&r.flow_series, "b", "recv_kbps"), 150.0, 300.0);
+        (a - b).abs() / a.max(b)
+    };
+    let fifo: Vec<f64> = (1..=4).map(|s| diff("none", s)).collect();
+    let zhuge: Vec<f64> = (1..=4).map(|s| diff("zhuge", s)).collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    eprintln!(
+        "relative rate difference: FIFO {fifo:.3?} (mean {:.3}), Zhuge {zhuge:.3?} (mean {:.3})",
+        mean(&fifo),
+        mean(&zhuge)
+    );
+    assert!(mean(&zhuge) <= mean(&fifo) + 0.02, "Zhuge {zhuge:?} vs FIFO {fifo:?}");
+    assert!(mean(&zhuge) < 0.25, "Zhuge {zhuge:?}");
+}
