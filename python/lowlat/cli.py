@@ -106,6 +106,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--repeat", type=int, default=3, metavar="N", help="RMCAT runs per controller, best counts (default 3)")
 
+    p = sub.add_parser(
+        "reproduce",
+        help="reproduce a talk's evaluation (zhuge: trace families, ABW drop, prediction accuracy)",
+        description="Reproduces the Zhuge evaluation: GCC+FIFO/CoDel/Zhuge and Copa(+FastAck/Zhuge) over "
+        "the W1, W2, C1-C3 trace families (300 s of 24 fps, ~2 Mbit/s video), the ABW-drop experiment "
+        "(30 -> 30/k Mbit/s) and the Fortune Teller's accuracy. Writes summary.csv, table_<family>.csv, "
+        "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR.",
+    )
+    p.add_argument("talk", choices=["zhuge"], help="the evaluation to reproduce")
+    p.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots")
+    p.add_argument(
+        "--traces",
+        nargs="+",
+        metavar="PATH",
+        help="two-column <s> <Mbit/s> trace files or folders (e.g. ../shared/traces/zhuge); "
+        "default: one generated trace per family",
+    )
+    p.add_argument("--duration", type=float, default=300.0, metavar="S", help="seconds per trace run (default 300)")
+    p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default 2,3,...,50 as in the paper)")
+    p.add_argument("--seed", type=int, default=1, help="seed of every run and of the drop instants (default 1)")
+    p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -200,6 +224,28 @@ def cmd_suite(args: argparse.Namespace) -> int:
         written = suite.write(df, args.out, plots=not args.no_plots)
         print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from . import zhuge
+
+    if args.duration <= 0:
+        raise _native.ScenarioError(f"--duration: got {args.duration}, expected a positive number of seconds")
+    ks = [int(k) for k in _list(args.ks, "ks", float)] if args.ks else None
+    if ks and any(k < 1 for k in ks):
+        raise _native.ScenarioError(f"--ks: got {args.ks!r}, expected factors of at least 1")
+    res = zhuge.reproduce(
+        args.out,
+        args.traces,
+        seconds=args.duration,
+        ks=ks,
+        seed=args.seed,
+        jobs=args.jobs,
+        progress=False if args.no_progress else None,
+        plots=not args.no_plots,
+    )
+    print(f"\nwrote {', '.join(str(p) for p in res['written'])}", file=sys.stderr)
+    return 1 if res["failed"] else 0
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:
@@ -300,6 +346,7 @@ COMMANDS = {
     "scenarios": cmd_scenarios,
     "validate": cmd_validate,
     "bench": cmd_bench,
+    "reproduce": cmd_reproduce,
 }
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ class Result:
     """One run's results.
 
     - ``summary``: the ``summary.json`` object (see ARCHITECTURE.md, "The results contract").
-    - ``flow_series``: one row per flow and 200 ms bin: ``flow, t_s, send_kbps, recv_kbps, owd_ms``.
+    - ``flow_series``: one row per flow and 200 ms bin: ``flow, t_s, send_kbps, recv_kbps, owd_ms,
+      frame_delay_ms, frames``.
     - ``link_series``: one row per link and bin: ``link, t_s, capacity_kbps, throughput_kbps,
       queue_delay_ms, queue_delay_max_ms, drops``.
     - ``predictions``: Zhuge's per-packet predictions with the delays the packets had: ``flow, seq,

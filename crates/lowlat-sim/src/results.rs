@@ -264,7 +264,8 @@ pub struct Table {
 pub struct RunResult {
     /// The summary.
     pub summary: Summary,
-    /// Per-flow series: flow, t_s, send_kbps, recv_kbps, owd_ms, frame_delay_ms.
+    /// Per-flow series: flow, t_s, send_kbps, recv_kbps, owd_ms, frame_delay_ms, frames (video
+    /// frames completed in the bin).
     pub flow_series: Table,
     /// Per-link series: link, t_s, capacity_kbps, throughput_kbps, queue_delay_ms,
     /// queue_delay_max_ms, drops.
@@ -327,6 +328,7 @@ impl RunResult {
         let mut flows = Vec::new();
         let (mut f_id, mut f_t, mut f_send, mut f_recv, mut f_owd) = (vec![], vec![], vec![], vec![], vec![]);
         let mut f_frame = vec![];
+        let mut f_frames = vec![];
         for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
             let m = &st.metrics;
             // Received over the time packets kept arriving: what was in flight (or queued) at
@@ -348,6 +350,7 @@ impl RunResult {
             }
             f_frame
                 .extend(frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }));
+            f_frames.extend(frame_bins.iter().map(|&(_, n)| f64::from(n)));
             let media = match (st.sender.media_metrics(), receiver_media) {
                 (Some(s), Some(r)) => Some(media_summary(&s, &r, cfg.start, end_t)),
                 _ => None,
@@ -451,6 +454,7 @@ impl RunResult {
                     col("recv_kbps", f_recv),
                     col("owd_ms", f_owd),
                     col("frame_delay_ms", f_frame),
+                    col("frames", f_frames),
                 ],
             },
             link_series: Table {
