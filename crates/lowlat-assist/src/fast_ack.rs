@@ -60,6 +60,9 @@ impl Middlebox for FastAck {
     }
 
     fn on_transmitted(&mut self, now: Time, pkt: &Packet, _queue: &QueueState) {
+        if pkt.kind != PacketKind::Data {
+            return;
+        }
         if let Some(Some(r)) = self.receivers.get_mut(pkt.flow.index()) {
             r.on_packet(now, pkt.seq);
             self.poll_acks(now);

@@ -331,6 +331,10 @@ impl Middlebox for Zhuge {
             self.in_queue.push_back((pkt.id, now, p.total));
         }
         self.teller.on_backlog(now, Bytes(Self::backlog(queue).0 + pkt.size as u64));
+        // Feedback of a flow that sends the other way shares the queue but is not data.
+        if pkt.kind != PacketKind::Data {
+            return Verdict::Pass;
+        }
         match self.flows.get_mut(pkt.flow.index()) {
             Some(FlowState::InBand(s)) => {
                 let next = *s.next_seq.get_or_insert(pkt.seq);
