@@ -1,18 +1,20 @@
 //! The shared vocabulary of lowlat.
 //!
 //! Every other crate speaks in these types: [`Time`] and [`Duration`] (integer nanoseconds, never a
-//! floating-point clock), [`Bitrate`] and [`Bytes`] (units in types), ids, the [`Packet`] record that
+//! floating-point clock), [`Bitrate`] and [`Bytes`] (units in types), ids, ECN codepoints ([`Ecn`]), the [`Packet`] record that
 //! travels through the network models, and [`rng::stream`], which derives one independent seeded
 //! random stream per component from a scenario seed and the component's name.
 //!
 //! This crate holds no logic beyond the types themselves.
 
+pub mod ecn;
 pub mod ids;
 pub mod packet;
 pub mod rng;
 pub mod time;
 pub mod units;
 
+pub use ecn::Ecn;
 pub use ids::{FlowId, LinkId};
 pub use packet::{Packet, PacketKind};
 pub use time::{Duration, Time};

@@ -4,7 +4,7 @@
 //! never allocates. Application payloads (RTP headers, feedback reports, ACK frames) live with the
 //! application that owns the flow, referenced by [`Packet::app`].
 
-use crate::{Bytes, FlowId, Time};
+use crate::{Bytes, Ecn, FlowId, Time};
 
 /// What a packet carries, as far as the network cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -34,7 +34,8 @@ pub struct Packet {
     pub enqueued_at: Time,
     /// Data or feedback.
     pub kind: PacketKind,
-    /// The two ECN bits (0 = not ECT).
+    /// The two ECN bits as the IP header carries them (0 = Not-ECT, 1 = ECT(1), 2 = ECT(0), 3 = CE;
+    /// see [`Ecn`]).
     pub ecn: u8,
     /// Index of the next hop on its path (driver bookkeeping).
     pub hop: u8,
@@ -59,8 +60,41 @@ impl Packet {
         }
     }
 
+    /// Its ECN codepoint.
+    pub fn ecn_codepoint(&self) -> Ecn {
+        Ecn::from_bits(self.ecn)
+    }
+
+    /// Marks it Congestion Experienced if it is ECN-capable (RFC 3168 §5); returns whether it
+    /// now carries CE (a Not-ECT packet is left alone: the queue must drop it instead).
+    pub fn mark_ce(&mut self) -> bool {
+        if self.ecn_codepoint().is_ect() {
+            self.ecn = Ecn::Ce.bits();
+            true
+        } else {
+            false
+        }
+    }
+
     /// Its size as [`Bytes`].
     pub fn bytes(&self) -> Bytes {
         Bytes(self.size as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stays_small_and_marks_only_ect_packets() {
+        // Queues move packets by value: keep it within one 64-byte cache line.
+        assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
+        let mut p = Packet::new(0, FlowId(0), Bytes(100), 0, Time::ZERO);
+        assert!(!p.mark_ce());
+        assert_eq!(p.ecn_codepoint(), Ecn::NotEct);
+        p.ecn = Ecn::Ect1.bits();
+        assert!(p.mark_ce());
+        assert_eq!(p.ecn_codepoint(), Ecn::Ce);
     }
 }

@@ -12,5 +12,5 @@ pub mod receiver;
 pub mod source;
 
 pub use pacer::{Pacer, PacerConfig, RtpPacket};
-pub use receiver::{FeedbackCollector, FeedbackSchedule, FrameAssembler};
+pub use receiver::{Arrival, FeedbackCollector, FeedbackSchedule, FrameAssembler};
 pub use source::{Codec, Frame, VideoSource, VideoSourceConfig};

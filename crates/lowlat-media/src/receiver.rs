@@ -5,6 +5,12 @@
 //! transport-wide sequence number, when each packet arrived, and hands out reports on one of the
 //! schedules the RMCAT controllers use: a fixed interval (transport-cc, RFC 8888 at 50-100 ms), or
 //! SCReAM's rule (every N packets, but no more often than T_min and no less often than T_max).
+//!
+//! Each arrival keeps the ECN bits the packet arrived with. RFC 8888 carries them per packet
+//! (its 2-bit ECN field), so a sender reading RFC 8888 feedback sees every CE mark. Transport-cc
+//! has no ECN field: its reports lose the marks ([`FeedbackEncoder::carries_ecn`] is false), as in
+//! libwebrtc, which sends ECT(1) only when RFC 8888 feedback is negotiated and Not-ECT with
+//! transport-cc.
 
 use lowlat_core::{Bytes, Duration, Time};
 use lowlat_wire::ccfb::compact_ntp;
@@ -56,12 +62,35 @@ pub enum FeedbackSchedule {
     },
 }
 
+/// One packet's line in a feedback report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// Transport-wide sequence number.
+    pub seq: u64,
+    /// When it arrived; `None`: lost.
+    pub at: Option<Time>,
+    /// The ECN bits it arrived with (0 when lost, or when the format cannot carry them).
+    pub ecn: u8,
+}
+
+impl Arrival {
+    /// A received packet.
+    pub fn received(seq: u64, at: Time, ecn: u8) -> Arrival {
+        Arrival { seq, at: Some(at), ecn }
+    }
+
+    /// A lost packet.
+    pub fn lost(seq: u64) -> Arrival {
+        Arrival { seq, at: None, ecn: 0 }
+    }
+}
+
 /// Arrivals not yet reported, and the schedule that reports them.
 #[derive(Clone, Debug)]
 pub struct FeedbackCollector {
     schedule: FeedbackSchedule,
-    /// `(transport sequence number, arrival)`, in arrival order.
-    pending: Vec<(u64, Time)>,
+    /// `(transport sequence number, arrival, ECN bits)`, in arrival order.
+    pending: Vec<(u64, Time, u8)>,
     /// The next sequence number a report starts from.
     next_seq: u64,
     last_report: Time,
@@ -80,13 +109,18 @@ impl FeedbackCollector {
         }
     }
 
-    /// A media packet with transport sequence number `seq` arrived.
+    /// A media packet with transport sequence number `seq` arrived (Not-ECT).
     pub fn on_packet(&mut self, now: Time, seq: u64) {
+        self.on_packet_ecn(now, seq, 0);
+    }
+
+    /// A media packet with transport sequence number `seq` arrived with ECN bits `ecn`.
+    pub fn on_packet_ecn(&mut self, now: Time, seq: u64, ecn: u8) {
         if !self.started {
             self.started = true;
             self.last_report = now;
         }
-        self.pending.push((seq, now));
+        self.pending.push((seq, now, ecn & 3));
     }
 
     /// When the next report is due.
@@ -109,7 +143,7 @@ impl FeedbackCollector {
     /// The report due at `now`: every sequence number from the last report's end to the highest
     /// received, with its arrival time or `None` (lost). Sequence numbers below a previous report
     /// (late packets) are dropped.
-    pub fn poll_report(&mut self, now: Time) -> Option<Vec<(u64, Option<Time>)>> {
+    pub fn poll_report(&mut self, now: Time) -> Option<Vec<Arrival>> {
         if self.poll_timeout().is_none_or(|t| t > now) {
             return None;
         }
@@ -120,11 +154,11 @@ impl FeedbackCollector {
         let mut it = self.pending.drain(..).filter(|p| p.0 >= self.next_seq).peekable();
         for seq in self.next_seq..=highest {
             match it.peek() {
-                Some(&(s, t)) if s == seq => {
-                    out.push((seq, Some(t)));
+                Some(&(s, t, ecn)) if s == seq => {
+                    out.push(Arrival::received(seq, t, ecn));
                     it.next();
                 }
-                _ => out.push((seq, None)),
+                _ => out.push(Arrival::lost(seq)),
             }
         }
         drop(it);
@@ -160,15 +194,20 @@ impl FeedbackEncoder {
         FeedbackEncoder { format, twcc: TwccBuilder::new(1, 2), scratch: Vec::with_capacity(1500) }
     }
 
+    /// Whether the format reports each packet's ECN bits (RFC 8888 does, transport-cc does not).
+    pub fn carries_ecn(&self) -> bool {
+        self.format == FeedbackFormat::Rfc8888
+    }
+
     /// Size of the UDP datagram carrying `report` (one compound RTCP packet: transport-cc may
     /// need several feedback packets for one report) when sent at `now`.
-    pub fn datagram_size(&mut self, report: &[(u64, Option<Time>)], now: Time) -> Bytes {
-        let Some(&(first, _)) = report.first() else { return Bytes(IP_UDP_OVERHEAD) };
+    pub fn datagram_size(&mut self, report: &[Arrival], now: Time) -> Bytes {
+        let Some(first) = report.first().map(|a| a.seq) else { return Bytes(IP_UDP_OVERHEAD) };
         self.scratch.clear();
         let us = |t: Time| (t.as_nanos() / 1_000) as i64;
         match self.format {
             FeedbackFormat::TransportCc => {
-                let arrivals: Vec<Option<i64>> = report.iter().map(|r| r.1.map(us)).collect();
+                let arrivals: Vec<Option<i64>> = report.iter().map(|r| r.at.map(us)).collect();
                 for fb in self.twcc.build(first as u16, &arrivals) {
                     // Invariant: the builder only produces encodable packets.
                     fb.encode(&mut self.scratch).expect("built feedback encodes");
@@ -177,7 +216,9 @@ impl FeedbackEncoder {
             FeedbackFormat::Rfc8888 => {
                 let metrics = report
                     .iter()
-                    .map(|r| r.1.map_or(CcfbMetric::lost(), |a| CcfbMetric::received(us(now) - us(a), 0)))
+                    .map(|r| {
+                        r.at.map_or(CcfbMetric::lost(), |a| CcfbMetric::received(us(now) - us(a), r.ecn))
+                    })
                     .collect();
                 let block = CcfbBlock { media_ssrc: 2, begin_seq: first as u16, metrics };
                 let rep = CcfbReport {
@@ -200,7 +241,7 @@ mod tests {
     fn feedback_sizes_are_the_encoded_sizes() {
         // 10 packets all received 1 ms apart: 20 B header + one run-length chunk + 10 one-byte
         // deltas = 32 B of RTCP; RFC 8888: 12 + 8 + 10 x 2 = 40 B. Plus 28 B IP/UDP.
-        let report: Vec<_> = (0..10).map(|i| (i, Some(Time::from_millis(1000 + i)))).collect();
+        let report: Vec<_> = (0..10).map(|i| Arrival::received(i, Time::from_millis(1000 + i), 1)).collect();
         let now = Time::from_millis(1020);
         assert_eq!(FeedbackEncoder::new(FeedbackFormat::TransportCc).datagram_size(&report, now), Bytes(60));
         assert_eq!(FeedbackEncoder::new(FeedbackFormat::Rfc8888).datagram_size(&report, now), Bytes(68));
@@ -222,11 +263,29 @@ mod tests {
         c.on_packet(Time::from_millis(2), 2);
         assert!(c.poll_report(Time::from_millis(49)).is_none());
         let r = c.poll_report(Time::from_millis(51)).unwrap();
-        assert_eq!(r, vec![(0, Some(Time::from_millis(1))), (1, None), (2, Some(Time::from_millis(2)))]);
+        assert_eq!(
+            r,
+            vec![
+                Arrival::received(0, Time::from_millis(1), 0),
+                Arrival::lost(1),
+                Arrival::received(2, Time::from_millis(2), 0)
+            ]
+        );
         c.on_packet(Time::from_millis(60), 1); // late: already reported lost
         c.on_packet(Time::from_millis(61), 3);
         let r = c.poll_report(Time::from_millis(101)).unwrap();
-        assert_eq!(r, vec![(3, Some(Time::from_millis(61)))]);
+        assert_eq!(r, vec![Arrival::received(3, Time::from_millis(61), 0)]);
+    }
+
+    #[test]
+    fn reports_keep_each_packets_ecn_and_rfc8888_encodes_it() {
+        let mut c = FeedbackCollector::new(FeedbackSchedule::Interval(Duration::from_millis(50)));
+        c.on_packet_ecn(Time::from_millis(1), 0, 1);
+        c.on_packet_ecn(Time::from_millis(2), 1, 3);
+        let r = c.poll_report(Time::from_millis(51)).unwrap();
+        assert_eq!(r.iter().map(|a| a.ecn).collect::<Vec<_>>(), vec![1, 3]);
+        assert!(FeedbackEncoder::new(FeedbackFormat::Rfc8888).carries_ecn());
+        assert!(!FeedbackEncoder::new(FeedbackFormat::TransportCc).carries_ecn());
     }
 
     #[test]

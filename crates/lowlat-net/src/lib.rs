@@ -9,7 +9,8 @@
 //! - [`trace`]: loaders for those trace formats, with errors that name the file and the line.
 //! - [`jitter`]: RFC 8867/8868 jitter without reordering.
 //! - [`loss`]: Bernoulli and Gilbert-Elliott random loss.
-//! - [`queue`]: drop-tail (by bytes or by time at the current rate) and CoDel (RFC 8289).
+//! - [`queue`]: drop-tail (by bytes or by time at the current rate), CoDel (RFC 8289, optionally
+//!   marking ECN) and an L4S step/ramp marker for ECT(1) packets.
 //! - [`middlebox`]: the hook where network assistance (Zhuge, SCONE-PRO) sits at a queue.
 //! - [`wifi`]: a Wi-Fi access point's downlink: aggregates at random transmit opportunities.
 //! - [`link`]: one hop: queue, server, random loss, propagation delay and jitter.
@@ -28,6 +29,8 @@ pub use jitter::NoReorderJitter;
 pub use link::{Link, LinkConfig, LinkStats};
 pub use loss::LossModel;
 pub use middlebox::{BuiltFeedback, Direction, FeedbackPayload, Middlebox, NoAssist, QueueState, Verdict};
-pub use queue::{CoDel, CoDelConfig, DropTail, QueueConfig, QueueDiscipline, QueueLimit};
+pub use queue::{
+    CoDel, CoDelConfig, DropTail, L4sConfig, L4sMarker, QueueConfig, QueueDiscipline, QueueLimit,
+};
 pub use trace::{TraceError, TraceWarning};
 pub use wifi::{WifiChannel, WifiConfig};

@@ -16,13 +16,13 @@ use lowlat_cc::{
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
-use lowlat_media::receiver::{FeedbackCollector, FeedbackEncoder, FrameAssembler};
+use lowlat_media::receiver::{Arrival, FeedbackCollector, FeedbackEncoder, FrameAssembler};
 use lowlat_media::source::VideoSource;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 /// Reports in flight from receiver to sender: `(id, report time, per-sequence arrivals)`.
-pub type Mailbox = Arc<Mutex<VecDeque<(u64, (Time, Vec<(u64, Option<Time>)>))>>>;
+pub type Mailbox = Arc<Mutex<VecDeque<(u64, (Time, Vec<Arrival>))>>>;
 
 /// What a media endpoint measured, read once at the end of the run.
 #[derive(Clone, Debug, Default)]
@@ -35,6 +35,8 @@ pub struct MediaMetrics {
     pub frames_sent: u64,
     /// Packets the sender queue discarded.
     pub discarded_packets: u64,
+    /// Packets the feedback reported as arrived with CE (RFC 8888 or an ACK_ECN count).
+    pub ce_reported: u64,
 }
 
 /// Frame id, packet index and packet count in one `Packet::app` word (40 + 12 + 12 bits).
@@ -119,6 +121,8 @@ pub struct RtpSender {
     padding_size: Bytes,
     /// The latest instant the sender was driven at (for read-outs that take no `now`).
     last_now: Time,
+    /// ECN bits its media packets carry.
+    ecn: u8,
 }
 
 impl RtpSender {
@@ -146,7 +150,14 @@ impl RtpSender {
             metrics: MediaMetrics::default(),
             padding_size: Bytes(mtu.0 + PacerConfig::default().overhead.0),
             last_now: start,
+            ecn: 0,
         }
+    }
+
+    /// Sends its media packets with ECN codepoint `ecn` (padding too: it shares the queue).
+    pub fn with_ecn(mut self, ecn: lowlat_core::Ecn) -> RtpSender {
+        self.ecn = ecn.bits();
+        self
     }
 
     /// Whether the controller's window holds back the packet at the head of the queue.
@@ -163,12 +174,14 @@ impl RtpSender {
     }
 
     /// Hands one feedback report to the controller.
-    fn on_report(&mut self, now: Time, report_time: Time, arrivals: &[(u64, Option<Time>)]) {
+    fn on_report(&mut self, now: Time, report_time: Time, arrivals: &[Arrival]) {
         let mut packets = Vec::with_capacity(arrivals.len());
-        for &(seq, arrival) in arrivals {
-            if let Some(sent) = seq.checked_sub(self.history_base).and_then(|i| self.history.get(i as usize))
+        for a in arrivals {
+            if let Some(sent) =
+                a.seq.checked_sub(self.history_base).and_then(|i| self.history.get(i as usize))
             {
-                packets.push(PacketResult { sent: *sent, arrival, ecn: 0 });
+                self.metrics.ce_reported += u64::from(a.ecn == 3);
+                packets.push(PacketResult { sent: *sent, arrival: a.at, ecn: a.ecn });
             }
         }
         // Everything up to the report's last sequence number is settled.
@@ -204,7 +217,10 @@ impl Endpoint for RtpSender {
             // The receiver's own reports were dropped on the way: what they left in the mailbox
             // is stale.
             self.mailbox.lock().expect("the mailbox lock is never held across a panic").clear();
-            self.on_report(now, *report_time, arrivals);
+            // The AP's reports carry no ECN (Zhuge predicts arrival times only).
+            let arrivals: Vec<Arrival> =
+                arrivals.iter().map(|&(seq, at)| Arrival { seq, at, ecn: 0 }).collect();
+            self.on_report(now, *report_time, &arrivals);
         }
     }
 
@@ -233,7 +249,7 @@ impl Endpoint for RtpSender {
         if let Some(p) = self.pacer.poll_transmit(now, rate) {
             let sent = self.record_sent(now, p.size);
             let app = pack(p.frame, p.index, p.frame_packets);
-            return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: 0 });
+            return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: self.ecn });
         }
         if self.cc.wants_padding(now)
             && self.pacer.is_empty()
@@ -241,7 +257,7 @@ impl Endpoint for RtpSender {
             && self.pacer.poll_padding(now, rate, self.padding_size)
         {
             let sent = self.record_sent(now, self.padding_size);
-            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: 0 });
+            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: self.ecn });
         }
         None
     }
@@ -300,7 +316,7 @@ impl RtpReceiver {
 
 impl Endpoint for RtpReceiver {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        self.collector.on_packet(now, pkt.seq);
+        self.collector.on_packet_ecn(now, pkt.seq, pkt.ecn);
         if pkt.app == PADDING {
             return;
         }
@@ -311,7 +327,11 @@ impl Endpoint for RtpReceiver {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        let report = self.collector.poll_report(now)?;
+        let mut report = self.collector.poll_report(now)?;
+        if !self.encoder.carries_ecn() {
+            // Transport-cc has no ECN field: the marks are lost on the way back.
+            report.iter_mut().for_each(|a| a.ecn = 0);
+        }
         let size = self.encoder.datagram_size(&report, now);
         let id = self.next_report_id;
         self.next_report_id += 1;

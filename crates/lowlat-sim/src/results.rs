@@ -109,6 +109,10 @@ pub struct FlowSummary {
     /// Media flows: share of 1 s bins with fewer than 10 frames completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_fps_below_10: Option<f64>,
+    /// Media flows: packets the feedback told the sender arrived with CE (RFC 8888's ECN field,
+    /// or the transport's ACK_ECN count; transport-cc cannot tell).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ce_reported: Option<u64>,
     /// Network RTT, ms: each packet's one-way delay plus the reverse path's propagation delay
     /// (what the path gives the media, whoever writes the feedback; the same for every scheme).
     pub net_rtt_ms: Stats,
@@ -215,6 +219,8 @@ pub struct LinkSummary {
     pub random_losses: u64,
     /// Largest queue held, bytes.
     pub max_queue_bytes: u64,
+    /// Packets the queue marked CE instead of dropping (CoDel with ECN, L4S).
+    pub ecn_marks: u64,
 }
 
 /// `summary.json`.
@@ -351,7 +357,9 @@ impl RunResult {
             f_frame
                 .extend(frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }));
             f_frames.extend(frame_bins.iter().map(|&(_, n)| f64::from(n)));
-            let media = match (st.sender.media_metrics(), receiver_media) {
+            let sender_media = st.sender.media_metrics();
+            let ce_reported = sender_media.as_ref().map(|s| s.ce_reported);
+            let media = match (sender_media, receiver_media) {
                 (Some(s), Some(r)) => Some(media_summary(&s, &r, cfg.start, end_t)),
                 _ => None,
             };
@@ -375,6 +383,7 @@ impl RunResult {
                 ratio_rtt_over_200ms: media.as_ref().map(|x| x.ratio_rtt_over_200ms),
                 ratio_frame_delay_over_400ms: media.as_ref().map(|x| x.ratio_frame_delay_over_400ms),
                 ratio_fps_below_10: media.as_ref().map(|x| x.ratio_fps_below_10),
+                ce_reported,
                 net_rtt_ms: net_rtt.0,
                 ratio_net_rtt_over_200ms: net_rtt.1,
                 transfers: transfers.as_ref().map(|t| t.len() as u64),
@@ -410,6 +419,7 @@ impl RunResult {
                 drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
                 random_losses: s.random_losses,
                 max_queue_bytes: s.max_queue_bytes,
+                ecn_marks: s.ecn_marks,
             });
             for i in 0..nbins {
                 let b = s.bins.get(i).copied().unwrap_or_default();

@@ -9,13 +9,13 @@
 //! The format is documented for users in `docs/scenario-format.md`.
 
 use lowlat_assist::{BurstRule, ZhugeConfig};
-use lowlat_core::{Bitrate, Bytes, Duration, ParseUnitError, Time};
+use lowlat_core::{Bitrate, Bytes, Duration, Ecn, ParseUnitError, Time};
 use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
 use lowlat_net::capacity::{Capacity, RateSchedule};
 use lowlat_net::link::LinkConfig;
 use lowlat_net::loss::LossModel;
-use lowlat_net::queue::{CoDelConfig, QueueConfig, QueueLimit};
+use lowlat_net::queue::{CoDelConfig, L4sConfig, QueueConfig, QueueLimit};
 use lowlat_net::trace::{self, RateTraceOptions, TraceWarning};
 use lowlat_net::wifi::WifiConfig;
 use serde::de::{self, Deserializer, Visitor};
@@ -205,7 +205,7 @@ fn one() -> f64 {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSpec {
-    /// `"droptail"` or `"codel"`.
+    /// `"droptail"`, `"codel"` or `"l4s"` (marks ECT(1) packets above a sojourn threshold).
     pub kind: String,
     /// `"300 ms"` (time at the current rate), `"64 kB"` (bytes), `"100 packets"`, or `"unlimited"`.
     pub limit: Option<String>,
@@ -213,6 +213,13 @@ pub struct QueueSpec {
     pub target: Option<D>,
     /// CoDel interval (default 100 ms).
     pub interval: Option<D>,
+    /// CoDel: mark ECN-capable packets CE instead of dropping them (default false); an `l4s`
+    /// queue always marks; a drop-tail queue cannot.
+    pub ecn: Option<bool>,
+    /// L4S: sojourn time from which ECT(1) packets are marked (default 1 ms).
+    pub threshold: Option<D>,
+    /// L4S: sojourn time where the marking ramp reaches 1 (default: `threshold`, a step).
+    pub max_threshold: Option<D>,
 }
 
 /// An access link between a host and the bottleneck's router.
@@ -277,6 +284,9 @@ pub struct FlowSpec {
     pub direction: Option<String>,
     /// Video: an interval with no frames, `{ from = "40 s", to = "60 s" }` (RMCAT 5.8).
     pub pause: Option<PauseSpec>,
+    /// ECN codepoint of the sender's packets: `"not-ect"` (default), `"ect0"` (classic ECN) or
+    /// `"ect1"` (L4S). Video over RTP needs `feedback_format = "rfc8888"` to report CE.
+    pub ecn: Option<String>,
     /// When the source starts (default 0 s).
     pub start: Option<D>,
     /// When it stops (default: the end of the run).
@@ -372,6 +382,8 @@ pub struct FlowConfig {
     pub reverse: bool,
     /// Transport settings (bulk flows only).
     pub transport: Option<TransportFlowConfig>,
+    /// ECN codepoint of the sender's packets.
+    pub ecn: Ecn,
 }
 
 /// An ack-clocked flow's settings (bulk and web flows).
@@ -726,6 +738,7 @@ impl Scenario {
                 }
                 m.pause = Some((Time::ZERO + p.from.0, Time::ZERO + p.to.0));
             }
+            let ecn = flow_ecn(f, kind, media.as_ref(), &key, label)?;
             let access = f.access.as_ref().map(|a| access_config(a, &key("access"), label)).transpose()?;
             let egress = f.egress.as_ref().map(|a| access_config(a, &key("egress"), label)).transpose()?;
             flows.push(FlowConfig {
@@ -740,6 +753,7 @@ impl Scenario {
                 media,
                 reverse,
                 transport,
+                ecn,
             });
         }
         Ok(Scenario {
@@ -917,6 +931,36 @@ fn media_config(
         m.cc_params.insert(name.clone(), params);
     }
     Ok(Some(m))
+}
+
+/// The ECN codepoint flow `f` sends with, checked.
+fn flow_ecn(
+    f: &FlowSpec,
+    kind: TrafficKind,
+    media: Option<&MediaConfig>,
+    key: &dyn Fn(&str) -> String,
+    label: &str,
+) -> Result<Ecn, ScenarioError> {
+    let Some(text) = f.ecn.as_deref() else { return Ok(Ecn::NotEct) };
+    let err = |msg: String| ScenarioError::new(label, key("ecn"), msg);
+    let ecn: Ecn = text.parse().map_err(err)?;
+    if ecn == Ecn::Ce {
+        return Err(err("got \"ce\", expected \"not-ect\", \"ect0\" or \"ect1\": only queues set CE".into()));
+    }
+    if kind == TrafficKind::Web && ecn.is_ect() {
+        return Err(err(
+            "web flows send Not-ECT; `ecn` applies to cbr, poisson, rtp-video and bulk flows".into()
+        ));
+    }
+    if let Some(m) = media {
+        if ecn.is_ect() && !is_window_controller(&m.cc) && m.feedback_format == FeedbackFormat::TransportCc {
+            return Err(err(format!(
+                "got {text:?} with transport-cc feedback, which has no ECN field (libwebrtc sends ECT(1) only \
+                 with RFC 8888): set feedback_format = \"rfc8888\""
+            )));
+        }
+    }
+    Ok(ecn)
 }
 
 /// The transport settings of flow `f`, checked; `None` for other kinds (which must not carry them).
@@ -1260,18 +1304,30 @@ fn queue_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, Sc
         None => QueueLimit::Time(Duration::from_millis(300)),
         Some(s) => parse_queue_limit(s).map_err(|m| ScenarioError::new(label, format!("{key}.limit"), m))?,
     };
+    let err = |k: &str, msg: String| ScenarioError::new(label, format!("{key}.{k}"), msg);
+    let codel_keys = [("target", q.target.is_some()), ("interval", q.interval.is_some())];
+    let l4s_keys = [("threshold", q.threshold.is_some()), ("max_threshold", q.max_threshold.is_some())];
+    let refuse = |keys: &[(&str, bool)], what: &str| -> Result<(), ScenarioError> {
+        match keys.iter().find(|k| k.1) {
+            Some((k, _)) => Err(err(k, format!("`{k}` is not a parameter of kind = {:?} ({what})", q.kind))),
+            None => Ok(()),
+        }
+    };
     match q.kind.as_str() {
         "droptail" | "fifo" => {
-            if q.target.is_some() || q.interval.is_some() {
-                return Err(ScenarioError::new(
-                    label,
-                    key,
-                    "`target` and `interval` are CoDel parameters; kind is \"droptail\"",
+            refuse(&codel_keys, "a CoDel parameter")?;
+            refuse(&l4s_keys, "an L4S parameter")?;
+            if q.ecn == Some(true) {
+                return Err(err(
+                    "ecn",
+                    "a drop-tail queue cannot mark ECN; use kind = \"codel\" with ecn = true, or kind = \"l4s\""
+                        .into(),
                 ));
             }
             Ok(QueueConfig::DropTail { limit })
         }
         "codel" => {
+            refuse(&l4s_keys, "an L4S parameter")?;
             let mut config = CoDelConfig::default();
             if let Some(t) = q.target {
                 config.target = t.0;
@@ -1282,12 +1338,31 @@ fn queue_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, Sc
             if config.target == Duration::ZERO || config.interval == Duration::ZERO {
                 return Err(ScenarioError::new(label, key, "CoDel target and interval must be positive"));
             }
+            config.ecn = q.ecn.unwrap_or(false);
             Ok(QueueConfig::CoDel { config, limit })
         }
-        other => Err(ScenarioError::new(
-            label,
-            format!("{key}.kind"),
-            format!("got {other:?}, expected \"droptail\" or \"codel\""),
-        )),
+        "l4s" => {
+            refuse(&codel_keys, "a CoDel parameter")?;
+            if q.ecn == Some(false) {
+                return Err(err(
+                    "ecn",
+                    "an l4s queue always marks ECT(1) packets; remove `ecn = false`".into(),
+                ));
+            }
+            let mut config = L4sConfig::default();
+            if let Some(t) = q.threshold {
+                config.threshold = t.0;
+                config.max_threshold = t.0;
+            }
+            if let Some(t) = q.max_threshold {
+                config.max_threshold = t.0;
+            }
+            config.validate().map_err(|m| {
+                let (k, rest) = m.split_once(": ").unwrap_or(("", m.as_str()));
+                err(k, rest.to_string())
+            })?;
+            Ok(QueueConfig::L4s { config, limit })
+        }
+        other => Err(err("kind", format!("got {other:?}, expected \"droptail\", \"codel\" or \"l4s\""))),
     }
 }

@@ -180,7 +180,10 @@ impl Simulation {
                     let cc =
                         transport::window_controller(&t.cc, f.packet_size).expect("validated controller");
                     (
-                        Box::new(BulkSender::new(cc, f.packet_size, t.size, f.start, f.stop, mb.clone())),
+                        Box::new(
+                            BulkSender::new(cc, f.packet_size, t.size, f.start, f.stop, mb.clone())
+                                .with_ecn(f.ecn),
+                        ),
                         Box::new(AckReceiver::new(mb)),
                     )
                 }
@@ -197,7 +200,8 @@ impl Simulation {
                                 rng,
                                 mb.clone(),
                             )
-                            .expect("validated controller"),
+                            .expect("validated controller")
+                            .with_ecn(f.ecn),
                         ),
                         Box::new(TransportVideoReceiver::new(m, f.start, mb)),
                     )
@@ -205,7 +209,10 @@ impl Simulation {
                 (Some(m), None) => {
                     let mb = media::mailbox();
                     (
-                        Box::new(RtpSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng, mb.clone())),
+                        Box::new(
+                            RtpSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng, mb.clone())
+                                .with_ecn(f.ecn),
+                        ),
                         Box::new(RtpReceiver::new(m, f.start, mb)),
                     )
                 }

@@ -22,6 +22,8 @@ pub struct Source {
     next: Option<Time>,
     seq: u64,
     rng: Rng,
+    /// ECN bits its packets carry.
+    ecn: u8,
 }
 
 impl Source {
@@ -36,6 +38,7 @@ impl Source {
             next: Some(flow.start),
             seq: 0,
             rng,
+            ecn: flow.ecn.bits(),
         }
     }
 
@@ -73,7 +76,7 @@ impl Source {
 
 impl Endpoint for Source {
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        self.emit(now).map(|(seq, size)| Transmit { size, seq, app: 0, ecn: 0 })
+        self.emit(now).map(|(seq, size)| Transmit { size, seq, app: 0, ecn: self.ecn })
     }
 
     fn poll_timeout(&self) -> Option<Time> {

@@ -39,6 +39,8 @@ pub struct BulkSender {
     /// due before `stop` but is served after it cannot wake the driver forever.
     stopped: bool,
     mailbox: AckMailbox,
+    /// ECN bits its packets carry.
+    ecn: u8,
 }
 
 impl BulkSender {
@@ -52,7 +54,13 @@ impl BulkSender {
         mailbox: AckMailbox,
     ) -> BulkSender {
         let cfg = SenderConfig { packet_size, size, ..SenderConfig::default() };
-        BulkSender { sender: Sender::new(cfg, cc), start, stop, stopped: false, mailbox }
+        BulkSender { sender: Sender::new(cfg, cc), start, stop, stopped: false, mailbox, ecn: 0 }
+    }
+
+    /// Sends its packets with ECN codepoint `ecn` (the peer's ACK_ECN counts come back).
+    pub fn with_ecn(mut self, ecn: lowlat_core::Ecn) -> BulkSender {
+        self.ecn = ecn.bits();
+        self
     }
 }
 
@@ -82,7 +90,7 @@ impl Endpoint for BulkSender {
             return None;
         }
         let (pn, size) = self.sender.poll_transmit(now)?;
-        Some(Transmit { size, seq: pn, app: pn, ecn: 0 })
+        Some(Transmit { size, seq: pn, app: pn, ecn: self.ecn })
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -119,7 +127,7 @@ impl AckReceiver {
 
 impl Endpoint for AckReceiver {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        self.receiver.on_packet(now, pkt.seq);
+        self.receiver.on_packet_ecn(now, pkt.seq, pkt.ecn);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {

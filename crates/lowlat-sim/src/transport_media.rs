@@ -45,6 +45,8 @@ pub struct TransportVideoSender {
     pause: Option<(Time, Time)>,
     mailbox: AckMailbox,
     metrics: MediaMetrics,
+    /// ECN bits its packets carry.
+    ecn: u8,
 }
 
 impl TransportVideoSender {
@@ -76,7 +78,14 @@ impl TransportVideoSender {
             pause: media.pause,
             mailbox,
             metrics: MediaMetrics::default(),
+            ecn: 0,
         })
+    }
+
+    /// Sends its packets with ECN codepoint `ecn`.
+    pub fn with_ecn(mut self, ecn: lowlat_core::Ecn) -> TransportVideoSender {
+        self.ecn = ecn.bits();
+        self
     }
 
     /// The encoder's target: the controller's sending rate less what drains the application
@@ -155,7 +164,7 @@ impl Endpoint for TransportVideoSender {
             .unwrap_or((PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)));
         let pn = self.sender.send_message(now, size, tag);
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
-        Some(Transmit { size, seq: pn, app: tag, ecn: 0 })
+        Some(Transmit { size, seq: pn, app: tag, ecn: self.ecn })
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -173,6 +182,7 @@ impl Endpoint for TransportVideoSender {
     fn media_metrics(&self) -> Option<MediaMetrics> {
         let mut m = self.metrics.clone();
         m.discarded_packets = self.queue.discarded_packets();
+        m.ce_reported = self.sender.stats().ce_marks;
         Some(m)
     }
 }

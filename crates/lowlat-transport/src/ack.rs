@@ -1,10 +1,40 @@
-//! ACK frames (RFC 9000 §19.3): the ranges of packet numbers received, newest first.
+//! ACK frames (RFC 9000 §19.3): the ranges of packet numbers received, newest first, and the
+//! ECN counts of an ACK_ECN frame (type 0x03, RFC 9000 §19.3.2).
 
 use lowlat_core::Duration;
 use smallvec::SmallVec;
 
 /// The ranges of one frame: up to four inline, so the common ACK allocates nothing.
 pub type AckRanges = SmallVec<[(u64, u64); 4]>;
+
+/// The ECN counts of an ACK_ECN frame: packets received with each codepoint since the start
+/// (RFC 9000 §13.4.1), cumulative so a lost ACK loses no information.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EcnCounts {
+    /// Packets received with ECT(0).
+    pub ect0: u64,
+    /// Packets received with ECT(1).
+    pub ect1: u64,
+    /// Packets received with CE.
+    pub ce: u64,
+}
+
+impl EcnCounts {
+    /// Counts a packet that arrived with ECN bits `ecn` (Not-ECT is not counted).
+    pub fn count(&mut self, ecn: u8) {
+        match ecn & 3 {
+            1 => self.ect1 += 1,
+            2 => self.ect0 += 1,
+            3 => self.ce += 1,
+            _ => {}
+        }
+    }
+
+    /// Whether any ECN-capable packet was counted.
+    pub fn any(&self) -> bool {
+        self.ect0 + self.ect1 + self.ce > 0
+    }
+}
 
 /// What one ACK frame says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -14,6 +44,8 @@ pub struct AckFrame {
     pub ranges: AckRanges,
     /// How long the receiver held the largest packet before sending this frame.
     pub ack_delay: Duration,
+    /// The ECN counts (an ACK_ECN frame) once the receiver has seen an ECN-capable packet.
+    pub ecn: Option<EcnCounts>,
 }
 
 /// Bytes of a QUIC variable-length integer (RFC 9000 §16).
@@ -50,6 +82,9 @@ impl AckFrame {
             n += varint_len(prev_lo - hi - 2) + varint_len(hi - lo);
             prev_lo = lo;
         }
+        if let Some(e) = self.ecn {
+            n += varint_len(e.ect0) + varint_len(e.ect1) + varint_len(e.ce);
+        }
         n
     }
 
@@ -69,11 +104,15 @@ mod tests {
         let a = AckFrame {
             ranges: AckRanges::from_slice(&[(10, 20), (5, 7), (0, 2)]),
             ack_delay: Duration::from_millis(1),
+            ecn: None,
         };
         assert_eq!(a.largest(), Some(20));
         assert!(a.contains(10) && a.contains(20) && a.contains(6) && a.contains(0));
         assert!(!a.contains(8) && !a.contains(21) && !a.contains(3));
         // type 1, largest 1, delay 125 -> 2, count 1, first 1, (gap 1, len 1) x 2.
         assert_eq!(a.encoded_len(), 1 + 1 + 2 + 1 + 1 + 2 + 2);
+        // ACK_ECN: three more varints.
+        let e = AckFrame { ecn: Some(EcnCounts { ect0: 0, ect1: 100, ce: 3 }), ..a };
+        assert_eq!(e.encoded_len(), 10 + 1 + 2 + 1);
     }
 }

@@ -32,7 +32,7 @@ pub mod receiver;
 pub mod rtt;
 pub mod sender;
 
-pub use ack::{AckFrame, AckRanges};
+pub use ack::{AckFrame, AckRanges, EcnCounts};
 pub use bbr::{Bbr, BbrConfig};
 pub use copa::{Copa, CopaConfig};
 pub use cubic::{Cubic, CubicConfig};

@@ -2,7 +2,7 @@
 //! (RFC 9000 §13.2: at least every second ack-eliciting packet, within `max_ack_delay`, and at
 //! once when packets arrive out of order).
 
-use crate::ack::{AckFrame, AckRanges};
+use crate::ack::{AckFrame, AckRanges, EcnCounts};
 use lowlat_core::{Duration, Time};
 
 /// When the receiver acknowledges.
@@ -34,6 +34,8 @@ pub struct Receiver {
     /// When the largest packet arrived.
     largest_at: Time,
     ack_now: bool,
+    /// ECN codepoints received so far (RFC 9000 §13.4.1).
+    ecn: EcnCounts,
 }
 
 impl Receiver {
@@ -46,6 +48,18 @@ impl Receiver {
             first_unacked: None,
             largest_at: Time::ZERO,
             ack_now: false,
+            ecn: EcnCounts::default(),
+        }
+    }
+
+    /// Packet `pn` arrived at `now` with ECN bits `ecn`: counted for the ACK_ECN frame. A CE
+    /// mark is acknowledged at once (RFC 9000 §13.2.1: "SHOULD immediately acknowledge" a
+    /// packet marked CE, so the sender reacts within an RTT).
+    pub fn on_packet_ecn(&mut self, now: Time, pn: u64, ecn: u8) {
+        self.ecn.count(ecn);
+        self.on_packet(now, pn);
+        if ecn & 3 == 3 {
+            self.ack_now = true;
         }
     }
 
@@ -101,7 +115,11 @@ impl Receiver {
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        Some(AckFrame { ranges: AckRanges::from_slice(&self.ranges), ack_delay: now - self.largest_at })
+        Some(AckFrame {
+            ranges: AckRanges::from_slice(&self.ranges),
+            ack_delay: now - self.largest_at,
+            ecn: self.ecn.any().then_some(self.ecn),
+        })
     }
 
     /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
@@ -134,5 +152,23 @@ mod tests {
         r.on_packet(Time::from_millis(31), 3);
         r.on_packet(Time::from_millis(31), 4);
         assert_eq!(r.poll_ack(Time::from_millis(31)).unwrap().ranges.as_slice(), [(0, 5)]);
+    }
+
+    #[test]
+    fn ecn_counts_are_cumulative_and_a_ce_mark_is_acknowledged_at_once() {
+        let mut r = Receiver::new(ReceiverConfig::default());
+        r.on_packet_ecn(Time::from_millis(1), 0, 1);
+        assert_eq!(r.poll_ack(Time::from_millis(1)), None);
+        r.on_packet_ecn(Time::from_millis(2), 1, 3);
+        let a = r.poll_ack(Time::from_millis(2)).unwrap();
+        assert_eq!(a.ecn, Some(EcnCounts { ect0: 0, ect1: 1, ce: 1 }));
+        r.on_packet_ecn(Time::from_millis(3), 2, 3); // CE: no waiting for a second packet
+        let a = r.poll_ack(Time::from_millis(3)).unwrap();
+        assert_eq!(a.ecn, Some(EcnCounts { ect0: 0, ect1: 1, ce: 2 }));
+        // Without ECN-capable packets the frame is a plain ACK.
+        let mut plain = Receiver::new(ReceiverConfig::default());
+        plain.on_packet_ecn(Time::ZERO, 0, 0);
+        plain.on_packet_ecn(Time::ZERO, 1, 0);
+        assert_eq!(plain.poll_ack(Time::ZERO).unwrap().ecn, None);
     }
 }

@@ -63,6 +63,8 @@ pub struct SenderStats {
     pub ptos: u64,
     /// Congestion events signalled to the controller.
     pub congestion_events: u64,
+    /// Packets the peer reported received with CE (its ACK_ECN count).
+    pub ce_marks: u64,
 }
 
 /// One sent packet, kept until acknowledged or lost.
@@ -366,6 +368,7 @@ impl Sender {
             return; // acknowledges packets never sent: ignore the frame
         }
         let prev = self.largest_acked;
+        let largest_sent = self.entry(largest).map(|s| s.time);
         // RTT sample from the largest, if it is newly acknowledged (RFC 9002 §5.1).
         if prev.is_none_or(|p| largest > p) {
             if let Some(s) = self.entry(largest).copied().filter(|s| s.outstanding) {
@@ -402,6 +405,7 @@ impl Sender {
             cursor = hi + 1;
         }
         self.largest_acked = Some(prev.map_or(largest, |p| p.max(largest)));
+        self.process_ecn(now, frame, largest_sent);
         let lost_before = self.stats.packets_lost;
         self.detect_lost(now);
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
@@ -431,6 +435,22 @@ impl Sender {
         while self.sent.front().is_some_and(|s| !s.outstanding) {
             self.sent.pop_front();
             self.base_pn += 1;
+        }
+    }
+
+    /// RFC 9002 §7.1 / Appendix B.7 (ProcessECN): an increase of the peer's CE count is a
+    /// congestion event, dated by the send time of the frame's largest acknowledged packet (the
+    /// controller reacts once per recovery period, as to a loss). `lost_bytes` is zero: nothing
+    /// needs sending again.
+    fn process_ecn(&mut self, now: Time, frame: &AckFrame, largest_sent: Option<Time>) {
+        let Some(e) = frame.ecn else { return };
+        if e.ce <= self.stats.ce_marks {
+            return; // counts are cumulative: an older (reordered) frame says nothing new
+        }
+        self.stats.ce_marks = e.ce;
+        if let Some(sent) = largest_sent {
+            self.stats.congestion_events += 1;
+            self.cc.on_congestion_event(now, sent, false, 0);
         }
     }
 
@@ -536,5 +556,37 @@ impl Sender {
     /// The pacing rate in use (`None` before the first RTT sample).
     pub fn current_pacing_rate(&self) -> Option<Bitrate> {
         self.pacing_rate().map(Bitrate::from_bps_f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ack::{AckRanges, EcnCounts};
+    use crate::NewRenoConfig;
+
+    #[test]
+    fn a_rising_ce_count_in_an_ack_is_one_congestion_event() {
+        let cc = NewRenoConfig::for_datagram(Bytes(1200)).build();
+        let mut s = Sender::new(SenderConfig::default(), Box::new(cc));
+        let mut t = Time::ZERO;
+        while let Some((_, _)) = s.poll_transmit(t) {
+            t = t + Duration::from_micros(10);
+        }
+        let window = s.window();
+        let ack = |hi: u64, ce: u64| AckFrame {
+            ranges: AckRanges::from_slice(&[(0, hi)]),
+            ack_delay: Duration::ZERO,
+            ecn: Some(EcnCounts { ect0: 0, ect1: hi + 1 - ce, ce }),
+        };
+        s.on_ack(Time::from_millis(50), &ack(1, 0));
+        assert_eq!((s.stats().ce_marks, s.stats().congestion_events), (0, 0));
+        s.on_ack(Time::from_millis(51), &ack(3, 2));
+        assert_eq!((s.stats().ce_marks, s.stats().congestion_events), (2, 1));
+        assert!(s.window() < window, "NewReno halves on CE: {} -> {}", window, s.window());
+        assert_eq!(s.stats().packets_lost, 0, "a mark is not a loss");
+        // The same cumulative count again is no new event.
+        s.on_ack(Time::from_millis(52), &ack(4, 2));
+        assert_eq!(s.stats().congestion_events, 1);
     }
 }

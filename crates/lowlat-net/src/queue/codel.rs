@@ -4,6 +4,10 @@
 //! it has stayed above target for a whole `interval`, CoDel enters the dropping state and drops at
 //! the head at intervals of `interval / sqrt(count)` until the sojourn time falls below target.
 //! Dropping resumes with the previous count when it re-enters soon after leaving (§5.5).
+//!
+//! With `ecn` on, an ECN-capable packet the control law picks is marked CE and delivered
+//! instead of dropped (RFC 8289 §5: "mark or drop"; the order of Linux's `codel_impl.h`: a mark
+//! ends the round, a drop looks at the next packet). Not-ECT packets are still dropped.
 
 use super::QueueLimit;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
@@ -18,6 +22,9 @@ pub struct CoDelConfig {
     pub interval: Duration,
     /// Largest packet; a queue holding no more than this is never dropped from (§5.3: MTU).
     pub max_packet: Bytes,
+    /// Mark ECN-capable packets CE instead of dropping them (off by default, as in Linux's
+    /// `codel`; `fq_codel` turns it on).
+    pub ecn: bool,
 }
 
 impl Default for CoDelConfig {
@@ -26,6 +33,7 @@ impl Default for CoDelConfig {
             target: Duration::from_millis(5),
             interval: Duration::from_millis(100),
             max_packet: Bytes(1500),
+            ecn: false,
         }
     }
 }
@@ -45,6 +53,7 @@ pub struct CoDel {
     last_count: u32,
     dropping: bool,
     drops: u64,
+    marks: u64,
 }
 
 impl CoDel {
@@ -61,6 +70,7 @@ impl CoDel {
             last_count: 0,
             dropping: false,
             drops: 0,
+            marks: 0,
         }
     }
 
@@ -102,6 +112,16 @@ impl CoDel {
         (Some(p), ok_to_drop)
     }
 
+    /// Marks `p` CE if ECN is on and it is ECN-capable; returns whether it did.
+    fn mark(&mut self, p: &mut Option<Packet>) -> bool {
+        if self.config.ecn && p.as_mut().is_some_and(Packet::mark_ce) {
+            self.marks += 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// The next packet to transmit (RFC 8289 `dequeue`); packets dropped on the way are counted.
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
         let (mut p, ok_to_drop) = self.do_dequeue(now);
@@ -110,9 +130,14 @@ impl CoDel {
                 self.dropping = false;
             }
             while self.dropping && now >= self.drop_next {
+                self.count += 1;
+                if self.mark(&mut p) {
+                    // A mark delivers the packet in hand and ends this round.
+                    self.drop_next = self.control_law(self.drop_next, self.count);
+                    break;
+                }
                 // Drop the packet in hand and look at the next one.
                 self.drops += 1;
-                self.count += 1;
                 let (next, ok) = self.do_dequeue(now);
                 p = next;
                 if !ok {
@@ -122,9 +147,11 @@ impl CoDel {
                 }
             }
         } else if ok_to_drop {
-            self.drops += 1;
-            let (next, _) = self.do_dequeue(now);
-            p = next;
+            if !self.mark(&mut p) {
+                self.drops += 1;
+                let (next, _) = self.do_dequeue(now);
+                p = next;
+            }
             self.dropping = true;
             // Resume near the previous drop rate if dropping stopped only recently (§5.5).
             let delta = self.count.saturating_sub(self.last_count);
@@ -163,8 +190,54 @@ impl CoDel {
         self.drops
     }
 
+    /// Packets marked CE instead of dropped so far.
+    pub fn marks(&self) -> u64 {
+        self.marks
+    }
+
     /// Whether CoDel is in its dropping state.
     pub fn is_dropping(&self) -> bool {
         self.dropping
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_core::{Ecn, FlowId};
+
+    /// A standing queue of 1 packet per ms arriving, served at 1 per ms, 20 ms deep: sojourn
+    /// 20 ms > target for longer than an interval, so the control law acts.
+    fn run(ecn: bool, codepoint: Ecn) -> (CoDel, Vec<Packet>) {
+        let mut q = CoDel::new(CoDelConfig { ecn, ..CoDelConfig::default() }, QueueLimit::Unlimited);
+        let mut out = Vec::new();
+        let mut id = 0;
+        for ms in 0..600u64 {
+            let now = Time::from_millis(ms);
+            // Two arrivals per ms for the first 20 ms, then one: a standing queue of ~20 packets.
+            for _ in 0..if ms < 20 { 2 } else { 1 } {
+                let mut p = Packet::new(id, FlowId(0), Bytes(1000), id, now);
+                p.ecn = codepoint.bits();
+                q.enqueue(now, p, Bitrate::mbps(8)).unwrap();
+                id += 1;
+            }
+            if let Some(p) = q.dequeue(now) {
+                out.push(p);
+            }
+        }
+        (q, out)
+    }
+
+    #[test]
+    fn with_ecn_it_marks_ect_packets_instead_of_dropping_them() {
+        let (dropper, _) = run(false, Ecn::Ect0);
+        assert!(dropper.drops() > 0 && dropper.marks() == 0);
+        let (marker, out) = run(true, Ecn::Ect0);
+        assert_eq!(marker.drops(), 0);
+        assert!(marker.marks() > 0);
+        assert_eq!(out.iter().filter(|p| p.ecn_codepoint() == Ecn::Ce).count() as u64, marker.marks());
+        // Not-ECT packets are still dropped with ECN on.
+        let (not_ect, _) = run(true, Ecn::NotEct);
+        assert!(not_ect.drops() > 0 && not_ect.marks() == 0);
     }
 }

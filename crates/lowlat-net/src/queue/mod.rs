@@ -6,9 +6,11 @@
 
 mod codel;
 mod droptail;
+mod l4s;
 
 pub use codel::{CoDel, CoDelConfig};
 pub use droptail::DropTail;
+pub use l4s::{L4sConfig, L4sMarker};
 
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 
@@ -64,6 +66,24 @@ pub enum QueueConfig {
         /// The buffer behind it (drop-tail beyond this).
         limit: QueueLimit,
     },
+    /// A FIFO marking ECT(1) packets above a sojourn threshold (L4S step or ramp).
+    L4s {
+        /// The thresholds.
+        config: L4sConfig,
+        /// The buffer (drop-tail beyond this).
+        limit: QueueLimit,
+    },
+}
+
+impl QueueConfig {
+    /// Whether the discipline can mark ECN instead of dropping (CoDel with `ecn`, L4S).
+    pub fn marks_ecn(&self) -> bool {
+        match self {
+            QueueConfig::DropTail { .. } => false,
+            QueueConfig::CoDel { config, .. } => config.ecn,
+            QueueConfig::L4s { .. } => true,
+        }
+    }
 }
 
 impl Default for QueueConfig {
@@ -80,6 +100,8 @@ pub enum QueueDiscipline {
     DropTail(DropTail),
     /// CoDel.
     CoDel(CoDel),
+    /// L4S step/ramp marker.
+    L4s(L4sMarker),
 }
 
 impl QueueDiscipline {
@@ -90,6 +112,9 @@ impl QueueDiscipline {
             QueueConfig::CoDel { config, limit } => {
                 QueueDiscipline::CoDel(CoDel::new(config.clone(), *limit))
             }
+            QueueConfig::L4s { config, limit } => {
+                QueueDiscipline::L4s(L4sMarker::new(config.clone(), *limit))
+            }
         }
     }
 
@@ -98,6 +123,7 @@ impl QueueDiscipline {
         match self {
             QueueDiscipline::DropTail(q) => q.enqueue(now, pkt, rate),
             QueueDiscipline::CoDel(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::L4s(q) => q.enqueue(now, pkt, rate),
         }
     }
 
@@ -106,6 +132,7 @@ impl QueueDiscipline {
         match self {
             QueueDiscipline::DropTail(q) => q.dequeue(now),
             QueueDiscipline::CoDel(q) => q.dequeue(now),
+            QueueDiscipline::L4s(q) => q.dequeue(now),
         }
     }
 
@@ -114,6 +141,7 @@ impl QueueDiscipline {
         match self {
             QueueDiscipline::DropTail(q) => q.bytes(),
             QueueDiscipline::CoDel(q) => q.bytes(),
+            QueueDiscipline::L4s(q) => q.bytes(),
         }
     }
 
@@ -122,6 +150,7 @@ impl QueueDiscipline {
         match self {
             QueueDiscipline::DropTail(q) => q.len(),
             QueueDiscipline::CoDel(q) => q.len(),
+            QueueDiscipline::L4s(q) => q.len(),
         }
     }
 
@@ -135,6 +164,7 @@ impl QueueDiscipline {
         match self {
             QueueDiscipline::DropTail(q) => q.head(),
             QueueDiscipline::CoDel(q) => q.head(),
+            QueueDiscipline::L4s(q) => q.head(),
         }
     }
 
@@ -143,6 +173,16 @@ impl QueueDiscipline {
         match self {
             QueueDiscipline::DropTail(_) => 0,
             QueueDiscipline::CoDel(q) => q.drops(),
+            QueueDiscipline::L4s(_) => 0,
+        }
+    }
+
+    /// Packets marked CE so far.
+    pub fn ecn_marks(&self) -> u64 {
+        match self {
+            QueueDiscipline::DropTail(_) => 0,
+            QueueDiscipline::CoDel(q) => q.marks(),
+            QueueDiscipline::L4s(q) => q.marks(),
         }
     }
 }
