@@ -8,6 +8,10 @@
 //! - [`ccfb`]: RFC 8888 congestion control feedback, RTCP RTPFB FMT 11.
 //! - [`rtcp`]: walking a compound RTCP packet.
 //! - [`pcap`]: a minimal capture writer, to read our packets with Wireshark.
+//! - [`scone`]: the SCONE packet (draft-ietf-scone-protocol): a 7-bit throughput advice that
+//!   network elements may only lower.
+//! - [`netsignal`]: the capacity/queue signal of SCONE-PRO for RTC, a CC_PARAMETER-style frame.
+//! - [`varint`]: QUIC variable-length integers (RFC 9000 §16).
 //!
 //! Sans-IO and allocation-light: decoders read byte slices, encoders append to a `Vec<u8>`.
 //! Decoding never panics on any input: malformed bytes give a [`WireError`] (a fuzz-style test
@@ -20,14 +24,19 @@
 //! tests) and against hand-written vectors from the specifications.
 
 pub mod ccfb;
+pub mod netsignal;
 pub mod pcap;
 pub mod rtcp;
 pub mod rtp;
+pub mod scone;
 pub mod twcc;
+pub mod varint;
 
 pub use ccfb::{CcfbBlock, CcfbMetric, CcfbReport, NumReportsConvention};
+pub use netsignal::{NetworkSignalFrame, NetworkSignalRepr};
 pub use rtcp::{decode_compound, RtcpPacket};
 pub use rtp::RtpHeader;
+pub use scone::{SconePacket, SconeRepr};
 pub use twcc::{TransportCcFeedback, TwccBuilder};
 
 /// Why bytes could not be decoded (or a value could not be encoded).
@@ -55,6 +64,9 @@ pub enum WireError {
         /// RTCP feedback message type.
         fmt: u8,
     },
+    /// A QUIC long-header packet whose version is not SCONE's (0x6f7dc0fd / 0xef7dc0fd).
+    #[error("bad SCONE version {0:#010x}, expected 0x6f7dc0fd or 0xef7dc0fd")]
+    BadSconeVersion(u32),
     /// A field holds a value the format reserves or forbids.
     #[error("invalid: {0}")]
     Invalid(&'static str),
