@@ -4,13 +4,17 @@
 //! - [`zhuge`]: Zhuge as a middlebox: the Fortune Teller plus the Feedback Updater (in-band
 //!   transport-cc / RFC 8888 feedback written by the AP, out-of-band ACK holding).
 //! - [`fast_ack`]: the FastAck baseline: the AP acknowledges transport packets for the client.
+//! - [`scone`]: SCONE-PRO at the AP: capacity and queue signals to media senders (RTC mode), or
+//!   the standard SCONE packet's throughput advice.
 //!
 //! Like every lowlat component they are sans-IO: handed `now` and an input, they return outputs.
 
 pub mod fast_ack;
 pub mod fortune_teller;
+pub mod scone;
 pub mod zhuge;
 
 pub use fast_ack::FastAck;
 pub use fortune_teller::{BurstRule, FortuneTeller, FortuneTellerConfig, Prediction};
+pub use scone::{CapacitySource, SconeAp, SconeConfig, SconeMode, SconeSignal};
 pub use zhuge::{AckHoldConfig, FlowRole, InBandFormat, PredictionRecord, Zhuge, ZhugeConfig};

@@ -58,4 +58,9 @@ pub struct NetworkSignal {
     pub capacity: Bitrate,
     /// Bytes queued at the element.
     pub queue: Bytes,
+    /// `false`: a fast capacity + queue signal (SCONE-PRO for RTC, every few tens of ms);
+    /// `true`: the standard SCONE throughput advice, a ceiling on the long-term average rate
+    /// (draft-ietf-scone-protocol §4.2: the lowest advice of a 67 s period applies), with no
+    /// queue length (`queue` is zero).
+    pub long_term: bool,
 }

@@ -14,6 +14,8 @@
 //! - [`nada`]: NADA (RFC 8698).
 //! - [`scream`]: SCReAM v1 (RFC 8298).
 //! - [`scream2`]: SCReAM v2 (draft-johansson-ccwg-rfc8298bis-screamv2).
+//! - [`scone_pro`]: the SCONE-PRO RTC sender (rates from the access point's capacity and queue
+//!   signal), falling back to a named controller when signals stop.
 
 pub mod base_delay;
 pub mod feedback;
@@ -21,6 +23,7 @@ pub mod fixed;
 pub mod gcc;
 pub mod inflight;
 pub mod nada;
+pub mod scone_pro;
 pub mod scream;
 pub mod scream2;
 pub mod tunable;
@@ -29,6 +32,7 @@ pub use feedback::{FeedbackReport, NetworkSignal, PacketResult, SentPacket};
 pub use fixed::{FixedRate, FixedRateConfig};
 pub use gcc::{Gcc, GccConfig};
 pub use nada::{Nada, NadaConfig};
+pub use scone_pro::{SconePro, SconeProConfig};
 pub use scream::{Scream, ScreamConfig};
 pub use scream2::{ScreamV2, ScreamV2Config};
 pub use tunable::Tunable;

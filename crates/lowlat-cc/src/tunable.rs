@@ -46,6 +46,13 @@ parsed!(
     bool => "true or false",
 );
 
+impl FieldValue for String {
+    const EXPECTED: &'static str = "a name";
+    fn parse_value(s: &str) -> Option<String> {
+        Some(s.trim().to_string()).filter(|s| !s.is_empty())
+    }
+}
+
 impl FieldValue for Duration {
     const EXPECTED: &'static str = "a duration such as \"50 ms\"";
     fn parse_value(s: &str) -> Option<Duration> {

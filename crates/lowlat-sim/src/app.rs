@@ -22,6 +22,9 @@ pub enum AssistFeedback {
     },
     /// A transport ACK frame.
     Ack(lowlat_transport::AckFrame),
+    /// An explicit network signal (SCONE-PRO's capacity and queue, or the standard SCONE
+    /// packet's throughput advice), decoded from its wire format.
+    Signal(lowlat_cc::NetworkSignal),
 }
 
 /// A packet an endpoint hands the network.

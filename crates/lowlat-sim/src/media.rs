@@ -10,8 +10,8 @@
 use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::scenario::MediaConfig;
 use lowlat_cc::{
-    FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult, RateController, ScreamConfig,
-    ScreamV2Config, SentPacket, Tunable,
+    FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult, RateController, SconeProConfig,
+    ScreamConfig, ScreamV2Config, SentPacket, Tunable,
 };
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
@@ -99,6 +99,17 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
             )?
             .build(),
         ),
+        "scone-pro" => {
+            let cfg = tuned(
+                SconeProConfig { start_rate, min_rate: rmin, max_rate: rmax, ..SconeProConfig::default() },
+                params,
+                cc,
+            )?;
+            cfg.validate().map_err(|e| format!("{cc}.{e}"))?;
+            let fallback =
+                controller(&MediaConfig { cc: cfg.fallback.clone(), ..media.clone() }, start_rate)?;
+            Box::new(cfg.build(fallback).map_err(|e| format!("{cc}.{e}"))?)
+        }
         other => return Err(format!("unknown controller {other:?}")),
     })
 }
@@ -213,6 +224,12 @@ impl Endpoint for RtpSender {
     }
 
     fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
+        if let AssistFeedback::Signal(signal) = feedback {
+            self.last_now = now;
+            self.cc.on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
+            self.cc.on_network_signal(now, signal);
+            return;
+        }
         if let AssistFeedback::Report { report_time, arrivals } = feedback {
             // The receiver's own reports were dropped on the way: what they left in the mailbox
             // is stale.

@@ -190,7 +190,7 @@ fn net_rtt(m: &crate::traffic::FlowMetrics, reverse: lowlat_core::Duration) -> (
 /// What the network assistance did.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AssistSummary {
-    /// `zhuge` or `fastack`.
+    /// `zhuge`, `fastack`, `scone-rtc` or `scone`.
     pub name: String,
     /// Predictions logged (Zhuge).
     pub predictions: u64,
@@ -292,6 +292,16 @@ fn assist_results(sim: &Simulation) -> Option<(AssistSummary, Table)> {
             prediction_mae_ms: None,
             predictions_within_10ms: None,
             dropped_client_feedback: f.dropped_client_acks(),
+        };
+        return Some((s, Table::default()));
+    }
+    if let Some(ap) = any.downcast_ref::<lowlat_assist::SconeAp>() {
+        let s = AssistSummary {
+            name: lowlat_net::Middlebox::name(ap).into(),
+            predictions: 0,
+            prediction_mae_ms: None,
+            predictions_within_10ms: None,
+            dropped_client_feedback: 0,
         };
         return Some((s, Table::default()));
     }

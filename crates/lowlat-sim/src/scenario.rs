@@ -8,7 +8,7 @@
 //!
 //! The format is documented for users in `docs/scenario-format.md`.
 
-use lowlat_assist::{BurstRule, ZhugeConfig};
+use lowlat_assist::{BurstRule, CapacitySource, SconeConfig, SconeMode, ZhugeConfig};
 use lowlat_core::{Bitrate, Bytes, Duration, Ecn, ParseUnitError, Time};
 use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
@@ -118,10 +118,14 @@ pub struct LinkSpec {
     pub loss: Option<LossSpec>,
     /// The queue (default drop-tail, 300 ms).
     pub queue: Option<QueueSpec>,
-    /// Network assistance at this link's queue: `"none"` (default), `"zhuge"` or `"fastack"`.
+    /// Network assistance at this link's queue: `"none"` (default), `"zhuge"`, `"fastack"`,
+    /// `"scone-rtc"` (SCONE-PRO capacity + queue signals) or `"scone"` (the standard SCONE
+    /// packet's throughput advice).
     pub assist: Option<String>,
     /// Zhuge's settings (with `assist = "zhuge"`).
     pub zhuge: Option<ZhugeSpec>,
+    /// SCONE-PRO's settings (with `assist = "scone-rtc"` or `"scone"`).
+    pub scone: Option<SconeSpec>,
     /// Serve the capacity as a Wi-Fi access point does: aggregates at random transmit
     /// opportunities (`wifi = {}` for the defaults).
     pub wifi: Option<WifiSpec>,
@@ -159,6 +163,22 @@ pub struct ZhugeSpec {
     pub head_of_line: Option<bool>,
     /// Longest an ACK is held (default 10 ms).
     pub max_hold: Option<D>,
+}
+
+/// SCONE-PRO's settings; every key optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SconeSpec {
+    /// RTC mode: how often the AP signals each media sender (default 20 ms).
+    pub period: Option<D>,
+    /// `"oracle"` (the link's configured rate, default) or `"measured"` (its dequeue rate).
+    pub capacity: Option<String>,
+    /// Measured capacity: the estimate's window (default 200 ms).
+    pub window: Option<D>,
+    /// Standard mode: how often a sender's SCONE packet passes (default 20 s).
+    pub refresh: Option<D>,
+    /// Standard mode: a policy ceiling as a SCONE rate signal, 0-126 (127, the default: none).
+    pub policy_signal: Option<i64>,
 }
 
 /// One step of a capacity schedule.
@@ -259,7 +279,8 @@ pub struct FlowSpec {
     /// Packet size on the wire (default 1200 B); for video, the largest RTP payload.
     pub packet_size: Option<B>,
     /// Video: the congestion controller: `"gcc"`, `"nada"` (default), `"scream"` (v1, RFC 8298),
-    /// `"scream2"` (v2) or `"fixed"`.
+    /// `"scream2"` (v2), `"fixed"`, `"scone-pro"` (rates from the AP's SCONE-PRO signals, a
+    /// fallback controller without them), or a window controller over the transport.
     pub cc: Option<String>,
     /// Video: frames per second (default 30).
     pub fps: Option<f64>,
@@ -478,6 +499,8 @@ pub struct Scenario {
     pub assist: String,
     /// Zhuge's constants (used with `assist = "zhuge"`).
     pub zhuge: ZhugeConfig,
+    /// SCONE-PRO's settings (used with `assist = "scone-rtc"` or `"scone"`).
+    pub scone: SconeConfig,
     /// Reverse bottleneck.
     pub reverse: LinkConfig,
     /// Flows.
@@ -626,6 +649,15 @@ impl Scenario {
         if spec.bottleneck.zhuge.is_some() && assist != "zhuge" {
             return Err(err("bottleneck.zhuge", format!("settings for Zhuge, but assist is {assist:?}")));
         }
+        if spec.bottleneck.scone.is_some() && !assist.starts_with("scone") {
+            return Err(err(
+                "bottleneck.scone",
+                format!(
+                    "settings for SCONE-PRO, but assist is {assist:?} (expected \"scone-rtc\" or \"scone\")"
+                ),
+            ));
+        }
+        let scone = scone_config(spec.bottleneck.scone.as_ref(), &assist, label)?;
         let zhuge = zhuge_config(
             spec.bottleneck.zhuge.as_ref(),
             matches!(bottleneck.capacity, Capacity::Wifi { .. }),
@@ -633,7 +665,7 @@ impl Scenario {
         )?;
         let reverse = match &spec.reverse {
             Some(r) => {
-                if r.assist.is_some() || r.zhuge.is_some() {
+                if r.assist.is_some() || r.zhuge.is_some() || r.scone.is_some() {
                     return Err(err(
                         "reverse.assist",
                         "assistance sits at the forward bottleneck's queue".into(),
@@ -766,6 +798,7 @@ impl Scenario {
             bottleneck,
             assist,
             zhuge,
+            scone,
             reverse,
             flows,
             warnings,
@@ -1054,7 +1087,7 @@ pub const QUEUE_VARIANTS: &[&str] = &["droptail", "codel"];
 /// controllers that carry video over the ack-clocked transport instead
 /// ([`crate::transport_media`]).
 pub const CONTROLLERS: &[&str] =
-    &["gcc", "nada", "scream", "scream2", "fixed", "copa", "bbr", "cubic", "newreno"];
+    &["gcc", "nada", "scream", "scream2", "fixed", "scone-pro", "copa", "bbr", "cubic", "newreno"];
 
 /// Whether video under controller `cc` travels over the ack-clocked transport (not RTP).
 pub fn is_window_controller(cc: &str) -> bool {
@@ -1197,7 +1230,51 @@ fn link_config(
 }
 
 /// The network assistance a bottleneck can have.
-pub const ASSISTS: &[&str] = &["none", "zhuge", "fastack"];
+pub const ASSISTS: &[&str] = &["none", "zhuge", "fastack", "scone-rtc", "scone"];
+
+fn scone_config(s: Option<&SconeSpec>, assist: &str, label: &str) -> Result<SconeConfig, ScenarioError> {
+    let mut cfg = SconeConfig {
+        mode: if assist == "scone" { SconeMode::Standard } else { SconeMode::Rtc },
+        ..SconeConfig::default()
+    };
+    let Some(s) = s else { return Ok(cfg) };
+    let err = |k: &str, msg: String| ScenarioError::new(label, format!("bottleneck.scone.{k}"), msg);
+    let (rtc, standard) = (cfg.mode == SconeMode::Rtc, cfg.mode == SconeMode::Standard);
+    for (k, given, ok) in [
+        ("period", s.period.is_some(), rtc),
+        ("refresh", s.refresh.is_some(), standard),
+        ("policy_signal", s.policy_signal.is_some(), standard),
+    ] {
+        if given && !ok {
+            let other = if rtc { "\"scone\"" } else { "\"scone-rtc\"" };
+            return Err(err(k, format!("only used with assist = {other}; assist is {assist:?}")));
+        }
+    }
+    cfg.period = s.period.map_or(cfg.period, |d| d.0);
+    cfg.window = s.window.map_or(cfg.window, |d| d.0);
+    cfg.refresh = s.refresh.map_or(cfg.refresh, |d| d.0);
+    cfg.capacity = match s.capacity.as_deref() {
+        None | Some("oracle") => CapacitySource::Oracle,
+        Some("measured") => CapacitySource::Measured,
+        Some(other) => {
+            return Err(err("capacity", format!("got {other:?}, expected \"oracle\" or \"measured\"")))
+        }
+    };
+    if let Some(n) = s.policy_signal {
+        if !(0..=127).contains(&n) {
+            return Err(err(
+                "policy_signal",
+                format!("got {n}, expected a SCONE rate signal 0-126 (100 kbit/s x 10^(n/20)) or 127 (none)"),
+            ));
+        }
+        cfg.policy_signal = n as u8;
+    }
+    cfg.validate().map_err(|m| {
+        let (k, rest) = m.split_once(": ").unwrap_or(("", m.as_str()));
+        err(k, rest.to_string())
+    })?;
+    Ok(cfg)
+}
 
 fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeConfig, ScenarioError> {
     let mut cfg = ZhugeConfig::default();

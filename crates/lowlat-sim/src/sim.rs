@@ -51,16 +51,47 @@ fn assist_middlebox(scenario: &Scenario) -> Option<Box<dyn Middlebox>> {
             stream(scenario.seed, "assist.zhuge"),
         ))),
         "fastack" => Some(Box::new(FastAck::new(&flow_roles(scenario, true), ReceiverConfig::default()))),
+        // The AP signals the senders of RTP media flows (the ones with a rate controller to tell).
+        "scone-rtc" | "scone" => {
+            let media: Vec<bool> =
+                flow_roles(scenario, false).iter().map(|r| matches!(r, FlowRole::InBand(_))).collect();
+            Some(Box::new(SconeAp::new(scenario.scone.clone(), &media)))
+        }
         _ => None,
     }
 }
-use lowlat_assist::{FastAck, FlowRole, InBandFormat, Zhuge};
+use lowlat_assist::{FastAck, FlowRole, InBandFormat, SconeAp, SconeSignal, Zhuge};
 use lowlat_media::receiver::FeedbackFormat;
 use lowlat_net::link::{Link, LinkConfig};
 use lowlat_net::middlebox::{Direction, FeedbackPayload, Middlebox, Verdict};
 use lowlat_transport::{AckFrame, ReceiverConfig};
 use lowlat_wire::{CcfbReport, NumReportsConvention, TransportCcFeedback};
 use std::collections::HashMap;
+
+/// What a SCONE middlebox's signal says, decoded from its wire bytes; `None` if unreadable or
+/// the advice is "unknown".
+fn decode_scone(signal: &SconeSignal) -> Option<AssistFeedback> {
+    use lowlat_core::{Bitrate, Bytes};
+    Some(AssistFeedback::Signal(match signal {
+        SconeSignal::Capacity(b) => {
+            let r = lowlat_wire::NetworkSignalRepr::decode(b).ok()?;
+            lowlat_cc::NetworkSignal {
+                capacity: Bitrate::bps(r.capacity_bps),
+                queue: Bytes(r.queue_bytes),
+                long_term: false,
+            }
+        }
+        SconeSignal::Advice(b) => {
+            let r = lowlat_wire::SconeRepr::decode(b).ok()?;
+            let bps = lowlat_wire::scone::signal_to_bps(r.rate_signal).ok()??;
+            lowlat_cc::NetworkSignal {
+                capacity: Bitrate::from_bps_f64(bps),
+                queue: Bytes(0),
+                long_term: true,
+            }
+        }
+    }))
+}
 
 /// A flow's route: link indices, in order.
 #[derive(Clone, Copy, Debug, Default)]
@@ -489,7 +520,10 @@ impl Simulation {
         let at = |us: i64| Time(u64::try_from(us).unwrap_or(0) * 1_000);
         let raw: Vec<(u16, Option<Time>)> = match payload {
             FeedbackPayload::Frame(f) => {
-                return f.downcast::<AckFrame>().ok().map(|f| AssistFeedback::Ack(*f))
+                return match f.downcast::<AckFrame>() {
+                    Ok(f) => Some(AssistFeedback::Ack(*f)),
+                    Err(f) => f.downcast::<SconeSignal>().ok().and_then(|s| decode_scone(&s)),
+                };
             }
             FeedbackPayload::Rtcp(bytes) => {
                 if let Ok(fb) = TransportCcFeedback::decode(&bytes) {
