@@ -25,6 +25,7 @@ EPILOG = """examples:
                                             the same case behind CoDel instead of drop-tail
   lowlat suite rmcat --cc gcc,nada,scream --out out/suite
                                             the RMCAT matrix (cases x RTT x jitter x queue) on all cores
+  lowlat reproduce scone --out out/scone   Copa vs RTC with SCONE-PRO, and the help shoot-out
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
@@ -108,13 +109,18 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser(
         "reproduce",
-        help="reproduce a talk's evaluation (zhuge: trace families, ABW drop, prediction accuracy)",
-        description="Reproduces the Zhuge evaluation: GCC+FIFO/CoDel/Zhuge and Copa(+FastAck/Zhuge) over "
+        help="reproduce a talk's evaluation (zhuge: trace families, ABW drop, prediction accuracy; "
+        "scone: Copa vs RTC with SCONE-PRO, and the shoot-out of every kind of network help)",
+        description="zhuge: GCC+FIFO/CoDel/Zhuge and Copa(+FastAck/Zhuge) over "
         "the W1, W2, C1-C3 trace families (300 s of 24 fps, ~2 Mbit/s video), the ABW-drop experiment "
-        "(30 -> 30/k Mbit/s) and the Fortune Teller's accuracy. Writes summary.csv, table_<family>.csv, "
-        "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR.",
+        "(30 -> 30/k Mbit/s) and the Fortune Teller's accuracy; writes summary.csv, table_<family>.csv, "
+        "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR. "
+        "scone: Copa, RTC with SCONE-PRO, GCC, GCC+Zhuge and SCReAM v2+L4S over the same trace families "
+        "and ABW drops (120 s runs), frame latency mean/P90/P99 next to the seed talk's "
+        "(frame_latency.csv/.png), and every sender (Copa, GCC, SCReAM v2, SCONE-PRO's RTC sender) with "
+        "every help (none, zhuge, scone-rtc, scone, l4s) per family (shootout.csv/.png, summary.csv).",
     )
-    p.add_argument("talk", choices=["zhuge"], help="the evaluation to reproduce")
+    p.add_argument("talk", choices=["zhuge", "scone"], help="the evaluation to reproduce")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots")
     p.add_argument(
         "--traces",
@@ -123,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         help="two-column <s> <Mbit/s> trace files or folders (e.g. ../shared/traces/zhuge); "
         "default: one generated trace per family",
     )
-    p.add_argument("--duration", type=float, default=300.0, metavar="S", help="seconds per trace run (default 300)")
-    p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default 2,3,...,50 as in the paper)")
+    p.add_argument("--duration", type=float, metavar="S", help="seconds per run (default: zhuge 300, scone 120)")
+    p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default: zhuge 2,3,...,50 as in the paper; scone 2,5,10,20)")
     p.add_argument("--seed", type=int, default=1, help="seed of every run and of the drop instants (default 1)")
     p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -227,17 +233,18 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from . import zhuge
+    from . import scone, zhuge
 
-    if args.duration <= 0:
+    if args.duration is not None and args.duration <= 0:
         raise _native.ScenarioError(f"--duration: got {args.duration}, expected a positive number of seconds")
     ks = [int(k) for k in _list(args.ks, "ks", float)] if args.ks else None
     if ks and any(k < 1 for k in ks):
         raise _native.ScenarioError(f"--ks: got {args.ks!r}, expected factors of at least 1")
-    res = zhuge.reproduce(
+    talk = scone if args.talk == "scone" else zhuge
+    res = talk.reproduce(
         args.out,
         args.traces,
-        seconds=args.duration,
+        seconds=args.duration or (120.0 if args.talk == "scone" else 300.0),
         ks=ks,
         seed=args.seed,
         jobs=args.jobs,

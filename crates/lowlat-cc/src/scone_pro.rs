@@ -245,11 +245,14 @@ impl RateController for SconePro {
 
     fn pacing_rate(&self) -> Bitrate {
         match self.snd_rate.filter(|_| self.is_signalled()) {
-            // The pacer sends at SndRate: it drains the sender queue at Queue(sender) / T_e
-            // while the encoder produces BitRate.
-            Some(snd) => Bitrate::from_bps_f64(snd.max(0.0))
-                .clamp(self.cfg.min_rate, self.cfg.max_rate)
-                .max(self.target_bitrate()),
+            // The pacer sends at SndRate, what the network can take: it drains the sender queue
+            // at Queue(sender) / T_e while the encoder produces BitRate. Not capped at
+            // `max_rate`, the encoder's bound: pacing at the encoder's own rate would leave no
+            // room for headers and frame-size noise, and the queue would grow until
+            // Queue(sender) / T_e brought SndRate down to it.
+            Some(snd) => {
+                Bitrate::from_bps_f64(snd.max(0.0)).max(self.cfg.min_rate).max(self.target_bitrate())
+            }
             None => self.fallback.pacing_rate(),
         }
     }
@@ -299,6 +302,10 @@ mod tests {
             ),
             5_600_000.0
         );
+        // The encoder stops at max_rate; the pacer keeps SndRate (headroom to drain its queue).
+        let mut capped = sender(SconeProConfig { max_rate: Bitrate::mbps(2), ..Default::default() });
+        capped.on_network_signal(Time::from_millis(100), &capacity(Bitrate::mbps(10), Bytes(0)));
+        assert_eq!((capped.target_bitrate(), capped.pacing_rate()), (Bitrate::mbps(2), Bitrate::mbps(9)));
         // A queue larger than T_e x capacity: the rule asks for a negative rate, clamped to min.
         s.on_network_signal(Time::from_millis(120), &capacity(Bitrate::mbps(1), Bytes(100_000)));
         assert_eq!(s.target_bitrate(), Bitrate::kbps(10));
