@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "scone: Copa, RTC with SCONE-PRO, GCC, GCC+Zhuge and SCReAM v2+L4S over the same trace families "
         "and ABW drops (120 s runs), frame latency mean/P90/P99 next to the seed talk's "
         "(frame_latency.csv/.png), and every sender (Copa, GCC, SCReAM v2, SCONE-PRO's RTC sender) with "
-        "every help (none, zhuge, scone-rtc, scone, l4s) per family (shootout.csv/.png, summary.csv).",
+        "every help (none, zhuge, scone-rtc, scone-rtc-measured, scone, l4s) per family (shootout.csv/.png, summary.csv).",
     )
     p.add_argument("talk", choices=["zhuge", "scone"], help="the evaluation to reproduce")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots")

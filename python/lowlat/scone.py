@@ -14,7 +14,8 @@ files) and its ABW-drop pattern (30 Mbit/s falling to 30/k Mbit/s), with a 24 fp
    scheme, per trace family and over all runs (the mean of the runs' figures), next to the seed's.
 2. **Shoot-out** (``shootout.csv``, ``shootout.png``): every sender (Copa, GCC, SCReAM v2,
    SCONE-PRO's RTC sender) with every kind of help at the same AP (none, Zhuge, SCONE-PRO
-   capacity signals, the standard SCONE advice, L4S marking) on every family: throughput, frame
+   capacity signals with the trace's capacity or the one the AP measures, the standard SCONE
+   advice, L4S marking) on every family: throughput, frame
    delay mean/P90/P99 and the share of packets whose network RTT exceeds 200 ms.
 
 Every run's row is in ``summary.csv``. A sender without a reaction to a help is still run with it
@@ -41,7 +42,7 @@ SEED = {"Copa": (131.6, 402.0, 815.0), "RTC+SCONE-PRO": (72.4, 120.5, 248.0)}
 #: The senders: label -> controller.
 SENDERS = {"Copa": "copa", "GCC": "gcc", "SCReAMv2": "scream2", "RTC": "scone-pro"}
 #: The kinds of help at the AP.
-HELPS = ["none", "zhuge", "scone-rtc", "scone", "l4s"]
+HELPS = ["none", "zhuge", "scone-rtc", "scone-rtc-measured", "scone", "l4s"]
 #: The frame-latency comparison: label -> (sender, help).
 SCHEMES = {
     "Copa": ("Copa", "none"),
@@ -71,6 +72,10 @@ def scenario(sender: str, help_: str, capacity: dict[str, Any], wifi: bool, seco
         "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
     }
     assist = help_
+    extra: dict[str, Any] = {}
+    if help_ == "scone-rtc-measured":
+        # The AP signals the capacity it measures (dequeue rate over busy time), not the trace's.
+        assist, extra = "scone-rtc", {"scone": {"capacity": "measured"}}
     if help_ == "l4s":
         # The L4S AP: ECT(1) packets marked above a 1 ms sojourn; RTP senders report CE with
         # RFC 8888 (transport-cc cannot carry it).
@@ -79,7 +84,7 @@ def scenario(sender: str, help_: str, capacity: dict[str, Any], wifi: bool, seco
         flow["ecn"] = "ect1"
         if cc != "copa":
             flow["feedback_format"] = "rfc8888"
-    bottleneck: dict[str, Any] = {**capacity, "delay": f"{HOP_MS} ms", "queue": queue, "assist": assist}
+    bottleneck: dict[str, Any] = {**capacity, "delay": f"{HOP_MS} ms", "queue": queue, "assist": assist, **extra}
     if wifi:
         bottleneck["wifi"] = {}
     return {

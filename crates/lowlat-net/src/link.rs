@@ -79,8 +79,6 @@ pub struct LinkStats {
     pub random_losses: u64,
     /// Packets dropped by the middlebox.
     pub middlebox_drops: u64,
-    /// Packets the queue marked CE instead of dropping (CoDel with ECN, L4S).
-    pub ecn_marks: u64,
     /// Sojourn time (queueing delay, excluding the packet's own transmission) of every packet, ns.
     pub sojourn: Histogram<u64>,
     /// Exact sum of sojourn times, ns (for an exact mean).
@@ -102,7 +100,6 @@ impl LinkStats {
             tail_drops: 0,
             random_losses: 0,
             middlebox_drops: 0,
-            ecn_marks: 0,
             // 3 significant digits from 1 ns to ~2.5 hours: 0.1 % quantile precision.
             sojourn: Histogram::new_with_bounds(1, 10_000_000_000_000, 3).expect("static bounds are valid"),
             sojourn_sum_ns: 0,
@@ -293,7 +290,6 @@ impl Link {
             self.stats.bin_at(t).drops += aqm - self.aqm_drops_seen;
             self.aqm_drops_seen = aqm;
         }
-        self.stats.ecn_marks = self.queue.ecn_marks();
         let Some(pkt) = next else {
             self.in_service = None;
             return;

@@ -429,7 +429,7 @@ impl RunResult {
                 drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
                 random_losses: s.random_losses,
                 max_queue_bytes: s.max_queue_bytes,
-                ecn_marks: s.ecn_marks,
+                ecn_marks: link.queue().ecn_marks(),
             });
             for i in 0..nbins {
                 let b = s.bins.get(i).copied().unwrap_or_default();
