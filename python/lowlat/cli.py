@@ -94,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--duration", type=float, default=120.0, metavar="S", help="simulated seconds (default 120)")
     p.add_argument(
+        "--ecn",
+        action="store_true",
+        help="also run the CBR dumbbell with ECT(1) packets through an L4S marker that marks every packet (the cost of ECN)",
+    )
+    p.add_argument(
         "--tcp",
         default="cubic",
         metavar="CC,...",
@@ -288,7 +293,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("lowlat: error: --rates and --duration must be positive", file=sys.stderr)
         return 2
     cases = []
-    flows = ["cbr", *[f for f in args.tcp.split(",") if f.strip()]]
+    flows = ["cbr", *(["cbr-l4s"] if args.ecn else []), *[f for f in args.tcp.split(",") if f.strip()]]
     for flow, mbps in [(f, r) for f in flows for r in rates]:
         name, wall, events, sim_s, delivered = _native.bench_dumbbell(int(mbps * 1e6), args.duration, flow.strip())
         peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -148,7 +148,8 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
 }
 
 /// Runs the standard benchmark dumbbell at `rate_bps` for `duration_s` with a CBR flow (`flow`
-/// = `"cbr"`) or one bulk flow of that window controller: `(name, wall_s, events, sim_s,
+/// = `"cbr"`; `"cbr-l4s"`: ECT(1) through an L4S marker marking every packet) or one bulk flow
+/// of that window controller: `(name, wall_s, events, sim_s,
 /// delivered)`.
 #[pyfunction]
 #[pyo3(signature = (rate_bps, duration_s, flow="cbr"))]
@@ -161,12 +162,13 @@ fn bench_dumbbell(
     let (rate, duration) = (Bitrate::bps(rate_bps), Duration::from_secs_f64(duration_s));
     let scenario = match flow {
         "cbr" => bench::standard_dumbbell(rate, duration),
+        "cbr-l4s" => bench::ecn_dumbbell(rate, duration),
         cc if lowlat_sim::transport::WINDOW_CONTROLLERS.contains(&cc) => {
             bench::tcp_dumbbell(cc, rate, duration)
         }
         other => {
             return Err(ScenarioError::new_err(format!(
-                "flow: got {other:?}, expected \"cbr\" or a window controller"
+                "flow: got {other:?}, expected \"cbr\", \"cbr-l4s\" or a window controller"
             )))
         }
     };

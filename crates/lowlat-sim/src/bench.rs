@@ -17,13 +17,30 @@ pub fn standard_dumbbell(rate: Bitrate, duration: Duration) -> Scenario {
     dumbbell("cbr", rate, duration, &format!("kind = \"cbr\"\nrate = \"{} bit/s\"", cbr.as_bps()))
 }
 
+/// The ECN variant: the same CBR flow sending ECT(1) through an L4S marker whose threshold is
+/// zero, so every packet takes the marking path (the cost of ECN fields and marking).
+pub fn ecn_dumbbell(rate: Bitrate, duration: Duration) -> Scenario {
+    let cbr = rate.scaled(0.95);
+    let flow = format!("kind = \"cbr\"\nrate = \"{} bit/s\"\necn = \"ect1\"", cbr.as_bps());
+    let text = dumbbell_text("cbr-l4s", rate, duration, &flow).replace(
+        "queue = { kind = \"droptail\", limit = \"300 ms\" }",
+        "queue = { kind = \"l4s\", threshold = \"0 ms\", limit = \"300 ms\" }",
+    );
+    Scenario::parse(&text, Format::Toml, "<bench>", Path::new(".")).expect("the benchmark scenario is valid")
+}
+
 /// The TCP variant: one unbounded bulk flow with window controller `cc`.
 pub fn tcp_dumbbell(cc: &str, rate: Bitrate, duration: Duration) -> Scenario {
     dumbbell(cc, rate, duration, &format!("kind = \"bulk\"\ncc = \"{cc}\""))
 }
 
 fn dumbbell(case: &str, rate: Bitrate, duration: Duration, flow: &str) -> Scenario {
-    let text = format!(
+    let text = dumbbell_text(case, rate, duration, flow);
+    Scenario::parse(&text, Format::Toml, "<bench>", Path::new(".")).expect("the benchmark scenario is valid")
+}
+
+fn dumbbell_text(case: &str, rate: Bitrate, duration: Duration, flow: &str) -> String {
+    format!(
         r#"
 name = "bench-dumbbell-{case}-{mbps}M"
 description = "Standard benchmark dumbbell at {rate}"
@@ -48,8 +65,7 @@ egress = {{ rate = "10 Gbit/s", delay = "0 ms" }}
 "#,
         mbps = rate.as_bps() / 1_000_000,
         rate_bps = rate.as_bps(),
-    );
-    Scenario::parse(&text, Format::Toml, "<bench>", Path::new(".")).expect("the benchmark scenario is valid")
+    )
 }
 
 /// What one benchmark case measured.

@@ -104,3 +104,17 @@ fn ecn_keys_are_checked() {
         &["flows[0].ecn", "transport-cc", "rfc8888"],
     );
 }
+
+#[test]
+fn the_ecn_benchmark_case_marks_every_packet() {
+    use lowlat_core::{Bitrate, Duration};
+    let r = lowlat_sim::Simulation::new(lowlat_sim::bench::ecn_dumbbell(
+        Bitrate::mbps(10),
+        Duration::from_secs(2),
+    ))
+    .run();
+    let marks = r.summary.links.iter().find(|l| l.id == "bottleneck").unwrap().ecn_marks;
+    let received = r.summary.flows[0].packets_received;
+    // Every packet that left the queue was marked; the last few are still on the 25 ms wire.
+    assert!(marks > 1000 && marks >= received && marks - received < 50, "{marks} marks, {received} received");
+}
