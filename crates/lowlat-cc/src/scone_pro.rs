@@ -7,7 +7,10 @@
 //! BitRate = SndRate - Queue(sender) / T_e            (encoder target)
 //! ```
 //! `T_e` ("empty time") is how fast both queues are to be emptied; the seed suggests 100-200 ms.
-//! Both rates are clamped to `[min_rate, max_rate]`.
+//! The encoder target stays within `[min_rate, max_rate]`; the pacer follows SndRate (above
+//! `max_rate` when the link allows, so the sender's queue drains; below `min_rate`, down to
+//! `pacing_floor`, when the link carries less, so frames wait at the sender, which drops stale
+//! ones, rather than in the AP's queue).
 //!
 //! Between signals the sender keeps the last `SndRate` and recomputes `BitRate` whenever the
 //! sender's queue is reported ([`RateController::on_send_queue`]): the network's state is only
@@ -38,6 +41,10 @@ pub struct SconeProConfig {
     /// No capacity signal for this long: the fallback controller takes over (250 ms: five
     /// signals missed at the longest period, 50 ms, the spec suggests).
     pub signal_timeout: Duration,
+    /// Lowest pacing rate, so the pacer's clock stays finite when SndRate is zero or negative
+    /// (16 kbit/s: a 1000-byte packet every 0.5 s); the AP's signal, not the sender's packets,
+    /// tells the sender when capacity returns.
+    pub pacing_floor: Bitrate,
     /// The fallback's start rate (it is in control until the first signal).
     pub start_rate: Bitrate,
     /// Lowest rate.
@@ -57,6 +64,7 @@ impl Default for SconeProConfig {
             capacity_share: 0.9,
             empty_time: Duration::from_millis(150),
             signal_timeout: Duration::from_millis(250),
+            pacing_floor: Bitrate::kbps(16),
             start_rate: Bitrate::kbps(300),
             min_rate: Bitrate::kbps(150),
             max_rate: Bitrate::kbps(1500),
@@ -70,6 +78,7 @@ crate::tunable!(SconeProConfig {
     capacity_share,
     empty_time,
     signal_timeout,
+    pacing_floor,
     start_rate,
     min_rate,
     max_rate,
@@ -249,10 +258,10 @@ impl RateController for SconePro {
             // at Queue(sender) / T_e while the encoder produces BitRate. Not capped at
             // `max_rate`, the encoder's bound: pacing at the encoder's own rate would leave no
             // room for headers and frame-size noise, and the queue would grow until
-            // Queue(sender) / T_e brought SndRate down to it.
-            Some(snd) => {
-                Bitrate::from_bps_f64(snd.max(0.0)).max(self.cfg.min_rate).max(self.target_bitrate())
-            }
+            // Queue(sender) / T_e brought SndRate down to it. Not raised to `min_rate` either:
+            // when the link carries less than the encoder's floor, packets wait at the sender
+            // (whose queue drops stale frames) instead of filling the AP's queue.
+            Some(snd) => Bitrate::from_bps_f64(snd).max(self.cfg.pacing_floor),
             None => self.fallback.pacing_rate(),
         }
     }
@@ -306,9 +315,14 @@ mod tests {
         let mut capped = sender(SconeProConfig { max_rate: Bitrate::mbps(2), ..Default::default() });
         capped.on_network_signal(Time::from_millis(100), &capacity(Bitrate::mbps(10), Bytes(0)));
         assert_eq!((capped.target_bitrate(), capped.pacing_rate()), (Bitrate::mbps(2), Bitrate::mbps(9)));
-        // A queue larger than T_e x capacity: the rule asks for a negative rate, clamped to min.
+        // A queue larger than T_e x capacity: the rule asks for a negative rate; the encoder stays
+        // at its floor, the pacer drops to the pacing floor (the sender's queue absorbs it).
         s.on_network_signal(Time::from_millis(120), &capacity(Bitrate::mbps(1), Bytes(100_000)));
         assert_eq!(s.target_bitrate(), Bitrate::kbps(10));
+        assert_eq!(s.pacing_rate(), Bitrate::kbps(16));
+        // A link slower than the encoder's floor: paced at 0.9 x 20 kbit/s, not at min_rate.
+        s.on_network_signal(Time::from_millis(140), &capacity(Bitrate::kbps(20), Bytes(0)));
+        assert_eq!((s.target_bitrate(), s.pacing_rate()), (Bitrate::kbps(10), Bitrate::kbps(18)));
     }
 
     #[test]
