@@ -571,7 +571,7 @@ mod tests {
         let mut s = Sender::new(SenderConfig::default(), Box::new(cc));
         let mut t = Time::ZERO;
         while let Some((_, _)) = s.poll_transmit(t) {
-            t = t + Duration::from_micros(10);
+            t += Duration::from_micros(10);
         }
         let window = s.window();
         let ack = |hi: u64, ce: u64| AckFrame {
