@@ -12,9 +12,11 @@
 //! - [`queue`]: drop-tail (by bytes or by time at the current rate) and CoDel (RFC 8289).
 //! - [`middlebox`]: the hook where network assistance (Zhuge, SCONE-PRO) sits at a queue.
 //! - [`wifi`]: a Wi-Fi access point's downlink: aggregates at random transmit opportunities.
+//! - [`histogram`]: nanosecond samples that cost what they hold.
 //! - [`link`]: one hop: queue, server, random loss, propagation delay and jitter.
 
 pub mod capacity;
+pub mod histogram;
 pub mod jitter;
 pub mod link;
 pub mod loss;
@@ -24,6 +26,7 @@ pub mod trace;
 pub mod wifi;
 
 pub use capacity::{Capacity, DeliveryTrace, RateSchedule, Server};
+pub use histogram::NsHistogram;
 pub use jitter::NoReorderJitter;
 pub use link::{Link, LinkConfig, LinkStats};
 pub use loss::LossModel;

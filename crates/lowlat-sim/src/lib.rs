@@ -6,6 +6,7 @@
 //! - [`app`]: the [`app::Endpoint`] trait: the applications at either end of a flow.
 //! - [`media`]: RTP video flows: the sender and receiver endpoints around a rate controller.
 //! - [`traffic`]: CBR and Poisson sources and the per-flow measurements.
+//! - [`limits`]: what a run will cost (memory, events), checked before it starts.
 //! - [`results`]: the summary of the results contract and the 200 ms series.
 //! - [`bench`]: the project's standard benchmark.
 //!
@@ -22,6 +23,7 @@
 pub mod app;
 pub mod bench;
 pub mod engine;
+pub mod limits;
 pub mod media;
 pub mod results;
 pub mod scenario;

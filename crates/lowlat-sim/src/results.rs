@@ -163,12 +163,12 @@ fn media_summary(sent: &MediaMetrics, recv: &MediaMetrics, start: Time, end: Tim
 /// Network RTT stats and the share over 200 ms, from the one-way delays shifted by the reverse
 /// path's propagation delay.
 fn net_rtt(m: &crate::traffic::FlowMetrics, reverse: lowlat_core::Duration) -> (Stats, f64) {
-    let h = &m.owd;
+    let h = m.owd.histogram();
     if h.is_empty() {
         return (Stats::default(), 0.0);
     }
     let shift = reverse.as_millis_f64();
-    let s = Stats::from_ns(h, m.owd_sum_ns, Some(m.owd_max_ns));
+    let s = Stats::from_ns(&h, m.owd_sum_ns, Some(m.owd_max_ns));
     let add = |v: Option<f64>| v.map(|x| x + shift);
     let stats = Stats {
         mean: add(s.mean),
@@ -366,7 +366,7 @@ impl RunResult {
                 throughput_kbps: thr,
                 goodput_kbps: thr,
                 loss_ratio: if could_arrive > 0 { m.lost() as f64 / could_arrive as f64 } else { 0.0 },
-                owd_ms: Stats::from_ns(&m.owd, m.owd_sum_ns, Some(m.owd_max_ns)),
+                owd_ms: Stats::from_ns(&m.owd.histogram(), m.owd_sum_ns, Some(m.owd_max_ns)),
                 rtt_ms: media.as_ref().map_or(Stats::default(), |x| x.rtt_ms),
                 packets_sent: m.sent_packets,
                 packets_received: m.rx_packets,
@@ -406,7 +406,11 @@ impl RunResult {
                 id: name.clone(),
                 capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
                 utilization: if cap_bytes > 0.0 { s.tx_bytes as f64 / cap_bytes } else { 0.0 },
-                queue_delay_ms: Stats::from_ns(&s.sojourn, s.sojourn_sum_ns, Some(s.sojourn_max_ns)),
+                queue_delay_ms: Stats::from_ns(
+                    &s.sojourn.histogram(),
+                    s.sojourn_sum_ns,
+                    Some(s.sojourn_max_ns),
+                ),
                 drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
                 random_losses: s.random_losses,
                 max_queue_bytes: s.max_queue_bytes,
