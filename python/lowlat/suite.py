@@ -168,6 +168,17 @@ def _indexed(item: tuple[int, RunSpec]) -> tuple[int, dict[str, Any]]:
     return item[0], run_one(item[1])
 
 
+#: The columns of the medians table (terminal and report).
+MEDIAN_COLUMNS = ["throughput_kbps", "owd_p95_ms", "frame_delay_p99_ms", "jain_index"]
+
+
+def medians(df: pd.DataFrame) -> pd.DataFrame:
+    """Medians over RTT x jitter x queue, one row per (case, controller), of the runs that did not
+    fail."""
+    ok = df[df["error"] == ""]
+    return ok.groupby(["case", "cc"], sort=False)[MEDIAN_COLUMNS].median().reset_index()
+
+
 def _plot_case(df: pd.DataFrame, case: str) -> str:
     """A PNG (base64) of one case: frame-delay P99 against throughput, one marker per run,
     coloured by controller, filled for drop-tail and hollow for CoDel."""
