@@ -181,6 +181,7 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
     for (name, col) in &t.columns {
         match col {
             Column::F64(v) => d.set_item(name, v)?,
+            Column::I64(v) => d.set_item(name, v)?,
             Column::Str(v) => d.set_item(name, v)?,
         }
     }

@@ -1,4 +1,4 @@
-//! What a run produces: the summary of the results contract (ARCHITECTURE.md) and the 200 ms
+//! What a run produces: the summary of the results contract (docs/architecture.md) and the 200 ms
 //! time series, as plain data that serialises to the stable `summary.json`.
 
 use crate::media::MediaMetrics;
@@ -248,6 +248,8 @@ pub struct Summary {
 pub enum Column {
     /// Numbers (NaN where a bin has no sample).
     F64(Vec<f64>),
+    /// Counts.
+    I64(Vec<i64>),
     /// Labels.
     Str(Vec<String>),
 }
@@ -350,7 +352,7 @@ impl RunResult {
             }
             f_frame
                 .extend(frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }));
-            f_frames.extend(frame_bins.iter().map(|&(_, n)| f64::from(n)));
+            f_frames.extend(frame_bins.iter().map(|&(_, n)| i64::from(n)));
             let media = match (st.sender.media_metrics(), receiver_media) {
                 (Some(s), Some(r)) => Some(media_summary(&s, &r, cfg.start, end_t)),
                 _ => None,
@@ -385,7 +387,9 @@ impl RunResult {
             for i in 0..nbins {
                 let b = m.bins.get(i).copied().unwrap_or_default();
                 f_id.push(cfg.id.clone());
-                f_t.push(i as f64 * bin_s);
+                // The same exact instant as the link series (a multiple of the bin in ns), so the
+                // two merge on t_s.
+                f_t.push(Time(i as u64 * bin_ns).as_secs_f64());
                 f_send.push(b.tx_bytes as f64 * 8.0 / bin_s / 1e3);
                 f_recv.push(b.rx_bytes as f64 * 8.0 / bin_s / 1e3);
                 f_owd.push(if b.rx_packets > 0 {
@@ -430,7 +434,7 @@ impl RunResult {
                     f64::NAN
                 });
                 l_qmax.push(if b.dequeued > 0 { b.sojourn_max_ns as f64 * 1e-6 } else { f64::NAN });
-                l_drops.push(b.drops as f64);
+                l_drops.push(i64::try_from(b.drops).unwrap_or(i64::MAX));
             }
         }
 
@@ -458,7 +462,7 @@ impl RunResult {
                     col("recv_kbps", f_recv),
                     col("owd_ms", f_owd),
                     col("frame_delay_ms", f_frame),
-                    col("frames", f_frames),
+                    ("frames".into(), Column::I64(f_frames)),
                 ],
             },
             link_series: Table {
@@ -469,7 +473,7 @@ impl RunResult {
                     col("throughput_kbps", l_thr),
                     col("queue_delay_ms", l_q),
                     col("queue_delay_max_ms", l_qmax),
-                    col("drops", l_drops),
+                    ("drops".into(), Column::I64(l_drops)),
                 ],
             },
             predictions: assist.map(|a| a.1).unwrap_or_default(),
