@@ -6,7 +6,7 @@ import json
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping

@@ -17,7 +17,7 @@ from . import _native
 from .api import run, validate
 from .catalog import scenarios
 from .outdir import results_dir
-from .results import comparison, number
+from .results import comparison, text_table
 from .suite import CASES, JITTERS_MS, QUEUES, RTTS_MS
 from .userinput import UserError, check_common, choices, numbers, positive_int, seed
 
@@ -33,7 +33,8 @@ EPILOG = """examples:
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
-The scenario format is described in docs/scenario-format.md."""
+Documents (in lowlat's source tree and its sdist): docs/scenario-format.md (the scenario
+format), docs/architecture.md (the architecture and the results contract), README.md."""
 
 
 #: Where an internal error should be reported.
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    p.add_argument("--wide", action="store_true", help="print every column of the table (default: the main ones)")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
     p = sub.add_parser(
@@ -222,7 +224,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
-            print(result.table())
+            print(result.table(wide=args.wide))
         if args.out:
             with results_dir(args.out, force=args.force) as tmp:
                 written = result.write(tmp, plots=not args.no_plots)
@@ -247,7 +249,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         first = next(iter(results.values())).summary
         print(f"scenario {first['scenario']}  seed {first['seed']}  {first['sim_duration_s']:g} s simulated\n")
-        print(comparison(results).to_string(index=False, float_format=number))
+        print(text_table(comparison(results, wide=args.wide)))
     if args.out:
         print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(ccs)}}}/", file=sys.stderr)
     return 0
@@ -279,7 +281,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     table = suite.medians(df)
     print(f"{len(df)} runs in {wall:.1f} s on {jobs} processes, {failed} failed")
     print("medians over RTT x jitter x queue:\n")
-    print(table.to_string(index=False, float_format=number))
+    print(text_table(table.rename(columns=suite.MEDIAN_HEADERS)))
     if args.out:
         with results_dir(args.out, force=args.force) as tmp:
             written = suite.write(df, tmp, plots=not args.no_plots)
