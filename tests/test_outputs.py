@@ -73,3 +73,24 @@ def test_report_has_readable_numbers_medians_and_a_summary_scatter(tmp_path):
     assert "Medians over RTT x jitter x queue" in html
     assert html.count("data:image/png;base64") == 3, "the summary scatter and one plot per case"
     assert "nan" not in " ".join(cells).lower()
+
+
+def test_run_writes_a_pcap_wireshark_reads(lowlat_cli, tmp_path):
+    import shutil
+    import subprocess
+
+    f = tmp_path / "run.pcap"
+    p = lowlat_cli("run", "rmcat-5.1", "--cc", "gcc,nada", "--pcap", f, "--no-progress")
+    assert p.returncode == 0, p.stderr
+    for cc in ["gcc", "nada"]:
+        data = (tmp_path / f"run.{cc}.pcap").read_bytes()
+        assert data[:4] == bytes.fromhex("d4c3b2a1") and len(data) > 1_000_000
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed")
+    out = subprocess.run(
+        ["tshark", "-r", tmp_path / "run.gcc.pcap", "-d", "udp.port==5004,rtp", "-d", "udp.port==5005,rtcp",
+         "-d", "udp.port==5006,rtp", "-d", "udp.port==5007,rtcp", "-z", "expert,warn", "-q"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Malformed" not in out.stdout and "Error" not in out.stdout, out.stdout

@@ -39,6 +39,16 @@ def validate(scenario: str | Path | Mapping[str, Any], *, memory_budget: str | N
     return {"name": name, "description": description, "warnings": list(warnings)}
 
 
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Writes ``path`` through a temporary file beside it: never a half-written file."""
+    tmp = path.with_name(f".{path.name}.lowlat-partial-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _seed(seed: Any) -> int:
     try:
         value = operator.index(seed)
@@ -59,6 +69,7 @@ def run(
     jitter_s: float | None = None,
     progress: bool | None = None,
     memory_budget: str | None = None,
+    pcap: str | Path | None = None,
 ) -> Result:
     """Runs a scenario (a path, a catalog name, or a dict in the scenario format) to its end.
 
@@ -73,6 +84,10 @@ def run(
     queues) and a run that would need more than ``memory_budget`` (a size such as ``"16 GB"``;
     default ``$LOWLAT_MEMORY_BUDGET`` or 4 GiB) is refused with the estimate, as is one that would
     take more than about 2e10 events.
+
+    ``pcap``: a file to write every packet the endpoints send to, as Wireshark reads it (RTP with
+    the transport-wide extension on UDP 5004 + 2k, its RTCP feedback on 5005 + 2k, transport
+    datagrams on 6000 + k, CBR/Poisson on 7000 + k; see ``lowlat_sim::capture``).
     """
     if cc is not None and cc not in _native.controllers():
         raise _native.ScenarioError(f"cc: got {cc!r}, expected one of {', '.join(_native.controllers())}")
@@ -84,6 +99,8 @@ def run(
     sim = _native.Simulation(
         src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
     )
+    if pcap is not None:
+        sim.capture_pcap()
     end = sim.end_s()
     # Advance in small slices of simulated time so the bar moves and Ctrl-C is honoured.
     step = max(end / 500.0, 1e-3)
@@ -107,5 +124,7 @@ def run(
     finally:
         if bar is not None:
             bar.close()
+    if pcap is not None:
+        _write_atomically(Path(pcap), sim.take_pcap() or b"")
     summary_json, flows, links, predictions = sim.finish()
     return Result(json.loads(summary_json), flows, links, summary_json=summary_json, predictions=predictions)

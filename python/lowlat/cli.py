@@ -137,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="refuse a run estimated to need more memory (default $LOWLAT_MEMORY_BUDGET or 4 GiB), e.g. 16GB",
     )
+    p.add_argument(
+        "--pcap",
+        metavar="FILE",
+        help="write the packets the endpoints send as a pcap for Wireshark (RTP + transport-wide "
+        "extension on UDP 5004+2k, RTCP feedback on 5005+2k, transport datagrams on 6000+k, "
+        "CBR/Poisson on 7000+k); with --cc, one FILE per controller: STEM.CC.pcap",
+    )
     p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("--wide", action="store_true", help="print every column of the table (default: the main ones)")
@@ -219,7 +226,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
     if not args.cc:
         result = run(
-            args.scenario, seed=args.seed, queue=args.queue, progress=progress, memory_budget=args.memory_budget
+            args.scenario,
+            seed=args.seed,
+            queue=args.queue,
+            progress=progress,
+            memory_budget=args.memory_budget,
+            pcap=args.pcap,
         )
         if args.json:
             print(json.dumps(result.summary, indent=2))
@@ -233,8 +245,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     ccs = choices(args.cc, "--cc", _native.controllers())
     results = {}
     for cc in ccs:
+        pcap = Path(args.pcap).with_suffix(f".{cc}.pcap") if args.pcap else None
         results[cc] = run(
-            args.scenario, seed=args.seed, cc=cc, queue=args.queue, progress=progress, memory_budget=args.memory_budget
+            args.scenario,
+            seed=args.seed,
+            cc=cc,
+            queue=args.queue,
+            progress=progress,
+            memory_budget=args.memory_budget,
+            pcap=pcap,
         )
     if args.out:
         with results_dir(args.out, force=args.force) as tmp:

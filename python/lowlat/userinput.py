@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 T = TypeVar("T")
@@ -121,6 +122,13 @@ def check_common(args: argparse.Namespace) -> None:
     d = getattr(args, "duration", None)
     if isinstance(d, float) and not (math.isfinite(d) and d > 0):
         raise UserError(f"--duration: got {d}, expected a positive, finite number of seconds")
+    pcap = getattr(args, "pcap", None)
+    if pcap is not None:
+        p = Path(pcap)
+        if str(pcap).strip() == "" or p.is_dir():
+            raise UserError(f"--pcap: got {str(pcap)!r}, expected a file name")
+        if not p.absolute().parent.is_dir():
+            raise UserError(f"--pcap: {p.absolute().parent} is not a folder")
     if hasattr(args, "out") and args.out is not None:
         if str(args.out).strip() == "":
             raise UserError("--out: got '', expected a folder name")

@@ -9,7 +9,7 @@ use lowlat_sim::{bench, Format, Scenario};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use std::path::Path;
 
 create_exception!(_native, ScenarioError, PyValueError, "A scenario that failed validation.");
@@ -131,6 +131,22 @@ impl Simulation {
         let until = Time::from_secs_f64(until_s);
         py.detach(|| sim.advance(until));
         Ok(())
+    }
+
+    /// Records every packet the endpoints send from now on as a pcap (`take_pcap` returns it).
+    fn capture_pcap(&mut self) -> PyResult<()> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?
+            .capture_pcap();
+        Ok(())
+    }
+
+    /// The pcap recorded since `capture_pcap` (None if none was asked for).
+    fn take_pcap<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let sim =
+            self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
+        Ok(sim.take_pcap().map(|b| PyBytes::new(py, &b)))
     }
 
     /// Simulated seconds reached.
