@@ -100,6 +100,8 @@ def run(
         src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
     )
     if pcap is not None:
+        if str(pcap).strip() == "" or Path(pcap).is_dir():
+            raise _native.ScenarioError(f"pcap: got {str(pcap)!r}, expected a file name")
         sim.capture_pcap()
     end = sim.end_s()
     # Advance in small slices of simulated time so the bar moves and Ctrl-C is honoured.

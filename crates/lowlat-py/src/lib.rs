@@ -111,9 +111,13 @@ impl Simulation {
             s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
         }
         if let Some(rtt) = rtt_s {
-            let ok = |x: f64| x.is_finite() && x >= 0.0;
+            // Below a million seconds: the run limits then compare them with the duration.
+            let ok = |x: f64| x.is_finite() && (0.0..1e6).contains(&x);
             if !ok(rtt) || !jitter_s.is_none_or(ok) {
-                return Err(ScenarioError::new_err("rtt and jitter must be non-negative seconds"));
+                return Err(ScenarioError::new_err(format!(
+                    "rtt_s, jitter_s: got {rtt}, {}, expected seconds from 0 to 1e6",
+                    jitter_s.unwrap_or(0.0)
+                )));
             }
             s = s.with_path(Duration::from_secs_f64(rtt), Duration::from_secs_f64(jitter_s.unwrap_or(0.0)));
         }
