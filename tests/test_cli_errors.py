@@ -76,3 +76,37 @@ def test_internal_errors_show_the_traceback_and_ask_to_be_reported(capsys):
     assert capsys.readouterr().err == "lowlat: error: --x: bad\n"
     assert cli.dispatch(_raise(PermissionError(13, "Permission denied", "/root/x")), argparse.Namespace()) == 2
     assert capsys.readouterr().err == "lowlat: error: /root/x: Permission denied\n"
+
+
+def test_a_late_progress_bar_counts_the_time_already_spent(monkeypatch):
+    """The bar appears after two seconds; its elapsed time starts with the run, not at 00:00."""
+    import io
+    import time as real_time
+
+    import tqdm as tqdm_module
+
+    import lowlat
+    from lowlat import api
+
+    class Clock:
+        """perf_counter advancing one second per call: the bar appears on the third slice."""
+
+        t = 0.0
+
+        def perf_counter(self):
+            self.t += 1.0
+            return self.t
+
+    bars = []
+
+    class Bar(tqdm_module.tqdm):
+        def __init__(self, *a, **k):
+            super().__init__(*a, file=io.StringIO(), **k)
+            bars.append((self, real_time.time()))
+
+    monkeypatch.setattr(api, "time", Clock())
+    monkeypatch.setattr(tqdm_module, "tqdm", Bar)
+    monkeypatch.setattr(api.sys.stderr, "isatty", lambda: True, raising=False)
+    lowlat.run("dumbbell-cbr", progress=None)
+    (bar, created), = bars
+    assert created - bar.start_t >= 2.0, "the bar's clock starts when the run did"
