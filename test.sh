@@ -7,16 +7,22 @@ cd "$(dirname "$0")"
 echo "==> installing lowlat (pip install '.[test]')"
 python3 -m pip install --quiet --disable-pip-version-check ".[test]"
 
-# Wireshark's dissector checks the wire codecs (crates/lowlat-wire/tests/wireshark.rs). Installed
-# when we may (root with apt-get); without it that one test reports itself skipped.
+# Wireshark's dissector checks the wire codecs and `lowlat run --pcap` (crates/lowlat-wire/tests/
+# wireshark.rs). Installed when we may (root with apt-get; the README says so); without it those
+# checks report themselves skipped.
 if ! command -v tshark >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "==> installing tshark (apt-get)"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark; } >/dev/null 2>&1 \
-    || echo "tshark could not be installed: the Wireshark check will be skipped" >&2
+  echo "==> installing tshark: apt-get update && apt-get install -y tshark"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark; } \
+    || echo "tshark could not be installed: the Wireshark checks will be skipped" >&2
+elif ! command -v tshark >/dev/null 2>&1; then
+  echo "==> tshark not found and not installable here (needs root and apt-get): the Wireshark checks will be skipped"
 fi
 
 echo "==> cargo test"
 cargo test --quiet
+
+echo "==> mypy --strict (the Python package)"
+python3 -m mypy --strict python/lowlat
 
 echo "==> pytest"
 set +e

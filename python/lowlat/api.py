@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import operator
 import sys
 import time
 from pathlib import Path
@@ -16,15 +18,45 @@ from .results import Result
 PROGRESS_AFTER_S = 2.0
 
 
-def validate(scenario: str | Path | Mapping[str, Any]) -> dict[str, Any]:
-    """Checks a scenario without running it.
+#: Environment variable with the default memory budget of a run (a size such as ``"16 GB"``).
+MEMORY_BUDGET_ENV = "LOWLAT_MEMORY_BUDGET"
+
+
+def _budget(memory_budget: str | None) -> str | None:
+    return memory_budget if memory_budget is not None else os.environ.get(MEMORY_BUDGET_ENV) or None
+
+
+def validate(scenario: str | Path | Mapping[str, Any], *, memory_budget: str | None = None) -> dict[str, Any]:
+    """Checks a scenario without running it, the run's limits included (see :func:`run`).
 
     Returns ``{"name", "description", "warnings"}``; raises :class:`lowlat.ScenarioError` naming the
     file, the key and what was expected.
     """
     src = resolve(scenario)
-    name, description, warnings = _native.validate(src.text, src.format, src.label, src.base_dir)
+    name, description, warnings = _native.validate(
+        src.text, src.format, src.label, src.base_dir, _budget(memory_budget)
+    )
     return {"name": name, "description": description, "warnings": list(warnings)}
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Writes ``path`` through a temporary file beside it: never a half-written file."""
+    tmp = path.with_name(f".{path.name}.lowlat-partial-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _seed(seed: Any) -> int:
+    try:
+        value = operator.index(seed)
+    except TypeError:
+        value = -1
+    if not 0 <= value < 2**64:
+        raise _native.ScenarioError(f"seed: got {seed!r}, expected an integer from 0 to 2^64-1")
+    return value
 
 
 def run(
@@ -36,6 +68,8 @@ def run(
     rtt_s: float | None = None,
     jitter_s: float | None = None,
     progress: bool | None = None,
+    memory_budget: str | None = None,
+    pcap: str | Path | None = None,
 ) -> Result:
     """Runs a scenario (a path, a catalog name, or a dict in the scenario format) to its end.
 
@@ -45,9 +79,30 @@ def run(
     and ``jitter_s`` the jitter's standard deviation on both, as the RMCAT matrix varies them.
     ``progress``: ``None`` shows a bar on a terminal once a run has taken more than a few
     seconds, ``True`` always, ``False`` never.
+
+    Before it starts, the run's memory is estimated (bins per series x series, flows, links,
+    queues) and a run that would need more than ``memory_budget`` (a size such as ``"16 GB"``;
+    default ``$LOWLAT_MEMORY_BUDGET`` or 4 GiB) is refused with the estimate, as is one that would
+    take more than about 2e10 events.
+
+    ``pcap``: a file to write every packet the endpoints send to, as Wireshark reads it (RTP with
+    the transport-wide extension on UDP 5004 + 2k, its RTCP feedback on 5005 + 2k, transport
+    datagrams on 6000 + k, CBR/Poisson on 7000 + k; see ``lowlat_sim::capture``).
     """
+    if cc is not None and cc not in _native.controllers():
+        raise _native.ScenarioError(f"cc: got {cc!r}, expected one of {', '.join(_native.controllers())}")
+    if queue is not None and queue not in _native.queue_variants():
+        raise _native.ScenarioError(f"queue: got {queue!r}, expected one of {', '.join(_native.queue_variants())}")
+    if seed is not None:
+        seed = _seed(seed)
     src = resolve(scenario)
-    sim = _native.Simulation(src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s)
+    sim = _native.Simulation(
+        src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
+    )
+    if pcap is not None:
+        if str(pcap).strip() == "" or Path(pcap).is_dir():
+            raise _native.ScenarioError(f"pcap: got {str(pcap)!r}, expected a file name")
+        sim.capture_pcap()
     end = sim.end_s()
     # Advance in small slices of simulated time so the bar moves and Ctrl-C is honoured.
     step = max(end / 500.0, 1e-3)
@@ -64,10 +119,14 @@ def run(
 
                 desc = f"{sim.name()} [{cc}]" if cc else sim.name()
                 bar = tqdm(total=round(end, 3), unit="sim s", desc=desc, leave=False)
+                # The bar appears late; its clock starts when the run did.
+                bar.start_t -= time.perf_counter() - started
             if bar is not None:
                 bar.update(round(t, 3) - bar.n)
     finally:
         if bar is not None:
             bar.close()
+    if pcap is not None:
+        _write_atomically(Path(pcap), sim.take_pcap() or b"")
     summary_json, flows, links, predictions = sim.finish()
     return Result(json.loads(summary_json), flows, links, summary_json=summary_json, predictions=predictions)

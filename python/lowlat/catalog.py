@@ -6,7 +6,7 @@ import json
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -59,7 +59,15 @@ def resolve(scenario: str | Path | Mapping[str, Any]) -> ScenarioSource:
     Raises FileNotFoundError with the catalog's names when a string is neither.
     """
     if isinstance(scenario, Mapping):
-        return ScenarioSource(json.dumps(scenario), "json", "<dict>", str(Path.cwd()))
+        try:
+            text = json.dumps(scenario)
+        except (TypeError, ValueError) as e:
+            from ._native import ScenarioError
+
+            raise ScenarioError(
+                f"<dict>: {e}: values must be strings, numbers, booleans, lists or dicts"
+            ) from None
+        return ScenarioSource(text, "json", "<dict>", str(Path.cwd()))
     path = Path(scenario)
     if not path.is_file():
         found = find_scenario(str(scenario))

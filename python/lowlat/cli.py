@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import resource
 import sys
 import time
+import traceback
 from pathlib import Path
+from typing import Any, Callable, NoReturn
 
 from . import _native
 from .api import run, validate
 from .catalog import scenarios
-from .results import comparison, number
+from .outdir import results_dir
+from .results import comparison, text_table
 from .suite import CASES, JITTERS_MS, QUEUES, RTTS_MS
+from .userinput import UserError, check_common, choices, numbers, positive_int, seed
 
 EPILOG = """examples:
   lowlat scenarios                          list the shipped scenarios
@@ -29,11 +34,82 @@ EPILOG = """examples:
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
-The scenario format is described in docs/scenario-format.md."""
+Documents (in lowlat's source tree and its sdist): docs/scenario-format.md (the scenario
+format), docs/architecture.md (the architecture and the results contract), README.md."""
+
+
+#: Where an internal error should be reported.
+REPORT = "please report it to the lowlat developers with the command line and the traceback above"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (``lowlat run: error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    """The ``lowlat`` command; returns its exit code."""
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        build_parser().print_help()
+        return 2
+    return dispatch(COMMANDS[args.command], args)
+
+
+def dispatch(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Runs a command: a user's mistake is one line and exit code 2; an internal error shows its
+    traceback and asks to be reported (exit code 70)."""
+    try:
+        check_common(args)
+        return command(args)
+    except USER_ERRORS as e:
+        print(f"lowlat: error: {describe(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lowlat: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into a command that stopped reading (``lowlat run x | head``).
+        sys.stderr.close()
+        return 141
+    except Exception:
+        traceback.print_exc()
+        print(f"lowlat: internal error: {REPORT}", file=sys.stderr)
+        return 70
+    except BaseException as e:  # a panic in the native core (pyo3's PanicException)
+        if isinstance(e, SystemExit):
+            raise
+        traceback.print_exc()
+        print(f"lowlat: internal error (the simulator panicked): {REPORT}", file=sys.stderr)
+        return 70
+
+
+#: Exceptions that report a user's mistake rather than a bug.
+USER_ERRORS = (UserError, _native.ScenarioError, OSError)
+
+
+def describe(e: BaseException) -> str:
+    """One line for a user error; for a file system error, the path and the reason."""
+    if isinstance(e, OSError) and not isinstance(e, BrokenPipeError) and e.strerror:
+        name = e.filename if e.filename is not None else ""
+        reason = e.strerror
+        if e.errno == errno.ENOENT and name:
+            reason = "no such file or folder"
+        return f"{name}: {reason}" if name else reason
+    return str(e).replace("\n", " ")
+
+
+def add_out(p: argparse.ArgumentParser, help: str) -> None:
+    """``--out DIR`` and ``--force`` for a command that writes its folder with results_dir."""
+    p.add_argument("--out", metavar="DIR", help=help + " (written aside and renamed into place when complete)")
+    p.add_argument("--force", action="store_true", help="with --out: replace a non-empty DIR whole")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = Parser(
         prog="lowlat",
         description="Deterministic simulation of low-latency congestion control for real-time media.",
         epilog=EPILOG,
@@ -44,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("run", help="run a scenario, print its table and write its results")
     p.add_argument("scenario", help="a scenario file or a catalog name (see `lowlat scenarios`)")
-    p.add_argument("--out", metavar="DIR", help="write summary.json, series and plots to DIR")
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    add_out(p, "write summary.json, series and plots to DIR")
+    p.add_argument("--seed", type=seed, help="override the scenario's seed (0 to 2^64-1)")
     p.add_argument(
         "--cc",
         metavar="CC[,CC...]",
@@ -57,8 +133,21 @@ def main(argv: list[str] | None = None) -> int:
         choices=_native.queue_variants(),
         help="replace the bottleneck queues: droptail (300 ms, RFC 8867) or codel (RFC 8289 defaults)",
     )
+    p.add_argument(
+        "--memory-budget",
+        metavar="SIZE",
+        help="refuse a run estimated to need more memory (default $LOWLAT_MEMORY_BUDGET or 4 GiB), e.g. 16GB",
+    )
+    p.add_argument(
+        "--pcap",
+        metavar="FILE",
+        help="write the packets the endpoints send as a pcap for Wireshark (RTP + transport-wide "
+        "extension on UDP 5004+2k, RTCP feedback on 5005+2k, transport datagrams on 6000+k, "
+        "CBR/Poisson on 7000+k); with --cc, one FILE per controller: STEM.CC.pcap",
+    )
     p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    p.add_argument("--wide", action="store_true", help="print every column of the table (default: the main ones)")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
     p = sub.add_parser(
@@ -70,12 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("suite", choices=["rmcat"], help="the matrix to run")
     p.add_argument("--cc", required=True, metavar="CC[,CC...]", help="controllers, e.g. gcc,nada,scream")
-    p.add_argument("--out", metavar="DIR", help="write summary.csv and report.html to DIR")
+    add_out(p, "write summary.csv and report.html to DIR")
     p.add_argument("--cases", default=",".join(CASES), metavar="C,...", help=f"RMCAT cases (default {','.join(CASES)})")
     p.add_argument("--rtts", default=",".join(map(str, RTTS_MS)), metavar="MS,...", help="minimum RTTs in ms (default 20,100,200)")
     p.add_argument("--jitters", default=",".join(map(str, JITTERS_MS)), metavar="MS,...", help="jitter std in ms (default 5,30)")
     p.add_argument("--queues", default=",".join(QUEUES), metavar="Q,...", help="droptail and/or codel (default both)")
-    p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
+    p.add_argument("--jobs", type=positive_int, metavar="N", help="parallel runs (default: all cores)")
     p.add_argument("--no-plots", action="store_true", help="leave the plots out of report.html")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
@@ -110,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="CC,...",
         help="controllers to time on RMCAT 5.1 (default: gcc,nada,scream,scream2; empty to skip)",
     )
-    p.add_argument("--repeat", type=int, default=3, metavar="N", help="RMCAT runs per controller, best counts (default 3)")
+    p.add_argument("--repeat", type=positive_int, default=3, metavar="N", help="RMCAT runs per controller, best counts (default 3)")
 
     p = sub.add_parser(
         "reproduce",
@@ -141,99 +230,92 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
-    try:
-        return COMMANDS[args.command](args)
-    except (_native.ScenarioError, FileNotFoundError, NotADirectoryError) as e:
-        print(f"lowlat: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("lowlat: interrupted", file=sys.stderr)
-        return 130
+    return parser
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
     if not args.cc:
-        result = run(args.scenario, seed=args.seed, queue=args.queue, progress=progress)
+        result = run(
+            args.scenario,
+            seed=args.seed,
+            queue=args.queue,
+            progress=progress,
+            memory_budget=args.memory_budget,
+            pcap=args.pcap,
+        )
         if args.json:
             print(json.dumps(result.summary, indent=2))
         else:
-            print(result.table())
+            print(result.table(wide=args.wide))
         if args.out:
-            written = result.write(args.out, plots=not args.no_plots)
+            with results_dir(args.out, force=args.force) as tmp:
+                written = result.write(tmp, plots=not args.no_plots)
             print(f"\nwrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), file=sys.stderr)
         return 0
-    ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
+    ccs = choices(args.cc, "--cc", _native.controllers())
     results = {}
     for cc in ccs:
-        results[cc] = run(args.scenario, seed=args.seed, cc=cc, queue=args.queue, progress=progress)
-        if args.out:
-            results[cc].write(Path(args.out) / cc, plots=not args.no_plots)
-    if args.out and not args.no_plots:
-        from .plots import plot_comparison
+        pcap = Path(args.pcap).with_suffix(f".{cc}.pcap") if args.pcap else None
+        results[cc] = run(
+            args.scenario,
+            seed=args.seed,
+            cc=cc,
+            queue=args.queue,
+            progress=progress,
+            memory_budget=args.memory_budget,
+            pcap=pcap,
+        )
+    if args.out:
+        with results_dir(args.out, force=args.force) as tmp:
+            for cc, r in results.items():
+                r.write(tmp / cc, plots=not args.no_plots)
+            if not args.no_plots:
+                from .plots import plot_comparison
 
-        plot_comparison(results, Path(args.out))
+                plot_comparison(results, tmp)
     if args.json:
         print(json.dumps({cc: r.summary for cc, r in results.items()}, indent=2))
     else:
         first = next(iter(results.values())).summary
         print(f"scenario {first['scenario']}  seed {first['seed']}  {first['sim_duration_s']:g} s simulated\n")
-        print(comparison(results).to_string(index=False, float_format=number))
+        print(text_table(comparison(results, wide=args.wide)))
     if args.out:
         print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(ccs)}}}/", file=sys.stderr)
     return 0
 
 
-def _list(text: str, what: str, conv=str) -> list:
-    try:
-        items = [conv(x.strip()) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise _native.ScenarioError(f"--{what}: got {text!r}, expected a comma-separated list of numbers") from None
-    if not items:
-        raise _native.ScenarioError(f"--{what}: got {text!r}, expected at least one value")
-    return items
+def _list(text: str, what: str, conv: Callable[[str], Any] = str) -> list[Any]:
+    """A comma-separated list for ``--what`` (kept for the commands that call it)."""
+    from .userinput import items
+
+    if conv is float:
+        return numbers(text, f"--{what}", "finite numbers")
+    return items(text, f"--{what}", "names", conv)
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
     from . import suite
 
-    ccs = _list(args.cc, "cc")
-    bad = [c for c in ccs if c not in _native.controllers()]
-    if bad:
-        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected one of {', '.join(_native.controllers())}")
-    cases = _list(args.cases, "cases")
-    bad = [c for c in cases if c not in suite.CASES]
-    if bad:
-        raise _native.ScenarioError(f"--cases: got {bad[0]!r}, expected some of {', '.join(suite.CASES)}")
-    queues = _list(args.queues, "queues")
-    bad = [q for q in queues if q not in _native.queue_variants()]
-    if bad:
-        raise _native.ScenarioError(f"--queues: got {bad[0]!r}, expected droptail and/or codel")
-    rtts = _list(args.rtts, "rtts", float)
-    jitters = _list(args.jitters, "jitters", float)
-    if any(x < 0 for x in rtts + jitters):
-        raise _native.ScenarioError("--rtts and --jitters must be non-negative")
+    ccs = choices(args.cc, "--cc", _native.controllers())
+    cases = choices(args.cases, "--cases", suite.CASES)
+    queues = choices(args.queues, "--queues", _native.queue_variants())
+    rtts = numbers(args.rtts, "--rtts", "minimum RTTs in ms from 0 to 10000", minimum=0, maximum=10_000)
+    jitters = numbers(args.jitters, "--jitters", "jitters in ms from 0 to 10000", minimum=0, maximum=10_000)
     specs = suite.matrix(ccs, cases, rtts, jitters, queues)
     started = time.perf_counter()
-    df = suite.run_matrix(specs, jobs=args.jobs, progress=False if args.no_progress else None)
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(specs)))
+    df = suite.run_matrix(specs, jobs=jobs, progress=False if args.no_progress else None)
     wall = time.perf_counter() - started
     failed = int((df["error"] != "").sum())
-    table = (
-        df[df["error"] == ""]
-        .groupby(["case", "cc"], sort=False)[["throughput_kbps", "owd_p95_ms", "frame_delay_p99_ms", "jain_index"]]
-        .median()
-        .reset_index()
-    )
-    print(f"{len(df)} runs in {wall:.1f} s on {args.jobs or os.cpu_count()} processes, {failed} failed")
+    table = suite.medians(df)
+    print(f"{len(df)} runs in {wall:.1f} s on {jobs} processes, {failed} failed")
     print("medians over RTT x jitter x queue:\n")
-    print(table.to_string(index=False, float_format=number))
+    print(text_table(table.rename(columns=suite.MEDIAN_HEADERS)))
     if args.out:
-        written = suite.write(df, args.out, plots=not args.no_plots)
-        print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+        with results_dir(args.out, force=args.force) as tmp:
+            written = suite.write(df, tmp, plots=not args.no_plots)
+        print(f"\nwrote {', '.join(str(Path(args.out) / p.name) for p in written)}", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -273,27 +355,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for f in args.files:
         try:
             info = validate(f)
-        except (_native.ScenarioError, FileNotFoundError) as e:
-            print(f"lowlat: error: {e}", file=sys.stderr)
+        except USER_ERRORS as e:
+            print(f"lowlat: error: {describe(e)}", file=sys.stderr)
             failed += 1
             continue
         print(f"{f}: ok ({info['name']})")
         for w in info["warnings"]:
             print(f"  warning: {w}")
-    return 1 if failed else 0
+    return 2 if failed else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    try:
-        rates = [float(r) for r in args.rates.split(",") if r.strip()]
-    except ValueError:
-        print(f"lowlat: error: --rates: got {args.rates!r}, expected Mbit/s values such as 10,100", file=sys.stderr)
-        return 2
-    if not rates or any(r <= 0 for r in rates) or args.duration <= 0:
-        print("lowlat: error: --rates and --duration must be positive", file=sys.stderr)
-        return 2
-    cases = []
-    flows = ["cbr", *(["cbr-l4s"] if args.ecn else []), *[f for f in args.tcp.split(",") if f.strip()]]
+    rates = numbers(args.rates, "--rates", "Mbit/s above 0, at most 10000000 (10 Tbit/s)", above=0, maximum=1e7)
+    tcp = choices(args.tcp, "--tcp", TCP_CONTROLLERS) if args.tcp.strip() else []
+    rmcat = choices(args.rmcat_cc, "--rmcat-cc", _native.controllers()) if args.rmcat_cc.strip() else []
+    cases: list[dict[str, Any]] = []
+    flows = ["cbr", *(["cbr-l4s"] if args.ecn else []), *tcp]
     for flow, mbps in [(f, r) for f in flows for r in rates]:
         name, wall, events, sim_s, delivered = _native.bench_dumbbell(int(mbps * 1e6), args.duration, flow.strip())
         peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -320,7 +397,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 flush=True,
             )
     # RMCAT case 5.1 (100 s), one controller per run: the figure a sweep of the matrix scales with.
-    for cc in [c for c in args.rmcat_cc.split(",") if c.strip()]:
+    for cc in rmcat:
         walls = []
         for _ in range(args.repeat):
             r = run("rmcat-5.1", cc=cc.strip(), progress=False)
@@ -351,6 +428,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("           its TCP variant (one bulk flow, 120 s) takes about 12 s at 10 Mbit/s and 270 s at 100 Mbit/s")
     return 0
 
+
+#: Window controllers of the TCP variant of the benchmark.
+TCP_CONTROLLERS = ["newreno", "cubic", "bbr", "copa"]
 
 COMMANDS = {
     "run": cmd_run,

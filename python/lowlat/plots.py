@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -36,6 +36,8 @@ def plot_run(result: "Result", out_dir: Path) -> list[Path]:
         ax_owd.plot(g["t_s"], g["owd_ms"], label=str(fid))
     ax_owd.set_ylabel("one-way delay ms")
     ax_owd.set_ylim(bottom=0)
+    if flows["flow"].nunique() > 0:
+        ax_owd.legend(loc="upper right", fontsize="small", title="flow", title_fontsize="small")
     ax_owd.set_xlabel("time (s)")
     for ax in (ax_rate, ax_queue, ax_owd):
         ax.grid(alpha=0.3)
@@ -46,7 +48,7 @@ def plot_run(result: "Result", out_dir: Path) -> list[Path]:
     return [path]
 
 
-def _media_panels(result: "Result", axes, title: str) -> None:
+def _media_panels(result: "Result", axes: Any, title: str) -> None:
     """Rate vs capacity, bottleneck queueing delay, frame delay: the SCReAM talk's three views."""
     links = result.link_series
     flows = result.flow_series
@@ -88,14 +90,29 @@ def plot_media(result: "Result", out_dir: Path) -> list[Path]:
     return [path]
 
 
+def comparison_figure(results: dict[str, "Result"]) -> Any:
+    """The figure of :func:`plot_comparison`: one column per controller, rows as in
+    :func:`plot_media`, each row's y range fitted to every controller's data."""
+    n = len(results)
+    fig, axes = plt.subplots(3, n, figsize=(4.5 * n, 8), sharex=True, squeeze=False)
+    for i, (cc, result) in enumerate(results.items()):
+        _media_panels(result, axes[:, i], f"{result.summary['scenario']}: {cc}")
+    # One y range per row, fitted to every controller's data (a shared axis frozen at the first
+    # panel's range cut the others' peaks off).
+    for row in axes:
+        tops = [ax.dataLim.y1 for ax in row if ax.has_data()]
+        top = max(tops, default=0.0)
+        if 0 < top < float("inf"):
+            for ax in row:
+                ax.set_ylim(0, top * 1.05)
+    fig.tight_layout()
+    return fig
+
+
 def plot_comparison(results: dict[str, "Result"], out_dir: Path) -> list[Path]:
     """``comparison.png``: one column per controller, rows as in :func:`plot_media`."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    n = len(results)
-    fig, axes = plt.subplots(3, n, figsize=(4.5 * n, 8), sharex=True, sharey="row", squeeze=False)
-    for i, (cc, result) in enumerate(results.items()):
-        _media_panels(result, axes[:, i], f"{result.summary['scenario']}: {cc}")
-    fig.tight_layout()
+    fig = comparison_figure(results)
     path = out_dir / "comparison.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)

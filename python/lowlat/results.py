@@ -12,7 +12,7 @@ import pandas as pd
 class Result:
     """One run's results.
 
-    - ``summary``: the ``summary.json`` object (see ARCHITECTURE.md, "The results contract").
+    - ``summary``: the ``summary.json`` object (see docs/architecture.md, "The results contract").
     - ``flow_series``: one row per flow and 200 ms bin: ``flow, t_s, send_kbps, recv_kbps, owd_ms,
       frame_delay_ms, frames``.
     - ``link_series``: one row per link and bin: ``link, t_s, capacity_kbps, throughput_kbps,
@@ -24,11 +24,11 @@ class Result:
     def __init__(
         self,
         summary: dict[str, Any],
-        flow_series: dict[str, list],
-        link_series: dict[str, list],
+        flow_series: dict[str, list[Any]],
+        link_series: dict[str, list[Any]],
         *,
         summary_json: str | None = None,
-        predictions: dict[str, list] | None = None,
+        predictions: dict[str, list[Any]] | None = None,
     ) -> None:
         self.summary = summary
         self.flow_series = pd.DataFrame(flow_series)
@@ -46,49 +46,26 @@ class Result:
         """The per-link summary as a flat DataFrame (``queue_delay_ms_p95``, ...)."""
         return pd.DataFrame([flatten(link) for link in self.summary["links"]])
 
-    def table(self) -> str:
-        """A plain-text table of the flows and the links that carried traffic."""
+    def table(self, *, wide: bool = False) -> str:
+        """A plain-text table of the flows and of the links that carried traffic.
+
+        By default the columns a reader needs first (throughput, loss, delay percentiles, frame
+        delay and rate for video); ``wide=True`` every column. Columns that apply to no row are
+        left out; a cell that does not apply shows ``-``; every header carries its unit.
+        """
         f = self.flows
-        flow_cols = {
-            "id": "flow",
-            "kind": "kind",
-            "cc": "cc",
-            "throughput_kbps": "thr kbit/s",
-            "loss_ratio": "loss",
-            "owd_ms_mean": "owd mean ms",
-            "owd_ms_p50": "owd p50",
-            "owd_ms_p95": "owd p95",
-            "owd_ms_p99": "owd p99",
-            "rtt_ms_p95": "rtt p95",
-            "frame_delay_ms_mean": "frame mean ms",
-            "frame_delay_ms_p90": "frame p90",
-            "frame_delay_ms_p99": "frame p99",
-            "fps_mean": "fps",
-            "ratio_rtt_over_200ms": "rtt>200ms",
-            "ratio_net_rtt_over_200ms": "net rtt>200ms",
-            "ratio_frame_delay_over_400ms": "frame>400ms",
-            "ratio_fps_below_10": "fps<10",
-        }
-        ft = f[[c for c in flow_cols if c in f and f[c].notna().any()]].rename(columns=flow_cols)
+        cols = FLOW_COLUMNS_WIDE if wide else FLOW_COLUMNS
+        ft = f[[c for c in cols if c in f and f[c].notna().any()]].rename(columns=cols)
         links = self.links
         links = links[(links["utilization"] > 0) | (links["drops"] > 0)]
-        link_cols = {
-            "id": "link",
-            "capacity_mean_kbps": "capacity kbit/s",
-            "utilization": "util",
-            "queue_delay_ms_mean": "queue mean ms",
-            "queue_delay_ms_p95": "queue p95",
-            "queue_delay_ms_max": "queue max",
-            "drops": "drops",
-        }
-        lt = links[[c for c in link_cols if c in links]].rename(columns=link_cols)
-        fmt = {"float_format": number, "index": False}
+        lcols = LINK_COLUMNS_WIDE if wide else LINK_COLUMNS
+        lt = links[[c for c in lcols if c in links]].rename(columns=lcols)
         head = (
             f"scenario {self.summary['scenario']}  seed {self.summary['seed']}  "
             f"{self.summary['sim_duration_s']:g} s simulated in {self.summary['wall_s']:.3f} s wall "
             f"({self.summary['events']} events)"
         )
-        parts = [head, "", ft.to_string(**fmt), "", lt.to_string(**fmt)]
+        parts = [head, "", text_table(ft), "", text_table(lt)]
         for w in self.summary.get("warnings", []):
             parts.append(f"warning: {w}")
         return "\n".join(parts)
@@ -112,32 +89,118 @@ class Result:
 
 
 def number(x: float) -> str:
-    """Table format: 3 decimals below 10, 1 above."""
+    """Table format: 3 decimals below 10, 1 above; ``-`` for a missing value."""
+    if x != x:  # NaN
+        return "-"
     return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
 
 
+def text_table(df: pd.DataFrame) -> str:
+    """A DataFrame as aligned text: numbers by :func:`number`, counts as integers, ``-`` for a
+    value that does not apply."""
+    if df.empty:
+        return "(none)"
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_float_dtype(out[c]):
+            out[c] = out[c].map(number)
+        else:
+            out[c] = out[c].map(lambda v: "-" if v is None or (isinstance(v, float) and v != v) else str(v))
+    text: str = out.to_string(index=False)
+    return text
+
+
+#: The default flow columns of the run table (summary key -> header with unit).
+FLOW_COLUMNS = {
+    "id": "flow",
+    "kind": "kind",
+    "cc": "cc",
+    "throughput_kbps": "thr kbit/s",
+    "loss_ratio": "loss ratio",
+    "owd_ms_p50": "owd p50 ms",
+    "owd_ms_p95": "owd p95 ms",
+    "frame_delay_ms_p99": "frame p99 ms",
+    "fps_mean": "fps 1/s",
+}
+#: Every flow column (``--wide``).
+FLOW_COLUMNS_WIDE = {
+    "id": "flow",
+    "kind": "kind",
+    "cc": "cc",
+    "throughput_kbps": "thr kbit/s",
+    "loss_ratio": "loss ratio",
+    "owd_ms_mean": "owd mean ms",
+    "owd_ms_p50": "owd p50 ms",
+    "owd_ms_p95": "owd p95 ms",
+    "owd_ms_p99": "owd p99 ms",
+    "rtt_ms_p95": "rtt p95 ms",
+    "frame_delay_ms_mean": "frame mean ms",
+    "frame_delay_ms_p90": "frame p90 ms",
+    "frame_delay_ms_p99": "frame p99 ms",
+    "fps_mean": "fps 1/s",
+    "ratio_rtt_over_200ms": "rtt>200ms ratio",
+    "ratio_net_rtt_over_200ms": "net rtt>200ms ratio",
+    "ratio_frame_delay_over_400ms": "frame>400ms ratio",
+    "ratio_fps_below_10": "fps<10 ratio",
+    "packets_sent": "sent pkts",
+    "packets_received": "recv pkts",
+}
+#: The default link columns.
+LINK_COLUMNS = {
+    "id": "link",
+    "capacity_mean_kbps": "capacity kbit/s",
+    "utilization": "util ratio",
+    "queue_delay_ms_p95": "queue p95 ms",
+    "drops": "drops pkts",
+}
+#: Every link column (``--wide``).
+LINK_COLUMNS_WIDE = {
+    "id": "link",
+    "capacity_mean_kbps": "capacity kbit/s",
+    "utilization": "util ratio",
+    "queue_delay_ms_mean": "queue mean ms",
+    "queue_delay_ms_p95": "queue p95 ms",
+    "queue_delay_ms_max": "queue max ms",
+    "drops": "drops pkts",
+    "random_losses": "random losses pkts",
+    "max_queue_bytes": "max queue B",
+}
+
+
+#: The default columns of the controller comparison.
 COMPARISON_COLUMNS = {
     "cc": "cc",
     "id": "flow",
     "throughput_kbps": "thr kbit/s",
-    "utilization": "util",
+    "utilization": "util ratio",
+    "owd_ms_p95": "owd p95 ms",
+    "frame_delay_ms_p99": "frame p99 ms",
+    "loss_ratio": "loss ratio",
+    "ratio_frame_delay_over_400ms": "frame>400ms ratio",
+}
+#: Every column of the comparison (``--wide``).
+COMPARISON_COLUMNS_WIDE = {
+    "cc": "cc",
+    "id": "flow",
+    "throughput_kbps": "thr kbit/s",
+    "utilization": "util ratio",
     "owd_ms_p50": "owd p50 ms",
-    "owd_ms_p95": "owd p95",
+    "owd_ms_p95": "owd p95 ms",
     "frame_delay_ms_mean": "frame mean ms",
-    "frame_delay_ms_p90": "frame p90",
-    "frame_delay_ms_p99": "frame p99",
-    "loss_ratio": "loss",
-    "ratio_rtt_over_200ms": "rtt>200ms",
-    "ratio_frame_delay_over_400ms": "frame>400ms",
-    "ratio_fps_below_10": "fps<10",
+    "frame_delay_ms_p90": "frame p90 ms",
+    "frame_delay_ms_p99": "frame p99 ms",
+    "loss_ratio": "loss ratio",
+    "ratio_rtt_over_200ms": "rtt>200ms ratio",
+    "ratio_frame_delay_over_400ms": "frame>400ms ratio",
+    "ratio_fps_below_10": "fps<10 ratio",
 }
 
 
-def comparison(results: dict[str, "Result"]) -> pd.DataFrame:
-    """One row per (controller, video flow): the RMCAT comparison table."""
+def comparison(results: dict[str, "Result"], *, wide: bool = False) -> pd.DataFrame:
+    """One row per (controller, video flow): the RMCAT comparison table (``wide``: every column)."""
     rows = []
     for cc, r in results.items():
-        bott = next((link for link in r.summary["links"] if link["id"] == "bottleneck"), {})
+        bott: dict[str, Any] = next((link for link in r.summary["links"] if link["id"] == "bottleneck"), {})
         for f in r.summary["flows"]:
             if f["kind"] != "rtp-video":
                 continue
@@ -146,7 +209,8 @@ def comparison(results: dict[str, "Result"]) -> pd.DataFrame:
             row["utilization"] = bott.get("utilization")
             rows.append(row)
     df = pd.DataFrame(rows)
-    return df[[c for c in COMPARISON_COLUMNS if c in df]].rename(columns=COMPARISON_COLUMNS)
+    cols = COMPARISON_COLUMNS_WIDE if wide else COMPARISON_COLUMNS
+    return df[[c for c in cols if c in df]].rename(columns=cols)
 
 
 def write_frame(df: pd.DataFrame, stem: Path) -> list[Path]:

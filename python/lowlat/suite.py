@@ -168,6 +168,97 @@ def _indexed(item: tuple[int, RunSpec]) -> tuple[int, dict[str, Any]]:
     return item[0], run_one(item[1])
 
 
+#: The columns of the medians table (terminal and report).
+MEDIAN_COLUMNS = ["throughput_kbps", "owd_p95_ms", "frame_delay_p99_ms", "jain_index"]
+#: Their headers, units included.
+MEDIAN_HEADERS = {
+    "case": "case",
+    "cc": "cc",
+    "throughput_kbps": "thr kbit/s",
+    "owd_p95_ms": "owd p95 ms",
+    "frame_delay_p99_ms": "frame p99 ms",
+    "jain_index": "jain index",
+}
+#: The per-case table of the report: one run per row, the main metrics (summary.csv has all).
+REPORT_COLUMNS = {
+    "cc": "cc",
+    "queue": "queue",
+    "rtt_ms": "rtt ms",
+    "jitter_ms": "jitter ms",
+    "throughput_kbps": "thr kbit/s",
+    "utilization": "util ratio",
+    "queue_delay_p95_ms": "queue p95 ms",
+    "owd_p95_ms": "owd p95 ms",
+    "frame_delay_p99_ms": "frame p99 ms",
+    "loss_ratio": "loss ratio",
+    "ratio_frame_delay_over_400ms": "frame>400ms ratio",
+    "jain_index": "jain index",
+    "cross_throughput_kbps": "cross kbit/s",
+}
+
+
+def readable(x: Any) -> str:
+    """A number as a person reads it in a report: no exponent, thousands separated, 3
+    significant digits for small values; ``-`` for a missing one."""
+    if x is None or (isinstance(x, float) and x != x):
+        return "-"
+    if isinstance(x, str):
+        return x
+    v = float(x)
+    if v == int(v) and abs(v) < 1e15:
+        return f"{int(v):,}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def _html_table(df: pd.DataFrame) -> str:
+    html: str = df.to_html(index=False, formatters={c: readable for c in df.columns}, na_rep="-", escape=True)
+    return html
+
+
+def _plot_summary(df: pd.DataFrame) -> str:
+    """A Pantheon-style summary (base64 PNG): per controller, one marker per case at the median
+    over the case's runs of throughput against P95 one-way delay (delay axis reversed: better is up
+    and to the right), and the median over every run as a large marker."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = df[df["error"] == ""]
+    fig, ax = plt.subplots(figsize=(7, 5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (cc, g) in enumerate(ok.groupby("cc", sort=False)):
+        c = colors[k % len(colors)]
+        per_case = g.groupby("case", sort=False)[["owd_p95_ms", "throughput_kbps"]].median()
+        ax.scatter(per_case["owd_p95_ms"], per_case["throughput_kbps"], color=c, alpha=0.5, s=25)
+        for case, row in per_case.iterrows():
+            ax.annotate(str(case), (row["owd_p95_ms"], row["throughput_kbps"]), fontsize=6, color=c)
+        ax.scatter(g["owd_p95_ms"].median(), g["throughput_kbps"].median(), color=c, s=120, marker="o",
+                   edgecolors="black", label=f"{cc} (median of all runs)")
+    ax.invert_xaxis()
+    ax.set_xlabel("one-way delay P95 (ms, better to the right)")
+    ax.set_ylabel("video throughput (kbit/s)")
+    ax.set_title("Throughput vs delay per controller (small markers: median per case)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def medians(df: pd.DataFrame) -> pd.DataFrame:
+    """Medians over RTT x jitter x queue, one row per (case, controller), of the runs that did not
+    fail."""
+    ok = df[df["error"] == ""]
+    return ok.groupby(["case", "cc"], sort=False)[MEDIAN_COLUMNS].median().reset_index()
+
+
 def _plot_case(df: pd.DataFrame, case: str) -> str:
     """A PNG (base64) of one case: frame-delay P99 against throughput, one marker per run,
     coloured by controller, filled for drop-tail and hollow for CoDel."""
@@ -213,18 +304,26 @@ def write(df: pd.DataFrame, out_dir: str | Path, *, plots: bool = True) -> list[
     df.to_csv(csv, index=False)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>lowlat RMCAT suite</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}h2{margin-top:2em}</style></head><body>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+        "table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}"
+        "h2{margin-top:2em}img{max-width:100%}</style></head><body>",
         f"<h1>RMCAT suite</h1><p>{len(df)} runs, {int((df['error'] != '').sum())} failed; generated "
         f"{time.strftime('%Y-%m-%d %H:%M')} by lowlat. Rows: one run each; metrics are over the "
-        "video flows (throughput summed, delays averaged, frame-delay P99 the worst flow's).</p>",
+        "video flows (throughput summed, delays averaged, frame-delay P99 the worst flow's); "
+        "summary.csv holds every column.</p>",
     ]
-    shown = ["cc", "queue", "rtt_ms", "jitter_ms", *METRICS[:-1]]
+    if (df["error"] == "").any():
+        parts.append("<h2>Medians over RTT x jitter x queue</h2>")
+        parts.append(_html_table(medians(df).rename(columns=MEDIAN_HEADERS)))
+        if plots:
+            parts.append(f"<img src='data:image/png;base64,{_plot_summary(df)}'>")
+    shown = [c for c in REPORT_COLUMNS if c in df]
     for case, g in df.groupby("case", sort=False):
         parts.append(f"<h2>Case {case}</h2>")
         if plots and (g["error"] == "").any():
             parts.append(f"<img src='data:image/png;base64,{_plot_case(g, case)}'>")
-        parts.append(g[shown].to_html(index=False, float_format=lambda x: f"{x:.3g}", na_rep="-"))
+        parts.append(_html_table(g[g["error"] == ""][shown].rename(columns=REPORT_COLUMNS)))
     failed = df[df["error"] != ""]
     if not failed.empty:
         parts.append("<h2>Failed runs</h2>")

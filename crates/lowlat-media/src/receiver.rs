@@ -199,6 +199,12 @@ impl FeedbackEncoder {
         self.format == FeedbackFormat::Rfc8888
     }
 
+    /// The RTCP bytes of the last report sized by [`FeedbackEncoder::datagram_size`] (for
+    /// captures).
+    pub fn last_encoded(&self) -> &[u8] {
+        &self.scratch
+    }
+
     /// Size of the UDP datagram carrying `report` (one compound RTCP packet: transport-cc may
     /// need several feedback packets for one report) when sent at `now`.
     pub fn datagram_size(&mut self, report: &[Arrival], now: Time) -> Bytes {

@@ -13,9 +13,11 @@
 //!   marking ECN) and an L4S step/ramp marker for ECT(1) packets.
 //! - [`middlebox`]: the hook where network assistance (Zhuge, SCONE-PRO) sits at a queue.
 //! - [`wifi`]: a Wi-Fi access point's downlink: aggregates at random transmit opportunities.
+//! - [`histogram`]: nanosecond samples that cost what they hold.
 //! - [`link`]: one hop: queue, server, random loss, propagation delay and jitter.
 
 pub mod capacity;
+pub mod histogram;
 pub mod jitter;
 pub mod link;
 pub mod loss;
@@ -25,6 +27,7 @@ pub mod trace;
 pub mod wifi;
 
 pub use capacity::{Capacity, DeliveryTrace, RateSchedule, Server};
+pub use histogram::NsHistogram;
 pub use jitter::NoReorderJitter;
 pub use link::{Link, LinkConfig, LinkStats};
 pub use loss::LossModel;

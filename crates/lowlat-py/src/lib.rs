@@ -2,13 +2,14 @@
 //! arguments, calls into `lowlat-sim`, and converts the answer. The user-facing API, its
 //! documentation and all presentation live in the `lowlat` Python package.
 
-use lowlat_core::{Bitrate, Duration, Time};
+use lowlat_core::{Bitrate, Bytes, Duration, Time};
+use lowlat_sim::limits::{self, Limits};
 use lowlat_sim::results::{Column, Table};
 use lowlat_sim::{bench, Format, Scenario};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use std::path::Path;
 
 create_exception!(_native, ScenarioError, PyValueError, "A scenario that failed validation.");
@@ -23,16 +24,52 @@ fn parse(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<Scen
         .map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
-/// Validates a scenario; returns `(name, description, warnings)` or raises `ScenarioError`.
+/// The limits of a run: the default, with the memory budget given as a size (`"8 GB"`).
+fn limits_with(memory_budget: Option<&str>) -> PyResult<Limits> {
+    let mut l = Limits::default();
+    if let Some(b) = memory_budget {
+        let bytes: Bytes = b.parse().map_err(|e| {
+            ScenarioError::new_err(format!("memory budget: got {b:?}, expected {}", lowlat_core_expected(e)))
+        })?;
+        if bytes.0 == 0 {
+            return Err(ScenarioError::new_err(format!("memory budget: got {b:?}, expected a size above 0")));
+        }
+        l.memory_budget = bytes.0;
+    }
+    Ok(l)
+}
+
+fn lowlat_core_expected(e: lowlat_core::units::ParseUnitError) -> String {
+    e.expected.to_string()
+}
+
+/// Checks a scenario against the run limits (memory, events, meaningful quantities).
+fn check_limits(s: &Scenario, memory_budget: Option<&str>) -> PyResult<limits::Estimate> {
+    limits::check(s, &limits_with(memory_budget)?).map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
+/// Validates a scenario, its run limits included; returns `(name, description, warnings)` or
+/// raises `ScenarioError`.
 #[pyfunction]
+#[pyo3(signature = (text, format, label, base_dir, memory_budget=None))]
 fn validate(
     text: &str,
     format: &str,
     label: &str,
     base_dir: &str,
+    memory_budget: Option<&str>,
 ) -> PyResult<(String, String, Vec<String>)> {
     let s = parse(text, format, label, base_dir)?;
+    check_limits(&s, memory_budget)?;
     Ok((s.name, s.description, s.warnings))
+}
+
+/// The estimated memory (bytes) and events of a run of the scenario.
+#[pyfunction]
+#[pyo3(signature = (text, format, label, base_dir))]
+fn estimate(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<(u64, u64)> {
+    let e = limits::estimate(&parse(text, format, label, base_dir)?);
+    Ok((e.memory_bytes, e.events))
 }
 
 /// A simulation in progress.
@@ -52,7 +89,8 @@ impl Simulation {
     /// Builds a simulation from scenario text; `seed` overrides the scenario's seed, `cc` the
     /// controller of every video flow, `queue` the bottleneck queues (`"droptail"`, `"codel"`).
     #[new]
-    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None, rtt_s=None, jitter_s=None))]
+    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None, rtt_s=None, jitter_s=None, memory_budget=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         text: &str,
         format: &str,
@@ -63,6 +101,7 @@ impl Simulation {
         queue: Option<&str>,
         rtt_s: Option<f64>,
         jitter_s: Option<f64>,
+        memory_budget: Option<&str>,
     ) -> PyResult<Self> {
         let mut s = parse(text, format, label, base_dir)?;
         if let Some(cc) = cc {
@@ -72,15 +111,20 @@ impl Simulation {
             s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
         }
         if let Some(rtt) = rtt_s {
-            let ok = |x: f64| x.is_finite() && x >= 0.0;
+            // Below a million seconds: the run limits then compare them with the duration.
+            let ok = |x: f64| x.is_finite() && (0.0..1e6).contains(&x);
             if !ok(rtt) || !jitter_s.is_none_or(ok) {
-                return Err(ScenarioError::new_err("rtt and jitter must be non-negative seconds"));
+                return Err(ScenarioError::new_err(format!(
+                    "rtt_s, jitter_s: got {rtt}, {}, expected seconds from 0 to 1e6",
+                    jitter_s.unwrap_or(0.0)
+                )));
             }
             s = s.with_path(Duration::from_secs_f64(rtt), Duration::from_secs_f64(jitter_s.unwrap_or(0.0)));
         }
         if let Some(seed) = seed {
             s.seed = seed;
         }
+        check_limits(&s, memory_budget)?;
         Ok(Simulation { inner: Some(lowlat_sim::Simulation::new(s)) })
     }
 
@@ -91,6 +135,22 @@ impl Simulation {
         let until = Time::from_secs_f64(until_s);
         py.detach(|| sim.advance(until));
         Ok(())
+    }
+
+    /// Records every packet the endpoints send from now on as a pcap (`take_pcap` returns it).
+    fn capture_pcap(&mut self) -> PyResult<()> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?
+            .capture_pcap();
+        Ok(())
+    }
+
+    /// The pcap recorded since `capture_pcap` (None if none was asked for).
+    fn take_pcap<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let sim =
+            self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
+        Ok(sim.take_pcap().map(|b| PyBytes::new(py, &b)))
     }
 
     /// Simulated seconds reached.
@@ -141,6 +201,7 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
     for (name, col) in &t.columns {
         match col {
             Column::F64(v) => d.set_item(name, v)?,
+            Column::I64(v) => d.set_item(name, v)?,
             Column::Str(v) => d.set_item(name, v)?,
         }
     }
@@ -159,6 +220,14 @@ fn bench_dumbbell(
     duration_s: f64,
     flow: &str,
 ) -> PyResult<(String, f64, u64, f64, u64)> {
+    if !(duration_s.is_finite() && duration_s > 0.0 && duration_s < 1e9) {
+        return Err(ScenarioError::new_err(format!(
+            "duration: got {duration_s} s, expected a positive number of seconds below 1e9"
+        )));
+    }
+    if rate_bps == 0 {
+        return Err(ScenarioError::new_err("rate: got 0, expected a positive bitrate"));
+    }
     let (rate, duration) = (Bitrate::bps(rate_bps), Duration::from_secs_f64(duration_s));
     let scenario = match flow {
         "cbr" => bench::standard_dumbbell(rate, duration),
@@ -172,6 +241,7 @@ fn bench_dumbbell(
             )))
         }
     };
+    check_limits(&scenario, None)?;
     let f = py.detach(|| bench::run_case(scenario));
     Ok((f.name, f.wall_s, f.events, f.sim_s, f.delivered))
 }
@@ -199,6 +269,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;

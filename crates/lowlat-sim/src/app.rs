@@ -53,6 +53,12 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     fn handle_timeout(&mut self, _now: Time) {}
 
     /// The next packet to send at `now`, if any (drained after every input).
+    /// The bytes of the packet `poll_transmit` just returned, when the endpoint encodes them
+    /// (RTCP feedback); `None` lets a capture write a stand-in of the right size.
+    fn last_payload(&self) -> Option<&[u8]> {
+        None
+    }
+
     fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
         None
     }

@@ -6,7 +6,9 @@
 //! - [`app`]: the [`app::Endpoint`] trait: the applications at either end of a flow.
 //! - [`media`]: RTP video flows: the sender and receiver endpoints around a rate controller.
 //! - [`traffic`]: CBR and Poisson sources and the per-flow measurements.
+//! - [`limits`]: what a run will cost (memory, events), checked before it starts.
 //! - [`results`]: the summary of the results contract and the 200 ms series.
+//! - [`capture`]: a pcap of the packets the endpoints send.
 //! - [`bench`]: the project's standard benchmark.
 //!
 //! Same scenario and seed, same results, bit for bit: time is integer nanoseconds, events are
@@ -21,7 +23,9 @@
 
 pub mod app;
 pub mod bench;
+pub mod capture;
 pub mod engine;
+pub mod limits;
 pub mod media;
 pub mod results;
 pub mod scenario;

@@ -363,6 +363,10 @@ impl Endpoint for RtpReceiver {
         self.collector.poll_timeout()
     }
 
+    fn last_payload(&self) -> Option<&[u8]> {
+        Some(self.encoder.last_encoded())
+    }
+
     fn media_metrics(&self) -> Option<MediaMetrics> {
         Some(MediaMetrics { frames: self.assembler.completed.clone(), ..MediaMetrics::default() })
     }

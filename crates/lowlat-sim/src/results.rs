@@ -1,4 +1,4 @@
-//! What a run produces: the summary of the results contract (ARCHITECTURE.md) and the 200 ms
+//! What a run produces: the summary of the results contract (docs/architecture.md) and the 200 ms
 //! time series, as plain data that serialises to the stable `summary.json`.
 
 use crate::media::MediaMetrics;
@@ -167,12 +167,12 @@ fn media_summary(sent: &MediaMetrics, recv: &MediaMetrics, start: Time, end: Tim
 /// Network RTT stats and the share over 200 ms, from the one-way delays shifted by the reverse
 /// path's propagation delay.
 fn net_rtt(m: &crate::traffic::FlowMetrics, reverse: lowlat_core::Duration) -> (Stats, f64) {
-    let h = &m.owd;
+    let h = m.owd.histogram();
     if h.is_empty() {
         return (Stats::default(), 0.0);
     }
     let shift = reverse.as_millis_f64();
-    let s = Stats::from_ns(h, m.owd_sum_ns, Some(m.owd_max_ns));
+    let s = Stats::from_ns(&h, m.owd_sum_ns, Some(m.owd_max_ns));
     let add = |v: Option<f64>| v.map(|x| x + shift);
     let stats = Stats {
         mean: add(s.mean),
@@ -254,6 +254,8 @@ pub struct Summary {
 pub enum Column {
     /// Numbers (NaN where a bin has no sample).
     F64(Vec<f64>),
+    /// Counts.
+    I64(Vec<i64>),
     /// Labels.
     Str(Vec<String>),
 }
@@ -366,7 +368,7 @@ impl RunResult {
             }
             f_frame
                 .extend(frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }));
-            f_frames.extend(frame_bins.iter().map(|&(_, n)| f64::from(n)));
+            f_frames.extend(frame_bins.iter().map(|&(_, n)| i64::from(n)));
             let sender_media = st.sender.media_metrics();
             let ce_reported = sender_media.as_ref().map(|s| s.ce_reported);
             let media = match (sender_media, receiver_media) {
@@ -384,7 +386,7 @@ impl RunResult {
                 throughput_kbps: thr,
                 goodput_kbps: thr,
                 loss_ratio: if could_arrive > 0 { m.lost() as f64 / could_arrive as f64 } else { 0.0 },
-                owd_ms: Stats::from_ns(&m.owd, m.owd_sum_ns, Some(m.owd_max_ns)),
+                owd_ms: Stats::from_ns(&m.owd.histogram(), m.owd_sum_ns, Some(m.owd_max_ns)),
                 rtt_ms: media.as_ref().map_or(Stats::default(), |x| x.rtt_ms),
                 packets_sent: m.sent_packets,
                 packets_received: m.rx_packets,
@@ -404,7 +406,9 @@ impl RunResult {
             for i in 0..nbins {
                 let b = m.bins.get(i).copied().unwrap_or_default();
                 f_id.push(cfg.id.clone());
-                f_t.push(i as f64 * bin_s);
+                // The same exact instant as the link series (a multiple of the bin in ns), so the
+                // two merge on t_s.
+                f_t.push(Time(i as u64 * bin_ns).as_secs_f64());
                 f_send.push(b.tx_bytes as f64 * 8.0 / bin_s / 1e3);
                 f_recv.push(b.rx_bytes as f64 * 8.0 / bin_s / 1e3);
                 f_owd.push(if b.rx_packets > 0 {
@@ -425,7 +429,11 @@ impl RunResult {
                 id: name.clone(),
                 capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
                 utilization: if cap_bytes > 0.0 { s.tx_bytes as f64 / cap_bytes } else { 0.0 },
-                queue_delay_ms: Stats::from_ns(&s.sojourn, s.sojourn_sum_ns, Some(s.sojourn_max_ns)),
+                queue_delay_ms: Stats::from_ns(
+                    &s.sojourn.histogram(),
+                    s.sojourn_sum_ns,
+                    Some(s.sojourn_max_ns),
+                ),
                 drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
                 random_losses: s.random_losses,
                 max_queue_bytes: s.max_queue_bytes,
@@ -446,7 +454,7 @@ impl RunResult {
                     f64::NAN
                 });
                 l_qmax.push(if b.dequeued > 0 { b.sojourn_max_ns as f64 * 1e-6 } else { f64::NAN });
-                l_drops.push(b.drops as f64);
+                l_drops.push(i64::try_from(b.drops).unwrap_or(i64::MAX));
             }
         }
 
@@ -474,7 +482,7 @@ impl RunResult {
                     col("recv_kbps", f_recv),
                     col("owd_ms", f_owd),
                     col("frame_delay_ms", f_frame),
-                    col("frames", f_frames),
+                    ("frames".into(), Column::I64(f_frames)),
                 ],
             },
             link_series: Table {
@@ -485,7 +493,7 @@ impl RunResult {
                     col("throughput_kbps", l_thr),
                     col("queue_delay_ms", l_q),
                     col("queue_delay_max_ms", l_qmax),
-                    col("drops", l_drops),
+                    ("drops".into(), Column::I64(l_drops)),
                 ],
             },
             predictions: assist.map(|a| a.1).unwrap_or_default(),

@@ -140,6 +140,8 @@ pub struct Simulation {
     /// Events processed at the current instant: a guard against a component that keeps asking
     /// to be woken now without making progress (which would otherwise hang the run).
     events_at_now: u64,
+    /// The pcap being written, when asked for.
+    capture: Option<crate::capture::Capture>,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -151,6 +153,17 @@ const BOTTLENECK: u32 = 0;
 const REVERSE: u32 = 1;
 
 impl Simulation {
+    /// Records every packet the endpoints send from now on as a pcap (see [`crate::capture`]);
+    /// [`Simulation::take_pcap`] returns it.
+    pub fn capture_pcap(&mut self) {
+        self.capture.get_or_insert_with(crate::capture::Capture::new);
+    }
+
+    /// The pcap recorded since [`Simulation::capture_pcap`] (and stops recording).
+    pub fn take_pcap(&mut self) -> Option<Vec<u8>> {
+        self.capture.take().map(crate::capture::Capture::finish)
+    }
+
     /// Builds the topology of `scenario`; nothing runs yet.
     pub fn new(scenario: Scenario) -> Simulation {
         let seed = scenario.seed;
@@ -283,6 +296,7 @@ impl Simulation {
             next_packet_id: 0,
             wall: std::time::Duration::ZERO,
             events_at_now: 0,
+            capture: None,
         }
     }
 
@@ -415,6 +429,19 @@ impl Simulation {
         self.next_packet_id += 1;
         pkt.app = t.app;
         pkt.ecn = t.ecn;
+        if let Some(cap) = self.capture.as_mut() {
+            let flow = &self.flows[flow_index as usize];
+            let from_sender = e.is_multiple_of(2);
+            let ep = if from_sender { flow.sender.as_ref() } else { flow.receiver.as_ref() };
+            cap.record(
+                now,
+                flow_index,
+                &self.scenario.flows[flow_index as usize],
+                from_sender,
+                &t,
+                ep.last_payload(),
+            );
+        }
         let flow = &mut self.flows[flow_index as usize];
         let path = if e.is_multiple_of(2) {
             flow.metrics.on_sent(now, t.size.0);

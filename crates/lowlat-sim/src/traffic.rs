@@ -6,9 +6,9 @@
 
 use crate::app::{Endpoint, Transmit};
 use crate::scenario::{FlowConfig, TrafficKind};
-use hdrhistogram::Histogram;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
+use lowlat_net::NsHistogram;
 use rand_distr::{Distribution, Exp1};
 
 /// A packet generator.
@@ -115,7 +115,7 @@ pub struct FlowMetrics {
     /// When the last packet arrived.
     pub last_rx: Option<Time>,
     /// One-way delays, ns.
-    pub owd: Histogram<u64>,
+    pub owd: NsHistogram,
     /// Exact sum of one-way delays, ns.
     pub owd_sum_ns: u128,
     /// Exact largest one-way delay, ns.
@@ -141,7 +141,7 @@ impl FlowMetrics {
             rx_bytes: 0,
             max_seq: None,
             last_rx: None,
-            owd: Histogram::new_with_bounds(1, 10_000_000_000_000, 3).expect("static bounds are valid"),
+            owd: NsHistogram::new(),
             owd_sum_ns: 0,
             owd_max_ns: 0,
             bins: Vec::new(),
@@ -184,7 +184,7 @@ impl FlowMetrics {
         self.rx_bytes += size;
         self.last_rx = Some(now);
         self.max_seq = Some(self.max_seq.map_or(seq, |m| m.max(seq)));
-        self.owd.saturating_record(owd);
+        self.owd.record(owd);
         self.owd_sum_ns += owd as u128;
         self.owd_max_ns = self.owd_max_ns.max(owd);
         let b = self.bin_at(now);

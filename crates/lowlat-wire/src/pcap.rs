@@ -31,9 +31,26 @@ impl PcapWriter {
 
     /// Records a UDP datagram from 10.0.0.1 to 10.0.0.2 at `t_us` microseconds.
     pub fn udp(&mut self, t_us: u64, src_port: u16, dst_port: u16, payload: &[u8]) {
+        self.udp_between(t_us, [10, 0, 0, 1], [10, 0, 0, 2], src_port, dst_port, payload);
+    }
+
+    /// Records a UDP datagram from `src` to `dst` at `t_us` microseconds (payloads beyond an
+    /// IPv4 packet's 65 507 bytes are cut there).
+    pub fn udp_between(
+        &mut self,
+        t_us: u64,
+        src: [u8; 4],
+        dst: [u8; 4],
+        src_port: u16,
+        dst_port: u16,
+        payload: &[u8],
+    ) {
+        let payload = &payload[..payload.len().min(65_507)];
         let total = 20 + 8 + payload.len();
         let mut ip =
-            [0x45, 0, (total >> 8) as u8, total as u8, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+            [0x45, 0, (total >> 8) as u8, total as u8, 0, 0, 0x40, 0, 64, 17, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
         let sum: u32 = (0..10).map(|i| u32::from(u16::from_be_bytes([ip[2 * i], ip[2 * i + 1]]))).sum();
         let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
         ip[10..12].copy_from_slice(&sum.to_be_bytes());

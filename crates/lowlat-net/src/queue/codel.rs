@@ -62,7 +62,7 @@ impl CoDel {
         CoDel {
             config,
             limit,
-            packets: VecDeque::with_capacity(64),
+            packets: VecDeque::new(),
             bytes: 0,
             first_above_time: None,
             drop_next: Time::ZERO,

@@ -15,7 +15,7 @@ pub struct DropTail {
 impl DropTail {
     /// An empty queue with the given limit.
     pub fn new(limit: QueueLimit) -> DropTail {
-        DropTail { packets: VecDeque::with_capacity(64), bytes: 0, limit }
+        DropTail { packets: VecDeque::new(), bytes: 0, limit }
     }
 
     /// Appends `pkt` or gives it back when the queue is full.

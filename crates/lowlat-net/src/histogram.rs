@@ -1,0 +1,126 @@
+//! A histogram of nanosecond samples that costs what it holds.
+//!
+//! A full-range HdrHistogram (1 ns to hours at 3 significant digits) is about 280 kB whether it
+//! holds one sample or a billion, which made every flow and link cost that much even when idle
+//! (10 000 near-idle flows took 2.9 GB). [`NsHistogram`] keeps its first samples raw (8 bytes
+//! each) and moves them into an auto-sized histogram only once it holds more than
+//! [`NsHistogram::RAW_LIMIT`] of them. Reading it ([`NsHistogram::histogram`]) gives the very
+//! histogram the samples would have built, so quantiles do not depend on which form was kept.
+
+use hdrhistogram::Histogram;
+use std::borrow::Cow;
+
+/// Significant digits of every quantile: 0.1 % precision.
+const SIGFIG: u8 = 3;
+
+/// Nanosecond samples: raw while few, a 3-significant-digit histogram once many.
+#[derive(Clone, Debug, Default)]
+pub struct NsHistogram {
+    raw: Vec<u64>,
+    hist: Option<Histogram<u64>>,
+}
+
+impl NsHistogram {
+    /// Raw samples kept before switching to the histogram (8 kB at most).
+    pub const RAW_LIMIT: usize = 1024;
+
+    /// An empty histogram; allocates nothing until the first sample.
+    pub fn new() -> NsHistogram {
+        NsHistogram::default()
+    }
+
+    fn empty_histogram() -> Histogram<u64> {
+        // Auto-resizing from 1 ns: the same buckets as a fixed 1 ns..10^13 ns histogram, but only
+        // as many as the largest sample needs.
+        Histogram::new(SIGFIG).expect("3 significant digits are valid")
+    }
+
+    /// Records one sample.
+    pub fn record(&mut self, ns: u64) {
+        if let Some(h) = self.hist.as_mut() {
+            add(h, ns);
+            return;
+        }
+        self.raw.push(ns);
+        if self.raw.len() > Self::RAW_LIMIT {
+            let mut h = Self::empty_histogram();
+            for &v in &self.raw {
+                add(&mut h, v);
+            }
+            self.raw = Vec::new();
+            self.hist = Some(h);
+        }
+    }
+
+    /// Samples recorded.
+    pub fn len(&self) -> u64 {
+        self.hist.as_ref().map_or(self.raw.len() as u64, Histogram::len)
+    }
+
+    /// No sample yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The samples as a histogram (built on the spot while they are still raw).
+    pub fn histogram(&self) -> Cow<'_, Histogram<u64>> {
+        match &self.hist {
+            Some(h) => Cow::Borrowed(h),
+            None => {
+                let mut h = Self::empty_histogram();
+                for &v in &self.raw {
+                    add(&mut h, v);
+                }
+                Cow::Owned(h)
+            }
+        }
+    }
+
+    /// Heap bytes held (for the memory tests and estimates).
+    pub fn heap_bytes(&self) -> usize {
+        self.raw.capacity() * 8 + self.hist.as_ref().map_or(0, |h| h.distinct_values() * 8)
+    }
+}
+
+/// Records `ns`, growing the histogram as needed (`saturating_record` would clamp instead).
+fn add(h: &mut Histogram<u64>, ns: u64) {
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_costs_nothing_and_quantiles_match_a_full_histogram() {
+        let mut h = NsHistogram::new();
+        assert_eq!(h.heap_bytes(), 0);
+        assert!(h.is_empty());
+        let mut full = Histogram::<u64>::new_with_bounds(1, 10_000_000_000_000, 3).unwrap();
+        let mut x: u64 = 12345;
+        for i in 0..5000u64 {
+            // A spread of delays from microseconds to seconds.
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let v = (x >> 33) % 2_000_000_000 + 1;
+            h.record(v);
+            full.saturating_record(v);
+            if i == 100 {
+                // Raw form: the same quantiles as the full histogram already.
+                assert!(h.hist.is_none());
+                for q in [0.5, 0.9, 0.99] {
+                    assert_eq!(h.histogram().value_at_quantile(q), full.value_at_quantile(q));
+                }
+            }
+        }
+        assert!(h.hist.is_some());
+        assert_eq!(h.len(), 5000);
+        for q in [0.0, 0.5, 0.9, 0.95, 0.99, 1.0] {
+            assert_eq!(h.histogram().value_at_quantile(q), full.value_at_quantile(q));
+        }
+        assert_eq!(h.histogram().count_between(0, 1_000_000), full.count_between(0, 1_000_000));
+        // Auto-sized to two seconds: well under the full range's ~280 kB.
+        assert!(h.heap_bytes() < 200_000, "{}", h.heap_bytes());
+    }
+}

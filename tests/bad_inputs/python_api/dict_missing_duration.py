@@ -1,0 +1,2 @@
+# expect: duration
+run({"bottleneck": {"rate": "1 Mbit/s"}, "flows": []})

@@ -1,0 +1,2 @@
+# expect: <dict>
+run({"duration": object()})

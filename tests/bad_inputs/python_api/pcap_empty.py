@@ -1,0 +1,2 @@
+# expect: pcap
+run("dumbbell-cbr", pcap="")

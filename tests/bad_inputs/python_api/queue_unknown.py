@@ -1,0 +1,2 @@
+# expect: queue
+run("rmcat-5.1", queue="red")

@@ -1,0 +1,2 @@
+# expect: rtt
+run("rmcat-5.1", rtt_s=-1.0)

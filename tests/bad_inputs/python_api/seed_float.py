@@ -1,0 +1,2 @@
+# expect: seed
+run("dumbbell-cbr", seed=1.5)

@@ -1,0 +1,2 @@
+# expect: catalog
+run("no-such-scenario")
