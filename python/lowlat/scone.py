@@ -117,6 +117,7 @@ def run_one(spec: Run) -> dict[str, Any]:
 
     row: dict[str, Any] = asdict(spec)
     try:
+        cap: dict[str, Any]
         if spec.k:
             cap = {"schedule": [{"at": "0 s", "rate": "30 Mbit/s"}, {"at": f"{spec.drop_s} s", "rate": f"{30.0 / spec.k:.6g} Mbit/s"}]}
             sc = scenario(spec.sender, spec.help, cap, True, spec.seconds, "8 Mbit/s", spec.seed)
