@@ -200,3 +200,40 @@ impl Prober {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PacketResult;
+    use lowlat_core::{Bytes, Duration};
+
+    /// Sends 1250 B packets every 10 ms (1 Mbit/s) while a 1 Mbit/s cluster is active (it takes
+    /// the first 5, over 40 ms) and reports them arriving `recv_gap` apart; returns the
+    /// estimator's result.
+    fn probe_once(recv_gap: Duration) -> Option<f64> {
+        let cfg =
+            GccConfig { initial_probes: vec![1.0], start_rate: Bitrate::mbps(1), ..GccConfig::default() };
+        let mut p = Prober::new(&cfg, 1e6);
+        let mut packets = Vec::new();
+        for k in 0..10u64 {
+            let sent = SentPacket { seq: k, size: Bytes(1250), send_time: Time::from_millis(10 * k) };
+            p.on_packet_sent(&cfg, &sent);
+            let arrival = Time::from_millis(50) + Duration::from_nanos(recv_gap.as_nanos() * k);
+            packets.push(PacketResult { sent, arrival: Some(arrival), ecn: 0 });
+        }
+        assert!(p.active().is_none(), "the cluster is sent after 15 ms and 5 packets");
+        p.on_feedback(&cfg, &FeedbackReport { packets, report_time: Time::from_millis(200) })
+    }
+
+    #[test]
+    fn a_probe_received_slower_than_sent_found_the_capacity_and_aims_at_95_percent() {
+        // Sent at 1 Mbit/s; received at 1 Mbit/s: the result is min(send, receive).
+        let same = probe_once(Duration::from_millis(10)).unwrap();
+        assert!((same - 1e6).abs() < 1.0, "{same}");
+        // Received at 800 kbit/s (< 0.9 x send): 0.95 x 800 kbit/s.
+        let slow = probe_once(Duration::from_micros(12_500)).unwrap();
+        assert!((slow - 0.95 * 800e3).abs() < 1.0, "{slow}");
+        // Received at 2.5 Mbit/s, more than twice the send rate: invalid.
+        assert_eq!(probe_once(Duration::from_millis(4)), None);
+    }
+}
