@@ -10,7 +10,8 @@
 //! standard, each documented with the section it comes from.
 //!
 //! - [`fixed`]: a constant rate, for calibration.
-//! - [`gcc`]: Google congestion control (draft-ietf-rmcat-gcc-02, libwebrtc's trendline).
+//! - [`gcc`]: Google congestion control (draft-ietf-rmcat-gcc-02 held against libwebrtc's goog_cc),
+//!   a folder with one file per mechanism.
 //! - [`nada`]: NADA (RFC 8698).
 //! - [`scream`]: SCReAM v1 (RFC 8298).
 //! - [`scream2`]: SCReAM v2 (draft-johansson-ccwg-rfc8298bis-screamv2).
