@@ -233,7 +233,7 @@ impl Endpoint for RtpSender {
         if let Some(p) = self.pacer.poll_transmit(now, rate) {
             let sent = self.record_sent(now, p.size);
             let app = pack(p.frame, p.index, p.frame_packets);
-            return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: 0 });
+            return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: self.cc.ecn_codepoint() });
         }
         if self.cc.wants_padding(now)
             && self.pacer.is_empty()
