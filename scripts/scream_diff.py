@@ -53,20 +53,25 @@ def build_driver(ref: Path, build_dir: Path) -> Path:
     return binary
 
 
-def run_reference(binary: Path, trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int) -> dict[str, float]:
+def run_reference(binary: Path, trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int, step: tuple[float, float] | None = None) -> dict[str, float]:
     args = [str(binary), str(cap), str(rtt), str(jitter), str(duration), str(FPS), str(trace), str(seed)]
     args += [str(RMIN_BPS), str(RMAX_BPS), str(start)]
+    if step:
+        args += [str(step[0]), str(step[1])]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
     return {k: float(v) for k, v in (kv.split("=") for kv in out.split())}
 
 
-def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float, seed: int) -> dict:
+def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float, seed: int, step: tuple[float, float] | None = None) -> dict:
+    rate: dict = {"rate": f"{cap} bit/s"}
+    if step:
+        rate = {"schedule": [{"at": "0 s", "rate": f"{cap} bit/s"}, {"at": f"{step[0]} s", "rate": f"{step[1]} bit/s"}]}
     return {
         "name": "scream-diff",
         "duration": f"{duration} s",
         "seed": seed,
         "bottleneck": {
-            "rate": f"{cap} bit/s",
+            **rate,
             "delay": f"{rtt / 2 * 1000} ms",
             "jitter": f"{jitter * 1000} ms",
             "queue": {"kind": "droptail", "limit": "300 ms"},
@@ -87,10 +92,10 @@ def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float
     }
 
 
-def run_lowlat(trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int) -> dict[str, float]:
+def run_lowlat(trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int, step: tuple[float, float] | None = None) -> dict[str, float]:
     import lowlat
 
-    r = lowlat.run(scenario(trace, cap, rtt, jitter, duration, seed), progress=False)
+    r = lowlat.run(scenario(trace, cap, rtt, jitter, duration, seed, step), progress=False)
     f, links = r.flow_series, r.link_series
     v = f[(f["flow"] == "video") & (f["t_s"] >= start)]
     b = links[(links["link"] == "bottleneck") & (links["t_s"] >= start)]
@@ -111,10 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=60.0, help="simulated seconds (default 60)")
     p.add_argument("--from", dest="start", type=float, default=20.0, help="steady state from (default 20 s)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--step", help="AT_S,MBPS: the capacity changes to MBPS at AT_S (default: constant)")
     a = p.parse_args(argv)
     if not a.ref:
         print("error: give the reference checkout with --ref PATH or SCREAM_REF=PATH", file=sys.stderr)
         return 2
+    step = None
+    if a.step:
+        at, mbps = (float(x) for x in a.step.split(","))
+        step = (at, mbps * 1e6)
     ref = Path(a.ref).expanduser().resolve()
     trace = ref / "traces" / "trace_no_key.txt"
     if not trace.is_file():
@@ -132,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         for cap in (float(x) * 1e6 for x in a.capacities.split(",")):
             for rtt in (float(x) / 1000 for x in a.rtts.split(",")):
                 for jit in (float(x) / 1000 for x in a.jitters.split(",")):
-                    ref_r = run_reference(binary, trace, cap, rtt, jit, a.duration, a.start, a.seed)
-                    low = run_lowlat(int_trace, cap, rtt, jit, a.duration, a.start, a.seed)
+                    ref_r = run_reference(binary, trace, cap, rtt, jit, a.duration, a.start, a.seed, step)
+                    low = run_lowlat(int_trace, cap, rtt, jit, a.duration, a.start, a.seed, step)
                     dr = low["rate_kbps"] / ref_r["rate_kbps"] - 1.0
                     qa, qb = ref_r["qdelay_mean_ms"], low["qdelay_mean_ms"]
                     ratio = qb / qa if qa > 0 else float("inf")

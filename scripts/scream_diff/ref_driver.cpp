@@ -16,6 +16,7 @@
 // - the RTP queue is flushed when its oldest packet waited 2 s (lowlat's pacer).
 //
 // Usage: ref_driver CAPACITY_BPS RTT_S JITTER_S DURATION_S FPS TRACE_FILE SEED RMIN RMAX FROM_S
+//        [STEP_AT_S STEP_CAPACITY_BPS]  (the capacity changes at STEP_AT_S)
 // Prints one line: "rate_kbps=<received rate over [FROM_S, DURATION_S]> qdelay_mean_ms=<mean
 // bottleneck sojourn over the same span> qdelay_p95_ms=<...> rtt_ms=<mean smoothed RTT>".
 #include "ScreamTx.h"
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
   const unsigned seed = (unsigned)atoi(argv[7]);
   const float rmin = (float)atof(argv[8]), rmax = (float)atof(argv[9]);
   const double from = atof(argv[10]);
+  // Optional capacity step: STEP_AT_S STEP_CAPACITY_BPS.
+  const double stepAt = argc > 12 ? atof(argv[11]) : 1e18;
+  const double stepCapacity = argc > 12 ? atof(argv[12]) : 0.0;
+  double cap = capacity;
   const double owd = rtt / 2.0;
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -103,6 +108,7 @@ int main(int argc, char** argv) {
     const uint32_t tNtp = (uint32_t)n;
     const double t = n / 65536.0;
     bool isEvent = false;
+    if (t >= stepAt) cap = stepCapacity;
     // A frame is captured at k / fps.
     if (n == (long)std::ceil(frame * 65536.0 / fps)) {
       float br = tx->getTargetBitrate(tNtp, 10);
@@ -128,7 +134,7 @@ int main(int argc, char** argv) {
         sojournN++;
         sojourns.push_back(start - p.enq);
       }
-      double ser = p.size * 8.0 / capacity;
+      double ser = p.size * 8.0 / cap;
       double txEnd = start + ser;
       linkFree = txEnd;
       double z = 0.0;
@@ -185,7 +191,7 @@ int main(int argc, char** argv) {
       float qd = q->getDelay((float)t);
       if (q->sendPacket(&buf, size, s, seq, mark, ts)) {
         int wire = size + kWireExtra;
-        if (queue.empty() || queuedBytes + wire <= kQueueLimitS * capacity / 8.0) {
+        if (queue.empty() || queuedBytes + wire <= kQueueLimitS * cap / 8.0) {
           queue.push_back(Pkt{wire, seq, mark, ts, t, 0.0});
           queuedBytes += wire;
         }

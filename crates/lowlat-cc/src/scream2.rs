@@ -45,8 +45,6 @@
 //!   request on loss is left out.
 //! - MSS is the largest packet sent in the current or previous second (as the reference's
 //!   `getMss`), at least `mss`; the minimum window is max(`min_ref_wnd`, 2 x MSS).
-//! - In-flight packets without feedback for `feedback_timeout` are given up (the reference clears
-//!   bytes in flight when it has not transmitted for 0.5 s); the window is kept, as there.
 //! - Clock-drift compensation (off by default in the reference), multi-stream priorities, rate
 //!   hysteresis, the adaptive target-rate scale (off in the reference simulator), the rate policer
 //!   protection (off by default) and the recommended-MSS list are not implemented.
@@ -119,7 +117,7 @@ pub struct ScreamV2Config {
     /// BYTES_IN_FLIGHT_HEAD_ROOM: cwnd grows to at most MSS + this x the recent maximum in flight
     /// (draft and ref 2.0).
     pub bytes_in_flight_head_room: f64,
-    /// Packets without feedback for this long are given up (ref: bytes in flight cleared after
+    /// Bytes in flight are cleared when nothing could be sent for this long (ref isOkToTransmit:
     /// 0.5 s without transmission).
     pub feedback_timeout: Duration,
     /// The media's frame period, for the RTP queue correction (1/30 s).
@@ -134,6 +132,9 @@ pub struct ScreamV2Config {
     /// Back-offs shrink to a quarter while the target is below this x the acked rate (ref
     /// kTotalAckedBitrateFraction 0.8).
     pub acked_rate_fraction: f64,
+    /// Restart the base delay after halving the target for a few RTTs when the slow minimum of
+    /// the queue delay stays above target / 8 (ref getTargetBitrate, always on there).
+    pub standing_queue_reset: bool,
 }
 
 impl Default for ScreamV2Config {
@@ -170,6 +171,7 @@ impl Default for ScreamV2Config {
             rate_adjust_gain2: 1.0 / 8.0,
             loss_rate_threshold: 0.01,
             acked_rate_fraction: 0.8,
+            standing_queue_reset: true,
         }
     }
 }
@@ -206,6 +208,7 @@ crate::tunable!(ScreamV2Config {
     rate_adjust_gain2,
     loss_rate_threshold,
     acked_rate_fraction,
+    standing_queue_reset,
 });
 
 /// Reference-implementation constants that are structure rather than tuning (ScreamV2Tx.cpp).
@@ -307,6 +310,7 @@ impl ScreamV2Config {
             rate_share: None,
             rate_adjust: 0.0,
             last_send_queue: None,
+            last_transmit: None,
         }
     }
 }
@@ -387,6 +391,8 @@ pub struct ScreamV2 {
     /// RTP queue correction factor, 0..0.5.
     rate_adjust: f64,
     last_send_queue: Option<f64>,
+    /// When a packet was last sent.
+    last_transmit: Option<Time>,
 }
 
 impl ScreamV2 {
@@ -610,7 +616,7 @@ impl ScreamV2 {
     /// that crept up) halves the target for a few RTTs, then the base delay restarts.
     fn check_standing_queue(&mut self, now: f64) {
         self.rate_limited = false;
-        if self.queue_delay_min_slow_avg <= self.queue_delay_target / 8.0 {
+        if !self.cfg.standing_queue_reset || self.queue_delay_min_slow_avg <= self.queue_delay_target / 8.0 {
             return;
         }
         if now - self.last_rate_limit > k::BASE_RESET_INTERVAL_S {
@@ -636,6 +642,7 @@ impl RateController for ScreamV2 {
     fn on_packet_sent(&mut self, now: Time, packet: &SentPacket) {
         let t = now.as_secs_f64();
         self.in_flight.on_sent(packet);
+        self.last_transmit = Some(now);
         // MSS = the largest recent packet; the reference restarts it every second.
         if t - self.last_mss_reset > 1.0 {
             self.mss_prev = self.mss_now;
@@ -793,12 +800,17 @@ impl RateController for ScreamV2 {
         self.rate_adjust = (self.rate_adjust + error * c.rate_adjust_gain2 * frames).clamp(0.0, 0.5);
     }
 
+    /// ScreamV2Tx::isOkToTransmit's deadlock guard: nothing sent for `feedback_timeout` (the
+    /// window stayed full without feedback) clears the bytes in flight; the window is kept.
     fn handle_timeout(&mut self, now: Time) {
-        self.in_flight.expire(now - self.cfg.feedback_timeout);
+        if self.last_transmit.is_some_and(|t| now - t >= self.cfg.feedback_timeout) {
+            self.in_flight.expire(now);
+        }
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        self.in_flight.oldest().map(|t| t + self.cfg.feedback_timeout)
+        self.in_flight.oldest()?;
+        self.last_transmit.map(|t| t + self.cfg.feedback_timeout)
     }
 
     fn can_send(&self, _now: Time, size: Bytes) -> bool {
