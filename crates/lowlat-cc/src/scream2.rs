@@ -7,8 +7,9 @@
 //! - Feedback, per report (reference `incomingStandardizedFeedback`): bytes in flight drop for every
 //!   packet up to the highest reported; each received packet gives a queueing-delay sample (one-way
 //!   delay - base, base = minimum over 50 x 10 s) that also feeds a min/max pair of averages; the
-//!   RTT of the newest packet feeds `s_rtt_sh` (1/8) and, at most once per `s_rtt_sh`, `s_rtt`
-//!   (1/8, or 1/1024 downwards while application-limited). A lost packet raises a loss event at
+//!   RTT of the newest packet (its sending to the report's arrival, the receiver's hold time
+//!   included) feeds `s_rtt_sh` (1/8) and, at most once per `s_rtt_sh`, `s_rtt` (1/8, or 1/1024
+//!   downwards while application-limited). A lost packet raises a loss event at
 //!   most once per `s_rtt`, and only when the loss rate exceeds 1 % or the averaged queue delay
 //!   exceeds a quarter of the target (isolated random losses without queueing are ignored).
 //! - Every min(30 ms, s_rtt): the averaged queue delay (minus its slow minimum) FOLLOWS A FALL AT
@@ -693,9 +694,10 @@ impl RateController for ScreamV2 {
             self.acked_bytes_window = 0;
             self.last_acked_rate_update = now;
         }
-        // RTT of the newest received packet.
-        if let Some(rtt) = report.rtt_sample(now_t) {
-            let rtt = rtt.as_secs_f64();
+        // RTT of the newest received packet, counted as the reference does (markAcked): from its
+        // sending to the report's arrival, the time it waited at the receiver included.
+        if let Some(last) = report.packets.iter().rev().find(|p| p.arrival.is_some()) {
+            let rtt = (now_t - last.sent.send_time).as_secs_f64();
             self.s_rtt_sh_prev = self.s_rtt_sh;
             self.s_rtt_sh = (7.0 * self.s_rtt_sh + rtt) / 8.0;
             if now - self.last_s_rtt_update > self.s_rtt_sh {
