@@ -133,6 +133,11 @@ pub struct ScreamV2Config {
     /// Back-offs shrink to a quarter while the target is below this x the acked rate (ref
     /// kTotalAckedBitrateFraction 0.8).
     pub acked_rate_fraction: f64,
+    /// Divide the virtual-L4S back-off by max(1, s_rtt / `min_backoff_interval`) once instead of
+    /// twice. The reference divides twice (when alpha_v is computed and again in updateCwnd), so at
+    /// long RTTs a full queue is backed off from very slowly (docs/scream-differential.md); off by
+    /// default, as the reference.
+    pub virtual_backoff_scaled_once: bool,
     /// Restart the base delay after halving the target for a few RTTs when the slow minimum of
     /// the queue delay stays above target / 8 (ref getTargetBitrate, always on there).
     pub standing_queue_reset: bool,
@@ -172,6 +177,7 @@ impl Default for ScreamV2Config {
             rate_adjust_gain2: 1.0 / 8.0,
             loss_rate_threshold: 0.01,
             acked_rate_fraction: 0.8,
+            virtual_backoff_scaled_once: false,
             standing_queue_reset: true,
         }
     }
@@ -209,6 +215,7 @@ crate::tunable!(ScreamV2Config {
     rate_adjust_gain2,
     loss_rate_threshold,
     acked_rate_fraction,
+    virtual_backoff_scaled_once,
     standing_queue_reset,
 });
 
@@ -772,7 +779,11 @@ impl RateController for ScreamV2 {
         if self.queue_delay_avg > target / 2.0 && now - self.last_loss_event > interval {
             virtual_ce_event = true;
             let a = ((self.queue_delay_avg - target / 2.0) / (target / 2.0)).clamp(0.0, 1.0);
-            self.virtual_alpha = a / (self.s_rtt / self.cfg.min_backoff_interval.as_secs_f64()).max(1.0);
+            self.virtual_alpha = if self.cfg.virtual_backoff_scaled_once {
+                a
+            } else {
+                a / (self.s_rtt / self.cfg.min_backoff_interval.as_secs_f64()).max(1.0)
+            };
         }
         if self.s_rtt_sh_prev > self.s_rtt_sh && self.fraction_marked == 1.0 {
             // Everything marked but the RTT falls: the queue drains, the marks lag behind.
@@ -1062,5 +1073,26 @@ mod tests {
         assert!(alpha_few < 0.2, "alpha with 10 % marked {alpha_few}");
         assert!(ratio_all < 0.3, "window kept {ratio_all} with every packet marked");
         assert!(ratio_few > ratio_all * 2.0, "{ratio_few} vs {ratio_all}");
+    }
+
+    #[test]
+    fn at_long_rtts_the_reference_scales_the_virtual_back_off_twice() {
+        // 300 ms RTT, then a standing queue above the target: the reference's double division by
+        // s_rtt / 30 ms leaves the window nearly untouched; dividing once backs off clearly.
+        let run = |once: bool| {
+            let mut s = ScreamV2Config { virtual_backoff_scaled_once: once, ..cfg() }.build();
+            let mut p = Path { seq: 0 };
+            for i in 0..100u64 {
+                p.exchange(&mut s, Time::from_millis(100 * i), 10, &[], 250, 0);
+            }
+            let before = s.cwnd;
+            for k in 0..20u64 {
+                p.exchange(&mut s, Time::from_millis(10_000 + 100 * k), 10, &[], 330, 0);
+            }
+            s.cwnd / before
+        };
+        let (twice, once) = (run(false), run(true));
+        assert!(twice > 0.85, "reference scaling kept {twice}");
+        assert!(once < 0.8 * twice, "single scaling kept {once} vs {twice}");
     }
 }
