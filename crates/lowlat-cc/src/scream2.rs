@@ -1057,7 +1057,7 @@ mod tests {
                     .map(|i| {
                         let sent = SentPacket { seq: p.seq + i, size: Bytes(1000), send_time: at };
                         s.on_packet_sent(at, &sent);
-                        let ecn = if (p.seq + i) % marked_every == 0 { 3 } else { 1 };
+                        let ecn = if (p.seq + i).is_multiple_of(marked_every) { 3 } else { 1 };
                         PacketResult { sent, arrival: Some(at + Duration::from_millis(50)), ecn }
                     })
                     .collect();
