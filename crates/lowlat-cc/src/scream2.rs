@@ -19,8 +19,12 @@
 //!   exceeds target / 2, alpha_v rises linearly from 0 to 1 at the target.
 //! - Congestion reactions, at most once per min(30 ms, s_rtt) (loss: once per s_rtt): loss x
 //!   BETA_LOSS; classic ECN x BETA_ECN; L4S x (1 - alpha / 2) and virtual x (1 - alpha_v / 2), each
-//!   divided by max(1, s_rtt / 30 ms) and by 4 while the target is below 0.8 x the acked rate. The
-//!   window at the last cut (inflection point) is remembered once per cut-free growth period.
+//!   divided by max(1, s_rtt / 30 ms) (the virtual one twice, as the reference does; see
+//!   `virtual_backoff_scaled_once`) and by 4 while the target is below 0.8 x the acked rate. Loss
+//!   and virtual events share one clock, so while the delay stays above target / 2 losses are not
+//!   reacted to (the reference's behaviour). The window at the last cut (inflection point) is
+//!   remembered once per cut-free growth period.
+//! - Nothing sent for `feedback_timeout` (0.5 s) clears the bytes in flight; the window is kept.
 //! - Growth per update: bytes newly acked without CE x MSS / cwnd, x max(0.25, scl_i) (scl_i small
 //!   near the inflection point), x min(1, s_rtt / 25 ms), x clamp(latency_diff_cwnd_scale, 0.1, 1),
 //!   x (1 + MUL_INCREASE x cwnd / MSS x post_congestion_scale x scl_i), post_congestion_scale
