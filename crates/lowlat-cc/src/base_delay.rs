@@ -12,12 +12,20 @@ pub struct BaseDelay {
     buckets: usize,
     /// `(bucket start, minimum delay in it)`, oldest first.
     history: VecDeque<(Time, Duration)>,
+    /// Minimum over all buckets but the newest (recomputed only when a bucket closes, so a sample
+    /// costs O(1)).
+    closed_min: Option<Duration>,
 }
 
 impl BaseDelay {
     /// A tracker keeping `buckets` minima of `bucket` each.
     pub fn new(bucket: Duration, buckets: usize) -> BaseDelay {
-        BaseDelay { bucket, buckets: buckets.max(1), history: VecDeque::with_capacity(buckets.max(1) + 1) }
+        BaseDelay {
+            bucket,
+            buckets: buckets.max(1),
+            history: VecDeque::with_capacity(buckets.max(1) + 1),
+            closed_min: None,
+        }
     }
 
     /// Adds a one-way delay sample taken at `now`; returns the queueing delay (sample - base).
@@ -29,6 +37,8 @@ impl BaseDelay {
                 if self.history.len() > self.buckets {
                     self.history.pop_front();
                 }
+                let n = self.history.len();
+                self.closed_min = self.history.iter().take(n - 1).map(|h| h.1).min();
             }
         }
         owd - self.base().unwrap_or(owd)
@@ -36,7 +46,11 @@ impl BaseDelay {
 
     /// The current base delay.
     pub fn base(&self) -> Option<Duration> {
-        self.history.iter().map(|h| h.1).min()
+        let newest = self.history.back().map(|h| h.1);
+        match (self.closed_min, newest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 

@@ -86,4 +86,10 @@ pub trait RateController: std::fmt::Debug + Send + Sync {
 
     /// The rate the pacer should send at.
     fn pacing_rate(&self) -> Bitrate;
+
+    /// The ECN codepoint the sender marks its media packets with (RFC 3168 bits: 0 Not-ECT,
+    /// 0b10 ECT(0), 0b01 ECT(1) for L4S); CE comes back as `PacketResult::ecn == 3`.
+    fn ecn_codepoint(&self) -> u8 {
+        0
+    }
 }

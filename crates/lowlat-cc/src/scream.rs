@@ -14,6 +14,26 @@
 //!   the window carries per RTT, less PRE_CONGESTION_GUARD x trend and the RTP queue; scaled by
 //!   TARGET_RATE_SCALE_RTP_QDELAY while the RTP queue delay exceeds RTP_QDELAY_TH.
 //!
+//! Held against Ericsson's code of the RFC's time (github.com/EricssonResearch/scream,
+//! `code/ScreamTx.cpp` at b40bf39, 2018; the later `ScreamV1Tx.cpp` was removed in 2024 and had
+//! grown L4S and v2 parts): the window update follows its `updateCwnd` - growth only while the
+//! window is used (bytes in flight x 1.2, x 1.5 in fast increase, + the acked bytes above it), the
+//! acked bytes per update limited to 1.25 x the media rate, a decrease by GAIN_DOWN (2) x off_target
+//! while the delay is above target (at most a quarter of the window), and a delay trend above
+//! QDELAY_TREND_LO or a delay decrease counting as congestion for T_RESUME_FAST_INCREASE.
+//! Deliberate differences, documented choices:
+//! - The media rate control is RFC 8298 §4.1.3 (what the window carries per RTT, ramped at
+//!   RAMP_UP_SPEED, TX_QUEUE_SIZE_FACTOR 1.0), not the reference's `updateTargetBitrate`, which
+//!   follows the measured media rate x (1 + 0.05 x min(1, 50 kbit/s / target)), damps near the last
+//!   known maximum (scl_i), subtracts 0.2 x the averaged RTP queue, stops growing with more than
+//!   12 kbit of RTP queue, and scales by 0.9 on loss (0.95 on CE) at once instead of per interval.
+//! - The window cap is 1.1 x the recent maximum in flight (RFC); the reference blends a high and a
+//!   low in-flight history by the delay trend.
+//! - Pacing is always on at max(RATE_PACE_MIN, cwnd / s_rtt) (RFC §4.1.2.6); the reference paces
+//!   only once the averaged queue delay exceeds 2 % of the target, at 1.5 x that rate.
+//! - The reference's base-delay restart after 20 s of a high delay floor and its RTP-queue "refresh"
+//!   are left out, as in scream2.rs; feedback overdue for 1 s restarts the window at MIN_CWND.
+//!
 //! The competing-flow rule (§4.1.2.3, opt-in): while the loss event rate exceeds 0.002 and the normalised
 //! queueing delay stays high with low variance (a standing queue kept by loss-based flows), the
 //! delay target climbs from QDELAY_TARGET_LO towards QDELAY_TARGET_HI, and decays back otherwise.
@@ -47,8 +67,16 @@ pub struct ScreamConfig {
     pub min_cwnd: Bytes,
     /// MAX_BYTES_IN_FLIGHT_HEAD_ROOM (1.1).
     pub max_bytes_in_flight_head_room: f64,
-    /// GAIN of the window increase (1.0).
+    /// GAIN of the window increase (1.0; reference kGainUp).
     pub gain: f64,
+    /// Gain of the window decrease while the delay is above target (reference ScreamTx kGainDown
+    /// 2.0); a decrease takes at most a quarter of the window.
+    pub gain_down: f64,
+    /// The window grows only while bytes in flight x this + the newly acked bytes exceed it
+    /// (congestion-window validation; reference updateCwnd 1.2, 1.5 in fast increase).
+    pub cwnd_validation_margin: f64,
+    /// The same margin in fast increase (reference 1.5).
+    pub fast_increase_validation_margin: f64,
     /// BETA_LOSS (0.8).
     pub beta_loss: f64,
     /// BETA_ECN (0.9).
@@ -93,6 +121,9 @@ impl Default for ScreamConfig {
             min_cwnd: Bytes(3000),
             max_bytes_in_flight_head_room: 1.1,
             gain: 1.0,
+            gain_down: 2.0,
+            cwnd_validation_margin: 1.2,
+            fast_increase_validation_margin: 1.5,
             beta_loss: 0.8,
             beta_ecn: 0.9,
             beta_r: 0.9,
@@ -122,6 +153,9 @@ crate::tunable!(ScreamConfig {
     min_cwnd,
     max_bytes_in_flight_head_room,
     gain,
+    gain_down,
+    cwnd_validation_margin,
+    fast_increase_validation_margin,
     beta_loss,
     beta_ecn,
     beta_r,
@@ -158,6 +192,9 @@ impl ScreamConfig {
             last_rtt_tick: None,
             target: self.start_rate.clamp(self.min_rate, self.max_rate).as_bps_f64(),
             target_last_max: None,
+            media_rate: 0.0,
+            last_grow: None,
+            last_cut: None,
             loss_since_adjust: false,
             last_adjust: None,
             acked_since_adjust: 0,
@@ -194,6 +231,12 @@ pub struct Scream {
     /// Media target, bit/s.
     target: f64,
     target_last_max: Option<f64>,
+    /// The larger of the sent and acked rates over the last rate interval, bit/s.
+    media_rate: f64,
+    /// When the window was last updated.
+    last_grow: Option<Time>,
+    /// When loss or CE last cut the window (once per RTT).
+    last_cut: Option<Time>,
     loss_since_adjust: bool,
     last_adjust: Option<Time>,
     acked_since_adjust: u64,
@@ -231,10 +274,11 @@ impl Scream {
     /// A congestion event: the window is cut at most once per smoothed RTT.
     fn on_congestion(&mut self, now: Time, beta: f64) {
         let srtt = Duration::from_secs_f64(self.srtt());
-        if self.last_congestion.is_some_and(|t| now - t < srtt) {
+        if self.last_cut.is_some_and(|t| now - t < srtt) {
             return;
         }
         self.cwnd = (self.cwnd * beta).max(self.cfg.min_cwnd.0 as f64);
+        self.last_cut = Some(now);
         self.last_congestion = Some(now);
         self.loss_in_rtt = true;
     }
@@ -286,17 +330,44 @@ impl Scream {
             if competing { (self.qdelay_target * 1.05).min(hi) } else { (self.qdelay_target * 0.99).max(lo) };
     }
 
-    /// §4.1.2.4: window growth for newly acked bytes, capped by the bytes in flight.
+    /// §4.1.2.4 as the reference's updateCwnd (ScreamTx.cpp, 2018): fast increase by the acked
+    /// bytes; otherwise growth by GAIN x off_target below the target and a decrease by GAIN_DOWN x
+    /// off_target above it (at most a quarter of the window, and counted as congestion); growth
+    /// only while the window is used (validation margin); the window capped by the bytes in flight.
     fn grow(&mut self, now: Time, acked: u64) {
         let c = &self.cfg;
+        let mss = c.mss.0 as f64;
+        let dt = self.last_grow.map_or(0.001, |t| (now - t).as_secs_f64());
+        self.last_grow = Some(now);
+        // Acked bytes per update are limited to 1.25 x what the media rate can deliver.
+        let acked_f = acked as f64;
+        let limited =
+            if self.media_rate > 1e5 { acked_f.min(1.25 * self.media_rate * dt / 8.0) } else { 2.0 * mss };
+        let in_flight = self.in_flight.bytes().0 as f64;
+        let off_target = (self.qdelay_target - self.qdelay) / self.qdelay_target;
         if self.in_fast_increase(now) {
-            self.cwnd += acked as f64;
+            if in_flight * c.fast_increase_validation_margin + acked_f > self.cwnd {
+                self.cwnd += limited;
+            }
+        } else if off_target > 0.0 {
+            if in_flight * c.cwnd_validation_margin + acked_f > self.cwnd {
+                self.cwnd += (c.gain * off_target * limited * mss / self.cwnd + 0.5).floor();
+            }
         } else {
-            let off_target = (self.qdelay_target - self.qdelay) / self.qdelay_target;
-            self.cwnd += c.gain * off_target * acked as f64 * c.mss.0 as f64 / self.cwnd;
+            let delta = (-c.gain_down * off_target * acked_f * mss / self.cwnd).min(self.cwnd / 4.0);
+            self.cwnd -= delta.floor();
+            self.last_congestion = Some(now);
         }
         let cap = c.max_bytes_in_flight_head_room * self.in_flight.max_recent().0 as f64;
-        self.cwnd = self.cwnd.min(cap.max(c.min_cwnd.0 as f64)).max(c.min_cwnd.0 as f64);
+        if cap > 5000.0 {
+            self.cwnd = self.cwnd.min(cap);
+        }
+        self.cwnd = self.cwnd.max(c.min_cwnd.0 as f64);
+        // A rising delay trend also counts as congestion: fast increase resumes only after
+        // T_RESUME_FAST_INCREASE of calm.
+        if self.qdelay_trend > c.qdelay_trend_lo {
+            self.last_congestion = Some(now);
+        }
     }
 
     /// §4.1.3: the media target, every RATE_ADJUST_INTERVAL.
@@ -311,6 +382,7 @@ impl Scream {
         let c = &self.cfg;
         let rate_tx = self.sent_since_adjust as f64 * 8.0 / dt;
         let rate_ack = self.acked_since_adjust as f64 * 8.0 / dt;
+        self.media_rate = rate_tx.max(rate_ack);
         self.sent_since_adjust = 0;
         self.acked_since_adjust = 0;
         if self.loss_since_adjust {
@@ -501,5 +573,42 @@ mod tests {
         s.handle_timeout(Time::from_secs(1) + Duration(1));
         assert_eq!(s.bytes_in_flight(), Bytes::ZERO);
         assert!(s.can_send(Time::from_secs(1), Bytes(1000)));
+    }
+
+    #[test]
+    fn a_delay_above_target_shrinks_the_window_by_gain_down_at_most_a_quarter() {
+        let mut s = ScreamConfig::default().build();
+        s.cwnd = 20_000.0;
+        s.qdelay_target = 0.1;
+        s.qdelay = 0.15; // off_target = -0.5
+        s.last_congestion = Some(Time::from_secs(9)); // not in fast increase
+        s.grow(Time::from_secs(10), 2000);
+        // 2 x 0.5 x 2000 x 1000 / 20000 = 100 B.
+        assert!((s.cwnd - 19_900.0).abs() <= 1.0, "{}", s.cwnd);
+        assert_eq!(s.last_congestion, Some(Time::from_secs(10)));
+        // Far above target the cut stops at a quarter of the window.
+        let w = s.cwnd;
+        s.qdelay = 1.0;
+        s.grow(Time::from_secs(11), 1_000_000);
+        assert!((s.cwnd - 0.75 * w).abs() <= 1.0, "{w} -> {}", s.cwnd);
+    }
+
+    #[test]
+    fn an_unused_window_does_not_grow() {
+        let mut s = ScreamConfig::default().build();
+        s.cwnd = 15_000.0;
+        s.qdelay_target = 0.1;
+        s.qdelay = 0.01;
+        s.last_congestion = Some(Time::from_secs(9)); // not in fast increase
+        s.media_rate = 1e6;
+        // 2000 B in flight x 1.2 + 1000 acked < 15000: application-limited, no growth.
+        send(&mut s, 0, 2, Time::from_secs(10));
+        s.grow(Time::from_secs(10), 1000);
+        assert_eq!(s.cwnd, 15_000.0);
+        // 17000 in flight x 1.2 + 1000 > 15000: the window is used and grows.
+        send(&mut s, 2, 15, Time::from_secs(10));
+        s.in_flight.roll_max();
+        s.grow(Time::from_secs(10) + Duration::from_millis(50), 1000);
+        assert!(s.cwnd > 15_000.0, "{}", s.cwnd);
     }
 }

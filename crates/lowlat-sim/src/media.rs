@@ -171,6 +171,12 @@ impl RtpSender {
         self
     }
 
+    /// The codepoint its packets carry: the flow's `ecn` key when set, else what the controller
+    /// asks for (SCReAM v2 in L4S mode sends ECT(1)).
+    fn codepoint(&self) -> u8 {
+        if self.ecn != 0 { self.ecn } else { self.cc.ecn_codepoint() }
+    }
+
     /// Whether the controller's window holds back the packet at the head of the queue.
     fn window_closed(&self, now: Time) -> bool {
         self.pacer.front_size().is_some_and(|size| !self.cc.can_send(now, size))
@@ -266,7 +272,7 @@ impl Endpoint for RtpSender {
         if let Some(p) = self.pacer.poll_transmit(now, rate) {
             let sent = self.record_sent(now, p.size);
             let app = pack(p.frame, p.index, p.frame_packets);
-            return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: self.ecn });
+            return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: self.codepoint() });
         }
         if self.cc.wants_padding(now)
             && self.pacer.is_empty()
@@ -274,7 +280,7 @@ impl Endpoint for RtpSender {
             && self.pacer.poll_padding(now, rate, self.padding_size)
         {
             let sent = self.record_sent(now, self.padding_size);
-            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: self.ecn });
+            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: self.codepoint() });
         }
         None
     }

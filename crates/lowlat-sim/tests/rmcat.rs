@@ -102,9 +102,9 @@ fn every_controller_shares_rmcat_5_4_fairly() {
 fn every_catalog_case_runs_with_every_controller_and_queue() {
     let cases = ["5.1", "5.2", "5.3", "5.4", "5.6", "5.7", "5.7bis", "5.8"];
     for case in cases.map(|c| format!("rmcat-{c}")) {
-        // Against a long CUBIC flow SCReAM v2 sits at its minimum window (3000 B x 1.5 per
-        // ~460 ms RTT, ~80 kbit/s); rmcat_5_6_* checks the RMCAT controllers' minimum rate.
-        let floor = if case == "rmcat-5.6" { 50.0 } else { 150.0 };
+        // Against a long CUBIC flow (5.6) the rate may dip below rmin at times; rmcat_5_6_* checks
+        // the RMCAT controllers' minimum rate.
+        let floor = if case == "rmcat-5.6" { 100.0 } else { 150.0 };
         for cc in ["gcc", "nada", "scream", "scream2", "copa", "bbr"] {
             for q in ["droptail", "codel"] {
                 let r = Simulation::new(catalog(&case).with_cc(cc).unwrap().with_queue(q).unwrap()).run();
