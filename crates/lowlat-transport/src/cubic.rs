@@ -268,6 +268,25 @@ impl WindowController for Cubic {
     fn window(&self) -> u64 {
         self.cwnd as u64
     }
+
+    fn set_window(&mut self, now: Time, cwnd: u64, ssthresh: Option<u64>) {
+        self.cwnd = (cwnd as f64).max(self.cfg.minimum_window.0 as f64);
+        if let Some(s) = ssthresh {
+            // Slow start is over; the cubic curve starts flat at the new window.
+            self.ssthresh = (s as f64).max(self.cfg.minimum_window.0 as f64);
+            self.phase = SlowStartPhase::Done;
+            self.recovery_start = Some(now);
+            let seg = self.cwnd / self.mss();
+            self.w_max = seg;
+            self.k = 0.0;
+            self.w_est = seg;
+            self.epoch_start = Some(now);
+        }
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh && self.phase != SlowStartPhase::Done
+    }
 }
 
 #[cfg(test)]
