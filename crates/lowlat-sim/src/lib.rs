@@ -4,6 +4,8 @@
 //! - [`engine`]: the totally ordered event queue (time, then scheduling order).
 //! - [`sim`]: the dumbbell topology and the driver that moves packets between sans-IO components.
 //! - [`app`]: the [`app::Endpoint`] trait: the applications at either end of a flow.
+//! - [`downloads`]: downloads one after another over connections that remember the path
+//!   (Careful Resume, 0-RTT-BDP, 0-RTT).
 //! - [`media`]: RTP video flows: the sender and receiver endpoints around a rate controller.
 //! - [`traffic`]: CBR and Poisson sources and the per-flow measurements.
 //! - [`results`]: the summary of the results contract and the 200 ms series.
@@ -21,6 +23,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod downloads;
 pub mod engine;
 pub mod media;
 pub mod results;
