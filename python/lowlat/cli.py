@@ -105,16 +105,26 @@ def main(argv: list[str] | None = None) -> int:
         help="controllers to time on RMCAT 5.1 (default: gcc,nada,scream,scream2; empty to skip)",
     )
     p.add_argument("--repeat", type=int, default=3, metavar="N", help="RMCAT runs per controller, best counts (default 3)")
+    p.add_argument(
+        "--no-satellite",
+        action="store_true",
+        help="skip the satellite row (one 1 GB CUBIC download over 10 Mbit/s, 600 ms, about 870 000 packets)",
+    )
 
     p = sub.add_parser(
         "reproduce",
-        help="reproduce a talk's evaluation (zhuge: trace families, ABW drop, prediction accuracy)",
+        help="reproduce a talk's evaluation (zhuge: trace families, ABW drop, prediction accuracy; "
+        "satellite: fast start-up over GEO)",
         description="Reproduces the Zhuge evaluation: GCC+FIFO/CoDel/Zhuge and Copa(+FastAck/Zhuge) over "
         "the W1, W2, C1-C3 trace families (300 s of 24 fps, ~2 Mbit/s video), the ABW-drop experiment "
         "(30 -> 30/k Mbit/s) and the Fortune Teller's accuracy. Writes summary.csv, table_<family>.csv, "
-        "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR.",
+        "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR. "
+        "`reproduce satellite` runs the GEO start-up evaluation (0-RTT, 0-RTT-BDP, Careful Resume, picoquic's "
+        "rule): (a) the draft-kuhn-quic-4-sat targets per case and size, (b) the seed talk's comparison at 50/10 "
+        "and 250/3 Mbit/s, (c) the 1 GB lossy table next to the seed's and the Mathis bound, (d) the cost of a "
+        "wrong saved set; targets.csv, seed_comparison.csv, lossy_1gb.csv, wrong_saved_set.csv and one PNG each.",
     )
-    p.add_argument("talk", choices=["zhuge"], help="the evaluation to reproduce")
+    p.add_argument("talk", choices=["zhuge", "satellite"], help="the evaluation to reproduce (satellite: see below)")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots")
     p.add_argument(
         "--traces",
@@ -129,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    # satellite only
+    p.add_argument("--parts", default="abcd", metavar="PARTS", help="satellite: which parts to run, e.g. bd (default abcd)")
+    p.add_argument("--seeds", metavar="N,...", help="satellite: seeds of the lossy runs (default 1,2,3; lossless runs are deterministic)")
+    p.add_argument("--cc", metavar="CC,...", help="satellite: controllers of parts a and d (default cubic,bbr)")
+    p.add_argument("--sizes", metavar="MB,...", help="satellite: download sizes of part a in MB (default 2,10,100)")
 
     args = parser.parse_args(argv)
     if args.command is None:
@@ -227,6 +242,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.talk == "satellite":
+        return cmd_reproduce_satellite(args)
     from . import zhuge
 
     if args.duration <= 0:
@@ -245,6 +262,45 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
     )
     print(f"\nwrote {', '.join(str(p) for p in res['written'])}", file=sys.stderr)
+    return 1 if res["failed"] else 0
+
+
+def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
+    from . import satellite
+
+    if not args.parts or set(args.parts) - set("abcd"):
+        raise _native.ScenarioError(f"--parts: got {args.parts!r}, expected some of the letters a, b, c, d")
+    seeds = [int(s) for s in _list(args.seeds, "seeds", float)] if args.seeds else None
+    ccs = _list(args.cc, "cc") if args.cc else None
+    bad = [c for c in ccs or [] if c not in ("newreno", "cubic", "bbr", "copa")]
+    if bad:
+        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected window controllers (newreno, cubic, bbr, copa)")
+    sizes = _list(args.sizes, "sizes", float) if args.sizes else None
+    if sizes and any(s <= 0 for s in sizes):
+        raise _native.ScenarioError(f"--sizes: got {args.sizes!r}, expected positive sizes in MB")
+    started = time.perf_counter()
+    res = satellite.reproduce(
+        args.out,
+        parts=args.parts,
+        seeds=seeds,
+        ccs=ccs,
+        sizes=sizes,
+        jobs=args.jobs,
+        progress=False if args.no_progress else None,
+        plots=not args.no_plots,
+    )
+    from .results import number
+
+    titles = {
+        "targets": "(a) GEO targets: median completion of the second download (s)",
+        "seed_comparison": "(b) seed comparison (CUBIC)",
+        "lossy": "(c) 1 GB over 10 Mbit/s, 600 ms, uniform loss",
+        "wrong": "(d) a saved set from 50 Mbit/s, 650 ms, used elsewhere (10 MB)",
+    }
+    for key, t in res["tables"].items():
+        print(f"\n{titles[key]}\n")
+        print(t.to_string(index=False, float_format=number))
+    print(f"\n{time.perf_counter() - started:.0f} s wall; wrote {', '.join(str(p) for p in res['written'])}", file=sys.stderr)
     return 1 if res["failed"] else 0
 
 
@@ -332,12 +388,42 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"events {c['events']:>8}  {c['sim_s_per_wall_s']:8.0f} sim s/s",
                 flush=True,
             )
+    if not args.no_satellite:
+        cases.append(_bench_satellite(args.json))
     if args.json:
         print(json.dumps({"lowlat_version": _native.version(), "cases": cases}, indent=2))
     else:
         print("reference: ns-3 3.44 delivers about 23 000 packets per wall second on this topology at 100 Mbit/s;")
         print("           its TCP variant (one bulk flow, 120 s) takes about 12 s at 10 Mbit/s and 270 s at 100 Mbit/s")
     return 0
+
+
+def _bench_satellite(quiet: bool) -> dict:
+    """The 1 GB download of `reproduce satellite`'s lossy table (loss 0), timed."""
+    from .satellite import lossy_scenario
+
+    r = run(lossy_scenario(0.0, "cubic", 1), progress=False)
+    s = r.summary
+    f = s["flows"][0]
+    done = f["connections"][0]["completion_s"]
+    c = {
+        "case": "satellite-1GB-10M/cubic",
+        "sim_s": s["sim_duration_s"],
+        "wall_s": s["wall_s"],
+        "events": s["events"],
+        "events_per_s": s["events"] / s["wall_s"],
+        "delivered_packets": f["packets_received"],
+        "delivered_per_s": f["packets_received"] / s["wall_s"],
+        "completion_s": done,
+    }
+    if not quiet:
+        print(
+            f"{c['case']:<26} wall {c['wall_s']:7.3f} s  events {c['events']:>10}  "
+            f"{c['events_per_s'] / 1e6:6.2f} M events/s  {c['delivered_packets']} packets, "
+            f"download done at {done:.0f} s simulated",
+            flush=True,
+        )
+    return c
 
 
 COMMANDS = {

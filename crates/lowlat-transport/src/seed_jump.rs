@@ -59,7 +59,8 @@ impl SeedJump {
                 let (r, s) = (rtt.latest().as_nanos(), saved.rtt.as_nanos());
                 let ok = r.abs_diff(s) <= r / 4;
                 if ok {
-                    self.inner.set_window(now, seed, Some(seed));
+                    // picoquic (cubic.c, seed_cwin): cwnd = max(cwnd, seed), ssthresh = seed.
+                    self.inner.set_window(now, seed, Some(saved.cwnd));
                 }
                 ok
             }
@@ -115,8 +116,19 @@ impl WindowController for SeedJump {
         self.inner.send_rate(rtt)
     }
 
+    /// A controller that paces by its own model (BBR) would send the seeded window at the rate of
+    /// its initial estimate: while it is still starting up, the seed's rate (saved window per
+    /// smoothed RTT) is the floor of its pacing rate, as picoquic's BBR does with its BDP seed
+    /// (bbr.c). Controllers without a pacing rate of their own are paced from the window anyway.
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<Bitrate> {
-        self.inner.pacing_rate(rtt)
+        let inner = self.inner.pacing_rate(rtt);
+        match (self.jumped, self.saved, inner) {
+            (Some(true), Some(s), Some(r)) if self.inner.in_slow_start() && rtt.has_sample() => {
+                let seed = s.cwnd as f64 * 8.0 / rtt.smoothed().as_secs_f64().max(1e-6);
+                Some(Bitrate::from_bps_f64(r.as_bps_f64().max(seed)))
+            }
+            _ => inner,
+        }
     }
 
     fn set_window(&mut self, now: Time, cwnd: u64, ssthresh: Option<u64>) {
@@ -178,5 +190,30 @@ mod tests {
         let mut j = SeedJump::new(JumpRule::ZeroRttBdp, cubic(), saved(1_000_000, 600));
         j.on_ack(Time::from_secs(61), Time::from_secs(60), 1200, false, &rtt_of(600));
         assert_eq!(j.jumped(), Some(false));
+    }
+
+    #[test]
+    fn a_model_based_controller_paces_a_jump_at_least_at_the_seed_rate_while_starting_up() {
+        let bbr = Box::new(crate::BbrConfig::default().build());
+        let mut j = SeedJump::new(JumpRule::ZeroRttBdp, bbr, saved(1_000_000, 600));
+        let rtt = rtt_of(600);
+        j.on_ack(Time::from_millis(600), Time::ZERO, 1200, false, &rtt);
+        assert_eq!(j.window(), 1_000_000);
+        // BBR's own estimate after one packet per RTT: 16 kbit/s x its startup gain.
+        let sample = RateSample {
+            delivery_rate: Some(Bitrate::from_bps_f64(16_000.0)),
+            delivered: 1200,
+            interval: Duration::from_millis(600),
+            prior_delivered: 0,
+            total_delivered: 1200,
+            is_app_limited: false,
+            newly_acked: 1200,
+            newly_lost_packets: 0,
+            rtt: Duration::from_millis(600),
+            in_flight: 0,
+        };
+        j.on_rate_sample(Time::from_millis(600), &sample, &rtt);
+        let r = j.pacing_rate(&rtt).expect("BBR paces").as_bps_f64();
+        assert!((r - 1e6 * 8.0 / 0.6).abs() < 1.0, "{r}");
     }
 }
