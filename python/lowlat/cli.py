@@ -25,6 +25,7 @@ EPILOG = """examples:
                                             the same case behind CoDel instead of drop-tail
   lowlat suite rmcat --cc gcc,nada,scream --out out/suite
                                             the RMCAT matrix (cases x RTT x jitter x queue) on all cores
+  lowlat reproduce satellite --out out/sat  0-RTT, 0-RTT-BDP and Careful Resume over GEO (the seed's tables)
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 

@@ -434,6 +434,9 @@ impl DownloadSender {
     }
 
     fn finish_connection(&mut self, now: Time) {
+        // The series ends with the connection's last state.
+        self.last_sample = None;
+        self.sample(now);
         let State::Active { sender } = &self.state else { return };
         let c = &self.conns[self.current];
         let iw = 10 * self.packet_size.0;

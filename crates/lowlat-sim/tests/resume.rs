@@ -168,3 +168,33 @@ fn bad_resume_keys_give_one_line_errors_naming_the_key() {
         assert!(msg.contains(what) && !msg.contains('\n'), "{msg}");
     }
 }
+
+#[test]
+fn lossy_resumed_downloads_are_deterministic() {
+    let text = |seed: u64| {
+        format!(
+            r#"
+duration = "120 s"
+seed = {seed}
+[bottleneck]
+rate = "50 Mbit/s"
+delay = "325 ms"
+queue = {{ kind = "droptail", limit = "650 ms" }}
+loss = {{ kind = "gilbert-elliott", p_good_to_bad = 0.001, p_bad_to_good = 0.645 }}
+[reverse]
+rate = "10 Mbit/s"
+delay = "325 ms"
+[[flows]]
+id = "dl"
+kind = "downloads"
+cc = "cubic"
+connections = [{{ id = "a", size = "2 MB" }}, {{ id = "b", size = "2 MB", pause = "1 s", zero_rtt = true, start_up = "careful-resume" }}]
+"#
+        )
+    };
+    let conns = |seed| run(&text(seed)).summary.flows[0].connections.clone().unwrap();
+    let (x, y, z) = (conns(1), conns(1), conns(2));
+    assert_eq!(x, y);
+    assert!(x[1].completion_s.is_some());
+    assert_ne!(x, z, "another seed, other losses");
+}
