@@ -8,15 +8,21 @@
 //!   acknowledged without congestion, the sender jumps.
 //! - **Unvalidated** (§4.4): PipeSize = flight size; cwnd = jump_cwnd = min(max_jump,
 //!   saved_cwnd / 2), paced at jump_cwnd per *current* RTT. Every acknowledged byte adds to
-//!   PipeSize. A loss enters Safe Retreat. The phase ends when the flight reaches cwnd, the first
+//!   PipeSize. A loss, or an RTT sample at most saved_rtt / 2 (a path change), enters Safe
+//!   Retreat. The phase ends when the flight reaches cwnd, the first
 //!   packet sent in it is acknowledged, or more than one RTT has passed: with flight < IW or
 //!   flight <= PipeSize, cwnd = PipeSize and Normal; else cwnd = flight and Validating.
 //! - **Validating** (§4.5): the controller grows the window as usual; PipeSize is tracked; a loss
 //!   enters Safe Retreat; the acknowledgement of the last unvalidated packet enters Normal.
 //! - **Safe Retreat** (§4.6): the saved set is deleted; cwnd = max(floor, PipeSize / 2), whole
-//!   packets, no growth; once the last unvalidated packet is acknowledged or lost, ssthresh =
-//!   PipeSize x beta and Normal.
+//!   packets, no growth; PipeSize goes on counting acknowledged bytes; once the last unvalidated
+//!   packet is acknowledged or lost, ssthresh = (the latest) PipeSize x beta and Normal.
 //! - **Normal**: the controller alone.
+//!
+//! PipeSize starts at the flight size and then counts the bytes of packets sent since the jump
+//! as they are acknowledged: the flight at the jump is counted once, by the initialisation (the
+//! draft's worked example: 29 in flight + 34 unvalidated packets acknowledged = 63), not again
+//! when its own ACKs arrive.
 //!
 //! Packets are told apart by send time: the wrapper sees send instants, not packet numbers, and
 //! the transport sends at most one packet per instant and connection in the unvalidated phase
@@ -223,6 +229,13 @@ impl CarefulResume {
         self.phase = Phase::Normal;
     }
 
+    /// PipeSize += bytes of a packet sent since the jump (the flight before it is already in).
+    fn track_pipe(&mut self, sent: Time, bytes: u64) {
+        if self.first_unvalidated.is_some_and(|t| sent >= t) {
+            self.pipe_size += bytes;
+        }
+    }
+
     fn is_last_unvalidated(&self, sent: Time) -> bool {
         self.last_unvalidated.is_none_or(|t| sent >= t)
     }
@@ -255,21 +268,26 @@ impl WindowController for CarefulResume {
                 self.inner.on_ack(now, sent, bytes, app_limited, rtt);
             }
             Phase::Unvalidated => {
-                self.pipe_size += bytes;
+                self.track_pipe(sent, bytes);
                 self.inner.on_ack(now, sent, bytes, app_limited, rtt);
-                if self.first_unvalidated.is_some_and(|t| sent >= t) {
+                let saved_rtt = self.saved.map_or(Duration::ZERO, |s| s.rtt).as_secs_f64();
+                if rtt.latest().as_secs_f64() <= saved_rtt * self.cfg.rtt_low_factor {
+                    // §4.4 "Confirming the path during transmission": the path changed.
+                    self.enter_safe_retreat();
+                } else if self.first_unvalidated.is_some_and(|t| sent >= t) {
                     self.first_acked = true;
                 }
             }
             Phase::Validating => {
-                self.pipe_size += bytes;
+                self.track_pipe(sent, bytes);
                 self.inner.on_ack(now, sent, bytes, app_limited, rtt);
                 if self.is_last_unvalidated(sent) {
                     self.phase = Phase::Normal;
                 }
             }
-            // No growth; PipeSize stays what the path had confirmed when the retreat began.
+            // No growth; PipeSize goes on measuring what the path delivers, for ssthresh.
             Phase::SafeRetreat => {
+                self.track_pipe(sent, bytes);
                 if self.is_last_unvalidated(sent) {
                     self.leave_safe_retreat(now);
                 }
@@ -429,22 +447,21 @@ mod tests {
         c.on_sent(t(730), MPS, flight);
         assert_eq!(c.phase(), Phase::Validating);
         assert_eq!(c.window(), 150 * MPS);
-        // The 29 reconnaissance packets and the first 5 unvalidated ones are acknowledged (34).
+        // The 29 reconnaissance packets are acknowledged (already in PipeSize), then the first 34
+        // unvalidated ones.
         for _ in 0..29 {
             c.on_ack(t(1201), t(601), MPS, false, &rtt);
         }
-        for i in 0..5 {
+        assert_eq!(c.pipe_size(), 29 * MPS);
+        for i in 0..34 {
             c.on_ack(t(1210 + i), t(610 + i), MPS, false, &rtt);
         }
         assert_eq!(c.pipe_size(), 63 * MPS);
         // The 35th is lost.
-        c.on_congestion_event(t(1220), t(615), false, MPS);
+        c.on_congestion_event(t(1250), t(644), false, MPS);
         assert_eq!(c.phase(), Phase::SafeRetreat);
         assert_eq!(c.window(), 31 * MPS);
         assert!(c.saved().is_none(), "Safe Retreat deletes the saved set");
-        // No growth while retreating.
-        c.on_ack(t(1225), t(620), MPS, false, &rtt);
-        assert_eq!(c.window(), 31 * MPS);
         // The last unvalidated packet is lost too: ssthresh = 31.5 packets, Normal.
         c.on_congestion_event(t(1400), t(730), false, MPS);
         assert_eq!(c.phase(), Phase::Normal);
@@ -457,8 +474,55 @@ mod tests {
         assert_eq!(c.window(), 32 * MPS, "above ssthresh 31.5 packets: congestion avoidance");
     }
 
+    /// The example goes on: the remaining 86 unvalidated packets are acknowledged. The window
+    /// does not grow; PipeSize does (63 + 86 = 149 packets), and on leaving ssthresh = 149 x 0.5.
     #[test]
-    fn safe_retreat_ends_on_the_ack_of_the_last_unvalidated_packet_with_cubic_beta() {
+    fn safe_retreat_holds_the_window_and_goes_on_measuring_the_pipe() {
+        let rtt = rtt_of(600);
+        let mut c = cr(Some(saved(300, 600)));
+        to_unvalidated(&mut c, &rtt);
+        let mut flight = 29 * MPS;
+        for i in 0..121 {
+            flight += MPS;
+            c.on_sent(t(610 + i), MPS, flight);
+        }
+        for _ in 0..29 {
+            c.on_ack(t(1201), t(601), MPS, false, &rtt);
+        }
+        for i in 0..34 {
+            c.on_ack(t(1210 + i), t(610 + i), MPS, false, &rtt);
+        }
+        c.on_congestion_event(t(1250), t(644), false, MPS);
+        assert_eq!((c.phase(), c.window(), c.pipe_size()), (Phase::SafeRetreat, 31 * MPS, 63 * MPS));
+        for i in 35..120 {
+            c.on_ack(t(1300 + i), t(610 + i), MPS, false, &rtt);
+            assert_eq!(c.window(), 31 * MPS, "no growth in Safe Retreat");
+        }
+        assert_eq!(c.phase(), Phase::SafeRetreat);
+        c.on_ack(t(1500), t(730), MPS, false, &rtt); // the last unvalidated packet
+        assert_eq!(c.phase(), Phase::Normal);
+        assert_eq!(c.pipe_size(), 149 * MPS);
+        // NewReno from cwnd 31 packets below ssthresh 74.5: slow start, a packet per packet.
+        c.on_ack(t(1600), t(1550), MPS, false, &rtt);
+        assert_eq!(c.window(), 32 * MPS);
+        assert!(c.in_slow_start());
+    }
+
+    #[test]
+    fn an_rtt_below_half_the_saved_one_in_unvalidated_is_a_path_change() {
+        let rtt = rtt_of(600);
+        let mut c = cr(Some(saved(300, 600)));
+        to_unvalidated(&mut c, &rtt);
+        c.on_sent(t(610), MPS, 30 * MPS);
+        let mut fast = rtt;
+        fast.update(t(900), Duration::from_millis(290), Duration::ZERO);
+        c.on_ack(t(900), t(601), MPS, false, &fast);
+        assert_eq!(c.phase(), Phase::SafeRetreat);
+        assert_eq!(c.window(), 14 * MPS, "max(IW, PipeSize 29 packets / 2)");
+    }
+
+    #[test]
+    fn a_rate_limited_jump_resets_the_window_to_the_flight_and_validates() {
         let rtt = rtt_of(600);
         let cfg = CarefulResumeConfig::for_datagram(Bytes(MPS), "cubic");
         assert_eq!(cfg.beta, 0.7);
@@ -476,13 +540,20 @@ mod tests {
         for _ in 0..29 {
             c.on_ack(t(1201), t(601), MPS, false, &rtt);
         }
-        // The first unvalidated packet's ACK ends Unvalidated once its frame is processed: the
-        // flight (79 - 30 = 49 packets) is below PipeSize (29 + 30) -> Normal, cwnd = PipeSize.
+        // The draft's second example: only 50 unvalidated packets (the sender is rate-limited).
+        // The first one's ACK ends Unvalidated once its frame is processed: the flight (79 - 30
+        // = 49 packets) is above PipeSize (29 + 1) -> Validating with cwnd = flight.
         c.on_ack(t(1210), t(610), MPS, false, &rtt);
         assert_eq!(c.phase(), Phase::Unvalidated);
         c.on_end_acks(t(1210), 49 * MPS, false, 40);
+        assert_eq!(c.phase(), Phase::Validating);
+        assert_eq!(c.window(), 49 * MPS);
+        // The ACK of the last unvalidated packet (sent at 659 ms) ends Careful Resume.
+        for i in 1..50 {
+            c.on_ack(t(1210 + i), t(610 + i), MPS, false, &rtt);
+        }
         assert_eq!(c.phase(), Phase::Normal);
-        assert_eq!(c.window(), 59 * MPS);
+        assert_eq!(c.pipe_size(), 79 * MPS);
     }
 
     #[test]
@@ -506,13 +577,22 @@ mod tests {
         }
         c.on_congestion_event(t(1202), t(601), false, MPS);
         assert_eq!(c.phase(), Phase::SafeRetreat);
-        assert_eq!(c.pipe_size(), 49 * MPS);
-        assert_eq!(c.window(), 24 * MPS);
-        // The last unvalidated packet (sent at 649 ms) is acknowledged: ssthresh = 0.7 x 49.
+        assert_eq!(c.pipe_size(), 29 * MPS);
+        assert_eq!(c.window(), 14 * MPS, "max(IW, PipeSize / 2) in whole packets");
+        // The last unvalidated packet (sent at 649 ms) is acknowledged: ssthresh = 0.7 x 30
+        // packets = 21, above the window: CUBIC slow-starts from 14 packets up to 21, then
+        // follows its curve.
         c.on_ack(t(1250), t(649), MPS, false, &rtt);
         assert_eq!(c.phase(), Phase::Normal);
-        assert_eq!(c.window(), 24 * MPS);
+        assert_eq!(c.window(), 14 * MPS);
+        assert!(c.in_slow_start());
+        for _ in 0..7 {
+            c.on_ack(t(1900), t(1300), MPS, false, &rtt);
+        }
+        assert_eq!(c.window(), 21 * MPS, "slow start reaches ssthresh");
         assert!(!c.in_slow_start());
+        c.on_ack(t(2500), t(1950), MPS, false, &rtt);
+        assert!(c.window() >= 21 * MPS && c.window() < 22 * MPS, "then the cubic curve, flat at first");
     }
 
     #[test]
@@ -526,7 +606,7 @@ mod tests {
         }
         c.on_end_acks(t(1203), 4 * MPS, true, 30);
         assert_eq!(c.phase(), Phase::Normal);
-        assert_eq!(c.window(), 54 * MPS, "cwnd = PipeSize (29 + 25)");
+        assert_eq!(c.window(), 29 * MPS, "cwnd = PipeSize (the flight at the jump)");
     }
 
     #[test]
