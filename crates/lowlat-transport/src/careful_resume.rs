@@ -340,8 +340,12 @@ impl WindowController for CarefulResume {
         }
     }
 
+    /// The phase; in Normal, the controller's own mode if it has one (BBR's `probe_bw`, ...).
     fn mode(&self) -> &'static str {
-        self.phase.name()
+        match (self.phase, self.inner.mode()) {
+            (Phase::Normal, m) if !m.is_empty() => m,
+            (p, _) => p.name(),
+        }
     }
 
     fn send_rate(&self, rtt: &RttEstimator) -> Option<Bitrate> {
