@@ -31,6 +31,7 @@ EPILOG = """examples:
   lowlat suite rmcat --cc gcc,nada,scream --out out/suite
                                             the RMCAT matrix (cases x RTT x jitter x queue) on all cores
   lowlat reproduce scone --out out/scone   Copa vs RTC with SCONE-PRO, and the help shoot-out
+  lowlat reproduce satellite --out out/sat  0-RTT, 0-RTT-BDP and Careful Resume over GEO (the seed's tables)
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
@@ -200,35 +201,71 @@ def build_parser() -> argparse.ArgumentParser:
         help="controllers to time on RMCAT 5.1 (default: gcc,nada,scream,scream2; empty to skip)",
     )
     p.add_argument("--repeat", type=positive_int, default=3, metavar="N", help="RMCAT runs per controller, best counts (default 3)")
+    p.add_argument(
+        "--no-satellite",
+        action="store_true",
+        help="skip the satellite row (one 1 GB CUBIC download over 10 Mbit/s, 600 ms, about 870 000 packets)",
+    )
 
     p = sub.add_parser(
         "reproduce",
-        help="reproduce a talk's evaluation (zhuge: trace families, ABW drop, prediction accuracy; "
-        "scone: Copa vs RTC with SCONE-PRO, and the shoot-out of every kind of network help)",
-        description="zhuge: GCC+FIFO/CoDel/Zhuge and Copa(+FastAck/Zhuge) over "
-        "the W1, W2, C1-C3 trace families (300 s of 24 fps, ~2 Mbit/s video), the ABW-drop experiment "
-        "(30 -> 30/k Mbit/s) and the Fortune Teller's accuracy; writes summary.csv, table_<family>.csv, "
-        "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR. "
-        "scone: Copa, RTC with SCONE-PRO, GCC, GCC+Zhuge and SCReAM v2+L4S over the same trace families "
-        "and ABW drops (120 s runs), frame latency mean/P90/P99 next to the seed talk's "
-        "(frame_latency.csv/.png), and every sender (Copa, GCC, SCReAM v2, SCONE-PRO's RTC sender) with "
-        "every help (none, zhuge, scone-rtc, scone-rtc-measured, scone, l4s) per family (shootout.csv/.png, summary.csv).",
+        help="reproduce a talk's evaluation: zhuge, scone or satellite (`lowlat reproduce TALK --help`)",
+        description="Reproduces the evaluation of one of the seed talks, writing its tables (CSV) and figures (PNG) "
+        "to --out. zhuge: Zhuge at the wireless AP (trace families, ABW drop, prediction accuracy). scone: Copa vs "
+        "RTC with SCONE-PRO, and the shoot-out of every kind of network help. satellite: fast start-up over GEO "
+        "(0-RTT, 0-RTT-BDP, Careful Resume, picoquic's rule).",
     )
-    p.add_argument("talk", choices=["zhuge", "scone"], help="the evaluation to reproduce")
-    p.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots")
-    p.add_argument(
-        "--traces",
-        nargs="+",
-        metavar="PATH",
-        help="two-column <s> <Mbit/s> trace files or folders (e.g. ../shared/traces/zhuge); "
-        "default: one generated trace per family",
+    talks = p.add_subparsers(dest="talk", metavar="TALK", required=True)
+
+    def talk_parser(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        q = talks.add_parser(name, help=help, description=description)
+        q.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots (written aside and renamed into place when complete)")
+        q.add_argument("--force", action="store_true", help="replace a non-empty DIR whole")
+        q.add_argument("--jobs", type=positive_int, metavar="N", help="parallel runs (default: all cores)")
+        q.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+        q.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+        return q
+
+    def trace_family_args(q: argparse.ArgumentParser, seconds: float, ks: str) -> None:
+        q.add_argument(
+            "--traces",
+            nargs="+",
+            metavar="PATH",
+            help="trace files or folders (e.g. ../shared/traces/zhuge); default: one generated trace per family",
+        )
+        q.add_argument("--duration", type=positive_seconds, default=seconds, metavar="S", help=f"seconds per run (default {seconds:g})")
+        q.add_argument("--ks", metavar="K,...", help=f"ABW-drop factors (default {ks})")
+        q.add_argument("--seed", type=seed, default=1, help="seed of every run and of the drop instants (default 1)")
+
+    q = talk_parser(
+        "zhuge",
+        "Zhuge (SIGCOMM 2022): GCC and Copa with and without the AP's help",
+        "GCC+FIFO/CoDel/Zhuge and Copa(+FastAck/Zhuge) over the W1, W2, C1-C3 trace families, the ABW-drop "
+        "experiment (30 -> 30/k Mbit/s) and the Fortune Teller's accuracy; writes summary.csv, table_<family>.csv, "
+        "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR.",
     )
-    p.add_argument("--duration", type=float, metavar="S", help="seconds per run (default: zhuge 300, scone 120)")
-    p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default: zhuge 2,3,...,50 as in the paper; scone 2,5,10,20)")
-    p.add_argument("--seed", type=int, default=1, help="seed of every run and of the drop instants (default 1)")
-    p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    trace_family_args(q, 300.0, "2,3,...,50 as in the paper")
+    q = talk_parser(
+        "scone",
+        "SCONE-PRO for RTC (IETF 120 hackathon): Copa vs RTC with SCONE-PRO, and the help shoot-out",
+        "Copa, RTC with SCONE-PRO, GCC, GCC+Zhuge and SCReAM v2+L4S over the Zhuge trace families and ABW drops, "
+        "frame latency mean/P90/P99 next to the seed talk's (frame_latency.csv/.png), and every sender (Copa, GCC, "
+        "SCReAM v2, SCONE-PRO's RTC sender) with every help (none, zhuge, scone-rtc, scone-rtc-measured, scone, l4s) "
+        "per family (shootout.csv/.png, summary.csv).",
+    )
+    trace_family_args(q, 120.0, "2,5,10,20")
+    q = talk_parser(
+        "satellite",
+        "0-RTT-BDP and Careful Resume over GEO (the seed talk's tables)",
+        "The GEO start-up evaluation (0-RTT, 0-RTT-BDP, Careful Resume, picoquic's rule): (a) the "
+        "draft-kuhn-quic-4-sat targets per case and size, (b) the seed talk's comparison at 50/10 and 250/3 Mbit/s, "
+        "(c) the 1 GB lossy table next to the seed's and the Mathis bound, (d) the cost of a wrong saved set; "
+        "targets.csv, seed_comparison.csv, lossy_1gb.csv, wrong_saved_set.csv and one PNG each.",
+    )
+    q.add_argument("--parts", default="abcd", metavar="PARTS", help="which parts to run, e.g. bd (default abcd)")
+    q.add_argument("--seeds", metavar="N,...", help="seeds of the lossy runs (default 1,2,3; lossless runs are deterministic)")
+    q.add_argument("--cc", metavar="CC,...", help="controllers of parts a and d (default cubic,bbr)")
+    q.add_argument("--sizes", metavar="MB,...", help="download sizes of part a in MB (default 2,10,100)")
 
     return parser
 
@@ -320,25 +357,67 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.talk == "satellite":
+        return cmd_reproduce_satellite(args)
     from . import scone, zhuge
 
-    if args.duration is not None and args.duration <= 0:
-        raise _native.ScenarioError(f"--duration: got {args.duration}, expected a positive number of seconds")
     ks = [int(k) for k in _list(args.ks, "ks", float)] if args.ks else None
     if ks and any(k < 1 for k in ks):
         raise _native.ScenarioError(f"--ks: got {args.ks!r}, expected factors of at least 1")
     talk = scone if args.talk == "scone" else zhuge
-    res = talk.reproduce(
-        args.out,
-        args.traces,
-        seconds=args.duration or (120.0 if args.talk == "scone" else 300.0),
-        ks=ks,
-        seed=args.seed,
-        jobs=args.jobs,
-        progress=False if args.no_progress else None,
-        plots=not args.no_plots,
-    )
-    print(f"\nwrote {', '.join(str(p) for p in res['written'])}", file=sys.stderr)
+    with results_dir(args.out, force=args.force) as tmp:
+        res = talk.reproduce(
+            tmp,
+            args.traces,
+            seconds=args.duration,
+            ks=ks,
+            seed=args.seed,
+            jobs=args.jobs,
+            progress=False if args.no_progress else None,
+            plots=not args.no_plots,
+        )
+    print(f"\nwrote {', '.join(str(Path(args.out) / Path(p).name) for p in res['written'])}", file=sys.stderr)
+    return 1 if res["failed"] else 0
+
+
+def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
+    from . import satellite
+
+    if not args.parts or set(args.parts) - set("abcd"):
+        raise _native.ScenarioError(f"--parts: got {args.parts!r}, expected some of the letters a, b, c, d")
+    seeds = [int(s) for s in _list(args.seeds, "seeds", float)] if args.seeds else None
+    ccs = _list(args.cc, "cc") if args.cc else None
+    bad = [c for c in ccs or [] if c not in ("newreno", "cubic", "bbr", "copa")]
+    if bad:
+        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected window controllers (newreno, cubic, bbr, copa)")
+    sizes = _list(args.sizes, "sizes", float) if args.sizes else None
+    if sizes and any(s <= 0 for s in sizes):
+        raise _native.ScenarioError(f"--sizes: got {args.sizes!r}, expected positive sizes in MB")
+    started = time.perf_counter()
+    with results_dir(args.out, force=args.force) as tmp:
+        res = satellite.reproduce(
+            tmp,
+            parts=args.parts,
+            seeds=seeds,
+            ccs=ccs,
+            sizes=sizes,
+            jobs=args.jobs,
+            progress=False if args.no_progress else None,
+            plots=not args.no_plots,
+        )
+    from .results import number
+
+    titles = {
+        "targets": "(a) GEO targets: median completion of the second download (s)",
+        "seed_comparison": "(b) seed comparison (CUBIC)",
+        "lossy": "(c) 1 GB over 10 Mbit/s, 600 ms, uniform loss",
+        "wrong": "(d) a saved set from 50 Mbit/s, 650 ms, used elsewhere (10 MB)",
+    }
+    for key, t in res["tables"].items():
+        print(f"\n{titles[key]}\n")
+        print(t.to_string(index=False, float_format=number))
+    names = ", ".join(str(Path(args.out) / Path(p).name) for p in res["written"])
+    print(f"\n{time.perf_counter() - started:.0f} s wall; wrote {names}", file=sys.stderr)
     return 1 if res["failed"] else 0
 
 
@@ -421,12 +500,42 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"events {c['events']:>8}  {c['sim_s_per_wall_s']:8.0f} sim s/s",
                 flush=True,
             )
+    if not args.no_satellite:
+        cases.append(_bench_satellite(args.json))
     if args.json:
         print(json.dumps({"lowlat_version": _native.version(), "cases": cases}, indent=2))
     else:
         print("reference: ns-3 3.44 delivers about 23 000 packets per wall second on this topology at 100 Mbit/s;")
         print("           its TCP variant (one bulk flow, 120 s) takes about 12 s at 10 Mbit/s and 270 s at 100 Mbit/s")
     return 0
+
+
+def _bench_satellite(quiet: bool) -> dict:
+    """The 1 GB download of `reproduce satellite`'s lossy table (loss 0), timed."""
+    from .satellite import lossy_scenario
+
+    r = run(lossy_scenario(0.0, "cubic", 1), progress=False)
+    s = r.summary
+    f = s["flows"][0]
+    done = f["connections"][0]["completion_s"]
+    c = {
+        "case": "satellite-1GB-10M/cubic",
+        "sim_s": s["sim_duration_s"],
+        "wall_s": s["wall_s"],
+        "events": s["events"],
+        "events_per_s": s["events"] / s["wall_s"],
+        "delivered_packets": f["packets_received"],
+        "delivered_per_s": f["packets_received"] / s["wall_s"],
+        "completion_s": done,
+    }
+    if not quiet:
+        print(
+            f"{c['case']:<26} wall {c['wall_s']:7.3f} s  events {c['events']:>10}  "
+            f"{c['events_per_s'] / 1e6:6.2f} M events/s  {c['delivered_packets']} packets, "
+            f"download done at {done:.0f} s simulated",
+            flush=True,
+        )
+    return c
 
 
 #: Window controllers of the TCP variant of the benchmark.

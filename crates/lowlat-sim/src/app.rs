@@ -89,6 +89,12 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     fn transfer_times(&self) -> Option<Vec<lowlat_core::Duration>> {
         None
     }
+
+    /// Per-connection results of a downloads flow (see [`crate::downloads`]), read once at the
+    /// end of the run.
+    fn connections(&self) -> Option<Vec<crate::downloads::ConnectionSummary>> {
+        None
+    }
 }
 
 /// A receiver that only takes packets in (the sink of open-loop sources).

@@ -4,6 +4,8 @@
 //! - [`engine`]: the totally ordered event queue (time, then scheduling order).
 //! - [`sim`]: the dumbbell topology and the driver that moves packets between sans-IO components.
 //! - [`app`]: the [`app::Endpoint`] trait: the applications at either end of a flow.
+//! - [`downloads`]: downloads one after another over connections that remember the path
+//!   (Careful Resume, 0-RTT-BDP, 0-RTT).
 //! - [`media`]: RTP video flows: the sender and receiver endpoints around a rate controller.
 //! - [`traffic`]: CBR and Poisson sources and the per-flow measurements.
 //! - [`limits`]: what a run will cost (memory, events), checked before it starts.
@@ -24,6 +26,7 @@
 pub mod app;
 pub mod bench;
 pub mod capture;
+pub mod downloads;
 pub mod engine;
 pub mod limits;
 pub mod media;

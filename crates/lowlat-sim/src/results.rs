@@ -121,9 +121,13 @@ pub struct FlowSummary {
     /// Web flows: downloads completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfers: Option<u64>,
-    /// Web flows: download completion time (first packet sent to last one acknowledged), ms.
+    /// Web flows: download completion time (first packet sent to last one acknowledged), ms;
+    /// downloads flows: the client's (connection opened to last packet received).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_ms: Option<Stats>,
+    /// Downloads flows: per connection (start-up, saved sets, phases, window series).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<crate::downloads::ConnectionSummary>>,
 }
 
 /// The media fields of a flow's summary, from its endpoints' metrics.
@@ -402,6 +406,7 @@ impl RunResult {
                 completion_ms: transfers.map(|t| {
                     Stats::from_samples(&mut t.iter().map(|d| d.as_millis_f64()).collect::<Vec<_>>())
                 }),
+                connections: st.sender.connections(),
             });
             for i in 0..nbins {
                 let b = m.bins.get(i).copied().unwrap_or_default();

@@ -316,6 +316,8 @@ pub struct FlowSpec {
     pub access: Option<AccessSpec>,
     /// The receiver's access link (default: none).
     pub egress: Option<AccessSpec>,
+    /// Downloads: the connections, one after another (see `crate::downloads`).
+    pub connections: Option<Vec<crate::downloads::ConnectionSpec>>,
 }
 
 /// A controller constant as written in a scenario: a number, a flag or a string with units.
@@ -363,6 +365,8 @@ pub enum TrafficKind {
     Bulk,
     /// Short downloads separated by idle times, each over a new connection (RMCAT 5.7).
     Web,
+    /// Downloads one after another over connections that remember the path.
+    Downloads,
 }
 
 impl TrafficKind {
@@ -374,6 +378,7 @@ impl TrafficKind {
             TrafficKind::RtpVideo => "rtp-video",
             TrafficKind::Bulk => "bulk",
             TrafficKind::Web => "web",
+            TrafficKind::Downloads => "downloads",
         }
     }
 }
@@ -416,6 +421,8 @@ pub struct TransportFlowConfig {
     pub size: Option<u64>,
     /// The on/off model of a web flow.
     pub web: Option<WebConfig>,
+    /// The connections of a downloads flow.
+    pub downloads: Option<Vec<crate::downloads::ConnectionConfig>>,
 }
 
 /// The on/off model of a web flow (RFC 8867 §5.7; defaults from ns3-rmcat and the SCReAM slides).
@@ -700,11 +707,12 @@ impl Scenario {
                 "rtp-video" => TrafficKind::RtpVideo,
                 "bulk" => TrafficKind::Bulk,
                 "web" => TrafficKind::Web,
+                "downloads" => TrafficKind::Downloads,
                 other => {
                     return Err(err(
                         &key("kind"),
                         format!(
-                            "got {other:?}, expected \"cbr\", \"poisson\", \"rtp-video\", \"bulk\" or \"web\""
+                            "got {other:?}, expected \"cbr\", \"poisson\", \"rtp-video\", \"bulk\", \"web\" or \"downloads\""
                         ),
                     ))
                 }
@@ -833,7 +841,11 @@ fn media_config(
     let err = |k: &str, msg: String| ScenarioError::new(label, key(k), msg);
     if kind != TrafficKind::RtpVideo {
         for (k, given) in [
-            ("cc", f.cc.is_some() && !matches!(kind, TrafficKind::Bulk | TrafficKind::Web)),
+            (
+                "cc",
+                f.cc.is_some()
+                    && !matches!(kind, TrafficKind::Bulk | TrafficKind::Web | TrafficKind::Downloads),
+            ),
             ("fps", f.fps.is_some()),
             ("rmin", f.rmin.is_some()),
             ("rmax", f.rmax.is_some()),
@@ -1016,11 +1028,21 @@ fn transport_config(
             return Err(err(k, format!("only web flows take `{k}`; this flow is {:?}", f.kind)));
         }
     }
+    if kind != TrafficKind::Downloads && f.connections.is_some() {
+        return Err(err(
+            "connections",
+            format!("only downloads flows take `connections`; this flow is {:?}", f.kind),
+        ));
+    }
     if kind != TrafficKind::Bulk && f.size.is_some() {
-        let hint = if kind == TrafficKind::Web { " (web flows take size_min and size_max)" } else { "" };
+        let hint = match kind {
+            TrafficKind::Web => " (web flows take size_min and size_max)",
+            TrafficKind::Downloads => " (downloads flows give a size per connection)",
+            _ => "",
+        };
         return Err(err("size", format!("only bulk flows take `size`; this flow is {:?}{hint}", f.kind)));
     }
-    if !matches!(kind, TrafficKind::Bulk | TrafficKind::Web) {
+    if !matches!(kind, TrafficKind::Bulk | TrafficKind::Web | TrafficKind::Downloads) {
         return Ok(None);
     }
     if f.rate.is_some() {
@@ -1077,7 +1099,14 @@ fn transport_config(
     } else {
         None
     };
-    Ok(Some(TransportFlowConfig { cc, size, web }))
+    let downloads = match (kind, &f.connections) {
+        (TrafficKind::Downloads, Some(c)) => Some(crate::downloads::connections_config(c, key, label)?),
+        (TrafficKind::Downloads, None) => {
+            return Err(err("connections", "missing: a downloads flow needs [[flows.connections]]".into()))
+        }
+        _ => None,
+    };
+    Ok(Some(TransportFlowConfig { cc, size, web, downloads }))
 }
 
 /// The queue variants [`Scenario::with_queue`] knows.

@@ -9,6 +9,7 @@
 //! times they ask for. Nothing here reads the wall clock except to report how long a run took.
 
 use crate::app::{AssistFeedback, Endpoint, Sink, Transmit};
+use crate::downloads::{self, DownloadReceiver, DownloadSender};
 use crate::engine::{Target, Wakeups};
 use crate::media::{self, RtpReceiver, RtpSender};
 use crate::results::RunResult;
@@ -23,6 +24,19 @@ use lowlat_core::{FlowId, Packet, PacketKind, Time};
 /// The `app` word of feedback a middlebox built (its content is in `assist_payloads`).
 const ASSIST_APP: u64 = u64::MAX - 1;
 
+/// A downloads flow's propagation RTT and request delay (client to server, one way), for its
+/// handshake model: the delays of the links its packets cross.
+fn download_delays(scenario: &Scenario, f: &crate::scenario::FlowConfig) -> downloads::PathDelays {
+    let d = |l: &Option<LinkConfig>| l.as_ref().map_or(lowlat_core::Duration::ZERO, |c| c.delay);
+    let edges = d(&f.access) + d(&f.egress);
+    let (data, back) = if f.reverse {
+        (scenario.reverse.delay, scenario.bottleneck.delay)
+    } else {
+        (scenario.bottleneck.delay, scenario.reverse.delay)
+    };
+    downloads::PathDelays { rtt: data + back + edges + edges, request: back + edges }
+}
+
 /// How the middlebox treats each flow, from what its packets are (as an AP tells from headers).
 fn flow_roles(scenario: &Scenario, fast_ack: bool) -> Vec<FlowRole> {
     scenario
@@ -30,7 +44,7 @@ fn flow_roles(scenario: &Scenario, fast_ack: bool) -> Vec<FlowRole> {
         .iter()
         .map(|f| match (&f.media, &f.transport) {
             // Web downloads open connections of their own: FastAck would need one receiver each.
-            (_, Some(t)) if t.web.is_some() && fast_ack => FlowRole::Pass,
+            (_, Some(t)) if (t.web.is_some() || t.downloads.is_some()) && fast_ack => FlowRole::Pass,
             (_, Some(_)) => FlowRole::OutOfBand,
             (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => FlowRole::OutOfBand,
             (Some(m), None) => FlowRole::InBand(match m.feedback_format {
@@ -216,6 +230,28 @@ impl Simulation {
                                 .expect("validated controller"),
                         ),
                         Box::new(WebReceiver::new(web.sources, mb)),
+                    )
+                }
+                (_, Some(t)) if t.downloads.is_some() => {
+                    let conns = t.downloads.clone().expect("checked");
+                    let (mb, arrivals) = downloads::channels(conns.len());
+                    let delays = download_delays(&scenario, f);
+                    (
+                        Box::new(
+                            DownloadSender::new(
+                                conns,
+                                &t.cc,
+                                f.packet_size,
+                                delays,
+                                f.start,
+                                f.stop,
+                                bin,
+                                mb.clone(),
+                                arrivals.clone(),
+                            )
+                            .expect("validated controller"),
+                        ),
+                        Box::new(DownloadReceiver::new(mb, arrivals)),
                     )
                 }
                 (_, Some(t)) => {

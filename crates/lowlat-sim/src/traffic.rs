@@ -55,7 +55,7 @@ impl Source {
             }
             // Invariant: the simulator builds an RtpSender or a BulkSender, never a Source, for
             // closed-loop flows.
-            TrafficKind::RtpVideo | TrafficKind::Bulk | TrafficKind::Web => {
+            TrafficKind::RtpVideo | TrafficKind::Bulk | TrafficKind::Web | TrafficKind::Downloads => {
                 unreachable!("closed-loop flows have no open-loop source")
             }
             TrafficKind::Poisson => {

@@ -421,6 +421,16 @@ impl WindowController for Bbr {
     fn mode(&self) -> &'static str {
         self.mode.name()
     }
+
+    /// BBR has no slow-start threshold: the window is set, and its model (which samples the
+    /// delivery rate the larger window yields) takes it from there.
+    fn set_window(&mut self, _now: Time, cwnd: u64, _ssthresh: Option<u64>) {
+        self.cwnd = cwnd.max(self.cfg.min_pipe_cwnd.0);
+    }
+
+    fn in_slow_start(&self) -> bool {
+        !self.filled_pipe
+    }
 }
 
 #[cfg(test)]

@@ -90,6 +90,7 @@ impl CubicConfig {
             rtt_samples: 0,
             css_baseline: Duration::ZERO,
             css_rounds_done: 0,
+            resumed_slow_start: false,
         }
     }
 }
@@ -127,6 +128,9 @@ pub struct Cubic {
     rtt_samples: u32,
     css_baseline: Duration,
     css_rounds_done: u32,
+    /// A start-up rule set the window below the threshold: plain slow start up to it (no
+    /// HyStart++, which is for the initial slow start, RFC 9406 §4.1), then the cubic curve.
+    resumed_slow_start: bool,
 }
 
 impl Cubic {
@@ -207,6 +211,10 @@ impl WindowController for Cubic {
         if app_limited || self.recovery_start.is_some_and(|r| sent <= r) {
             return;
         }
+        if self.cwnd < self.ssthresh && self.resumed_slow_start {
+            self.cwnd = (self.cwnd + bytes as f64).min(self.ssthresh);
+            return;
+        }
         if self.cwnd < self.ssthresh {
             if self.cfg.hystart && self.phase != SlowStartPhase::Done {
                 self.hystart(now, sent, rtt);
@@ -267,6 +275,31 @@ impl WindowController for Cubic {
 
     fn window(&self) -> u64 {
         self.cwnd as u64
+    }
+
+    fn set_window(&mut self, now: Time, cwnd: u64, ssthresh: Option<u64>) {
+        self.cwnd = (cwnd as f64).max(self.cfg.minimum_window.0 as f64);
+        if let Some(s) = ssthresh {
+            // HyStart++ is over. Below the threshold: slow start up to it, then the curve starts
+            // flat there; at or above it: the curve starts flat at the new window now.
+            self.ssthresh = (s as f64).max(self.cfg.minimum_window.0 as f64);
+            self.phase = SlowStartPhase::Done;
+            self.recovery_start = Some(now);
+            self.resumed_slow_start = self.cwnd < self.ssthresh;
+            if self.resumed_slow_start {
+                self.epoch_start = None;
+            } else {
+                let seg = self.cwnd / self.mss();
+                self.w_max = seg;
+                self.k = 0.0;
+                self.w_est = seg;
+                self.epoch_start = Some(now);
+            }
+        }
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh && (self.phase != SlowStartPhase::Done || self.resumed_slow_start)
     }
 }
 

@@ -18,27 +18,39 @@
 //! - [`bbr`]: BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00).
 //! - [`copa`]: Copa (NSDI 2018) with its competitive mode.
 //!
+//! Fast start-up from a path seen before ([`path_memory`] saves what a connection learnt):
+//! - [`careful_resume`]: Careful Resume (draft-ietf-tsvwg-careful-resume-24), a wrapper around
+//!   any of the controllers.
+//! - [`seed_jump`]: the simpler jumps it is compared with, the seed talk's 0-RTT-BDP and
+//!   picoquic's rule.
+//!
 //! Each ACK frame also yields a delivery-rate sample ([`RateSample`], draft-cheng-iccrg-delivery-
 //! rate-estimation) that model-based controllers read; [`filter`] has the windowed min/max
 //! filters they keep their estimates in.
 
 pub mod ack;
 pub mod bbr;
+pub mod careful_resume;
 pub mod copa;
 pub mod cubic;
 pub mod filter;
 pub mod newreno;
+pub mod path_memory;
 pub mod receiver;
 pub mod rtt;
+pub mod seed_jump;
 pub mod sender;
 
 pub use ack::{AckFrame, AckRanges, EcnCounts};
 pub use bbr::{Bbr, BbrConfig};
+pub use careful_resume::{CarefulResume, CarefulResumeConfig, Phase};
 pub use copa::{Copa, CopaConfig};
 pub use cubic::{Cubic, CubicConfig};
 pub use newreno::{NewReno, NewRenoConfig};
+pub use path_memory::{PathObserver, SavedPath};
 pub use receiver::{Receiver, ReceiverConfig};
 pub use rtt::RttEstimator;
+pub use seed_jump::{JumpRule, SeedJump};
 pub use sender::{Sender, SenderConfig, SenderStats};
 
 use lowlat_core::{Bitrate, Duration, Time};
@@ -116,5 +128,17 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
     /// The pacing rate the controller wants (`None`: the sender's default, 1.25 x window / RTT).
     fn pacing_rate(&self, _rtt: &RttEstimator) -> Option<Bitrate> {
         None
+    }
+
+    /// A start-up rule ([`careful_resume`], [`seed_jump`]) sets the window from outside; with
+    /// `ssthresh`, slow start ends there and a recovery period starts at `now` (losses of packets
+    /// sent before do not reduce the window again). Controllers without a window of their own to
+    /// set ignore it.
+    fn set_window(&mut self, _now: Time, _cwnd: u64, _ssthresh: Option<u64>) {}
+
+    /// Whether the controller is still in slow start (its window then overshoots the path, so a
+    /// saved path takes half of it, draft-ietf-tsvwg-careful-resume-24 §4.2).
+    fn in_slow_start(&self) -> bool {
+        false
     }
 }

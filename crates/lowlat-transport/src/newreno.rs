@@ -100,6 +100,19 @@ impl WindowController for NewReno {
     fn window(&self) -> u64 {
         self.window
     }
+
+    fn set_window(&mut self, now: Time, cwnd: u64, ssthresh: Option<u64>) {
+        self.window = cwnd.max(self.cfg.minimum_window.0);
+        if let Some(s) = ssthresh {
+            self.ssthresh = s.max(self.cfg.minimum_window.0);
+            self.recovery_start = Some(now);
+            self.acked_in_ca = 0;
+        }
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.window < self.ssthresh
+    }
 }
 
 #[cfg(test)]

@@ -179,6 +179,12 @@ impl Sender {
         &self.rtt
     }
 
+    /// An RTT sample taken before any data was sent (the handshake's round trip, RFC 9002 §5):
+    /// the first flight is then paced and its loss timers sized from it.
+    pub fn on_handshake_rtt(&mut self, now: Time, rtt: Duration) {
+        self.rtt.update(now, rtt, Duration::ZERO);
+    }
+
     /// Bytes in flight.
     pub fn in_flight(&self) -> u64 {
         self.in_flight
