@@ -19,7 +19,7 @@ from .catalog import scenarios
 from .outdir import results_dir
 from .results import comparison, text_table
 from .suite import CASES, JITTERS_MS, QUEUES, RTTS_MS
-from .userinput import UserError, check_common, choices, numbers, positive_int, seed
+from .userinput import UserError, check_common, choices, numbers, positive_int, positive_seconds, seed
 
 EPILOG = """examples:
   lowlat scenarios                          list the shipped scenarios
@@ -510,7 +510,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_satellite(quiet: bool) -> dict:
+def _bench_satellite(quiet: bool) -> dict[str, Any]:
     """The 1 GB download of `reproduce satellite`'s lossy table (loss 0), timed."""
     from .satellite import lossy_scenario
 

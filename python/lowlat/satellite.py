@@ -38,7 +38,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -111,7 +111,7 @@ def cubic_bps(rtt_s: float, p: float, mss: float = PAYLOAD_B, c: float = 0.4, be
     if p <= 0:
         return math.inf
     w = (c * (3 + beta) / (4 * (1 - beta))) ** 0.25 * rtt_s**0.75 / p**0.75
-    return max(w * mss * 8 / rtt_s, mathis_bps(rtt_s, p, mss))
+    return float(max(w * mss * 8 / rtt_s, mathis_bps(rtt_s, p, mss)))
 
 
 def _link(rate_mbps: float, one_way_s: float, buffer_s: float) -> dict[str, Any]:
@@ -178,7 +178,7 @@ class GeoRun:
     seed: int
 
 
-def _series(conn: dict[str, Any]) -> dict[str, list]:
+def _series(conn: dict[str, Any]) -> dict[str, list[Any]]:
     s = conn["series"]
     t0 = conn["open_s"]
     return {
@@ -189,7 +189,7 @@ def _series(conn: dict[str, Any]) -> dict[str, list]:
     }
 
 
-def _run_until_done(build, tries: int = 3) -> dict[str, Any]:
+def _run_until_done(build: Callable[[float], Any], tries: int = 3) -> dict[str, Any]:
     """Runs ``build(scale)``; if a download did not finish, runs again with 4x the duration."""
     from .api import run
 
@@ -274,7 +274,7 @@ def seed_table(df: pd.DataFrame) -> pd.DataFrame:
         for size in (2, 10):
             g = ok[(ok["case"] == case) & (ok["size_mb"] == size)]
             med = {su: g[g["start_up"] == su]["completion_s"].median() for su in ("none", "0-RTT", "0-RTT-BDP")}
-            row = {"path_mbps": label, "size_mb": size}
+            row: dict[str, Any] = {"path_mbps": label, "size_mb": size}
             for su, v in med.items():
                 row[f"{su}_s"] = v
                 row[f"seed_{su}_s"] = SEED_2MB_50_10.get(su) if (case, size) == ("medium", 2) else None
@@ -433,7 +433,7 @@ def run_wrong(spec: WrongRun) -> dict[str, Any]:
 # ---- figures ----
 
 
-def plot_series(runs: dict[str, dict[str, list]], title: str, path: Path) -> Path:
+def plot_series(runs: dict[str, dict[str, list[Any]]], title: str, path: Path) -> Path:
     """Window and delivered bytes over time, one line per labelled run."""
     import matplotlib
 
@@ -459,7 +459,7 @@ def plot_series(runs: dict[str, dict[str, list]], title: str, path: Path) -> Pat
     return path
 
 
-def _pick(rows: list[dict[str, Any]], **match: Any) -> dict[str, dict[str, list]]:
+def _pick(rows: list[dict[str, Any]], **match: Any) -> dict[str, dict[str, list[Any]]]:
     """Series of the first-seed rows matching ``match``, keyed by start-up."""
     out = {}
     for r in rows:
