@@ -120,8 +120,14 @@ def main(argv: list[str] | None = None) -> int:
         "--traces",
         nargs="+",
         metavar="PATH",
-        help="two-column <s> <Mbit/s> trace files or folders (e.g. ../shared/traces/zhuge); "
+        help="trace files or folders (e.g. ../shared/traces/zhuge): two-column <s> <Mbit/s> or mahimahi; "
         "default: one generated trace per family",
+    )
+    p.add_argument(
+        "--trace-format",
+        choices=["auto", "rate", "mahimahi"],
+        default="auto",
+        help="format of the --traces files (default auto: told from each file's first line)",
     )
     p.add_argument("--duration", type=float, default=300.0, metavar="S", help="seconds per trace run (default 300)")
     p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default 2,3,...,50 as in the paper)")
@@ -243,6 +249,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=False if args.no_progress else None,
         plots=not args.no_plots,
+        trace_format=args.trace_format,
     )
     print(f"\nwrote {', '.join(str(p) for p in res['written'])}", file=sys.stderr)
     return 1 if res["failed"] else 0

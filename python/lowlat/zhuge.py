@@ -165,6 +165,7 @@ class TraceRun:
     scheme: str
     seconds: float
     seed: int
+    trace_format: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
     row: dict[str, Any] = asdict(spec)
     row["predictions"] = None
     try:
-        cap = {"trace": spec.trace, "trace_format": "rate"}
+        cap = {"trace": spec.trace, "trace_format": spec.trace_format}
         sc = scenario(spec.scheme, cap, spec.family.startswith("W"), spec.seconds, "2 Mbit/s", spec.seed)
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
@@ -402,6 +403,7 @@ def reproduce(
     jobs: int | None = None,
     progress: bool | None = None,
     plots: bool = True,
+    trace_format: str = "auto",
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables."""
@@ -419,7 +421,7 @@ def reproduce(
             f.write_text(generate_trace(fam, seed, seconds))
             found.append((fam, f.resolve()))
     started = time.perf_counter()
-    specs = [TraceRun(fam, str(f), s[0], seconds, seed) for fam, f in found for s in SCHEMES]
+    specs = [TraceRun(fam, str(f), s[0], seconds, seed, trace_format) for fam, f in found for s in SCHEMES]
     rows = pool_map(run_trace, specs, jobs, show, "zhuge traces")
     preds = [r.pop("predictions") for r in rows]
     df = pd.DataFrame(rows)

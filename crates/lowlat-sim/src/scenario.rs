@@ -110,6 +110,13 @@ pub struct LinkSpec {
     pub trace: Option<String>,
     /// `"auto"` (default), `"mahimahi"` or `"rate"`.
     pub trace_format: Option<String>,
+    /// Rate traces: replay one line per this step, ignoring the times (the Zhuge artifact: 200 ms);
+    /// default: each line at its own time, relative to the first line's.
+    pub trace_step: Option<D>,
+    /// Rate traces: multiply every rate by this (default 1).
+    pub trace_scale: Option<f64>,
+    /// Repeat the trace when the run is longer (default true, as mahimahi does).
+    pub trace_loop: Option<bool>,
     /// One-way propagation delay (default 0).
     pub delay: Option<D>,
     /// Standard deviation of the no-reordering jitter (default 0).
@@ -1048,6 +1055,17 @@ fn link_config(
             "expected exactly one of `rate`, `schedule` or `trace`".to_string(),
         ));
     }
+    if l.trace.is_none() {
+        let given = [
+            ("trace_format", l.trace_format.is_some()),
+            ("trace_step", l.trace_step.is_some()),
+            ("trace_scale", l.trace_scale.is_some()),
+            ("trace_loop", l.trace_loop.is_some()),
+        ];
+        if let Some((k, _)) = given.iter().find(|g| g.1) {
+            return Err(err(k, "only a link with a `trace` takes this key".into()));
+        }
+    }
     let capacity = if let Some(r) = l.rate {
         if r.0 == Bitrate::ZERO {
             return Err(err("rate", "got 0, expected a positive bitrate".into()));
@@ -1076,7 +1094,20 @@ fn link_config(
     } else {
         let file = l.trace.as_deref().unwrap_or_default();
         let path = resolve(base_dir, file);
-        let opts = RateTraceOptions::default();
+        let mut opts =
+            RateTraceOptions { repeat: l.trace_loop.unwrap_or(true), ..RateTraceOptions::default() };
+        if let Some(d) = l.trace_step {
+            if d.0 == Duration::ZERO {
+                return Err(err("trace_step", "got \"0 s\", expected a positive duration".into()));
+            }
+            opts.step = Some(d.0);
+        }
+        if let Some(k) = l.trace_scale {
+            if !(k.is_finite() && k > 0.0) {
+                return Err(err("trace_scale", format!("got {k}, expected a positive number")));
+            }
+            opts.scale = k;
+        }
         let (cap, warns): (Capacity, Vec<TraceWarning>) = match l.trace_format.as_deref().unwrap_or("auto") {
             "auto" => trace::load_trace_auto(&path, &opts),
             "mahimahi" => trace::load_mahimahi(&path).map(|t| (Capacity::Opportunities(t), vec![])),
@@ -1096,19 +1127,15 @@ fn link_config(
         (None, c) => c,
         (Some(w), c) => {
             let channel = wifi_config(w, key, label)?;
-            let rate =
-                match c {
-                    Capacity::Constant(r) => {
-                        RateSchedule::new(vec![(Time::ZERO, r)]).map_err(|m| err("rate", m))?
-                    }
-                    Capacity::Schedule(s) => s,
-                    _ => return Err(err(
-                        "wifi",
-                        "a Wi-Fi link needs a rate, a schedule or a rate trace (a mahimahi trace already \
-                         gives delivery instants)"
-                            .into(),
-                    )),
-                };
+            let rate = match c {
+                Capacity::Constant(r) => {
+                    RateSchedule::new(vec![(Time::ZERO, r)]).map_err(|m| err("rate", m))?
+                }
+                Capacity::Schedule(s) => s,
+                // The trace's bytes per millisecond become the channel's mean rate.
+                Capacity::Opportunities(d) => d.to_rate_schedule(),
+                Capacity::Wifi { rate, .. } => rate,
+            };
             Capacity::Wifi { rate, channel }
         }
     };
