@@ -8,7 +8,7 @@
 //!
 //! The format is documented for users in `docs/scenario-format.md`.
 
-use lowlat_assist::{BurstRule, ZhugeConfig};
+use lowlat_assist::{BurstRule, InBandReports, ZhugeConfig, ZhugeVariant};
 use lowlat_core::{Bitrate, Bytes, Duration, ParseUnitError, Time};
 use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
@@ -154,8 +154,19 @@ pub struct WifiSpec {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ZhugeSpec {
-    /// How often the AP sends its in-band feedback (default 5 ms).
+    /// `"artifact"` (the public ns-3 code the paper's evaluation ran, default) or `"paper"`.
+    pub variant: Option<String>,
+    /// In-band reports: `"sampled"` (one packet per report, the artifact's) or `"per-packet"`
+    /// (the paper's); default by variant.
+    pub in_band: Option<String>,
+    /// Sampled: how long after the sampled packet its report leaves (1 ms); per packet: the report
+    /// interval (5 ms).
     pub report_interval: Option<D>,
+    /// ACK holding: `"accumulate"` (the artifact's: add the previous ACK's hold while it is held)
+    /// or `"in-order"` (the paper's); default by variant.
+    pub ack_hold: Option<String>,
+    /// Whole-millisecond arithmetic as the artifact's (default: true for the artifact variant).
+    pub whole_ms: Option<bool>,
     /// The video's frame interval, which sets the Fortune Teller's window (default 40 ms).
     pub frame_interval: Option<D>,
     /// `"join-aggregate"` (the public code's, default), `"max-burst"` (the talk's) or `"none"`.
@@ -1183,10 +1194,40 @@ fn link_config(
 pub const ASSISTS: &[&str] = &["none", "zhuge", "fastack"];
 
 fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeConfig, ScenarioError> {
-    let mut cfg = ZhugeConfig::default();
-    cfg.teller.head_of_line = wifi;
-    let Some(z) = z else { return Ok(cfg) };
     let err = |k: &str, msg: String| ScenarioError::new(label, format!("bottleneck.zhuge.{k}"), msg);
+    let variant = match z.and_then(|z| z.variant.as_deref()) {
+        None | Some("artifact") => ZhugeVariant::Artifact,
+        Some("paper") => ZhugeVariant::Paper,
+        Some(other) => {
+            return Err(err("variant", format!("got {other:?}, expected \"artifact\" or \"paper\"")))
+        }
+    };
+    let mut cfg = ZhugeConfig::for_variant(variant);
+    cfg.teller.head_of_line = wifi;
+    // The artifact's 5 ms aggregate allowance exists only in its Wi-Fi mode.
+    if !wifi {
+        cfg.teller.burst_rule = BurstRule::None;
+    }
+    let Some(z) = z else { return Ok(cfg) };
+    match z.in_band.as_deref() {
+        None => {}
+        Some("sampled") => cfg.in_band = InBandReports::Sampled { delay: Duration::from_millis(1) },
+        Some("per-packet") => cfg.in_band = InBandReports::PerPacket { interval: Duration::from_millis(5) },
+        Some(other) => {
+            return Err(err("in_band", format!("got {other:?}, expected \"sampled\" or \"per-packet\"")))
+        }
+    }
+    match z.ack_hold.as_deref() {
+        None => {}
+        Some("accumulate") => cfg.ack_hold.accumulate = true,
+        Some("in-order") => cfg.ack_hold.accumulate = false,
+        Some(other) => {
+            return Err(err("ack_hold", format!("got {other:?}, expected \"accumulate\" or \"in-order\"")))
+        }
+    }
+    if let Some(w) = z.whole_ms {
+        cfg.teller.whole_ms = w;
+    }
     let positive = |k: &str, d: Option<D>| -> Result<Option<Duration>, ScenarioError> {
         match d {
             Some(d) if d.0 == Duration::ZERO => {
@@ -1196,7 +1237,10 @@ fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeC
         }
     };
     if let Some(d) = positive("report_interval", z.report_interval)? {
-        cfg.report_interval = d;
+        cfg.in_band = match cfg.in_band {
+            InBandReports::Sampled { .. } => InBandReports::Sampled { delay: d },
+            InBandReports::PerPacket { .. } => InBandReports::PerPacket { interval: d },
+        };
     }
     if let Some(d) = positive("frame_interval", z.frame_interval)? {
         cfg.teller.frame_interval = d;
@@ -1209,12 +1253,11 @@ fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeC
     }
     let max_burst = z.max_burst.map(|b| b.0).unwrap_or(Bytes(65_535));
     cfg.teller.burst_rule = match z.burst_rule.as_deref() {
-        None | Some("join-aggregate") => {
-            if z.max_burst.is_some() {
-                return Err(err("max_burst", "only used with burst_rule = \"max-burst\"".into()));
-            }
-            cfg.teller.burst_rule
+        None | Some("join-aggregate") if z.max_burst.is_some() => {
+            return Err(err("max_burst", "only used with burst_rule = \"max-burst\"".into()));
         }
+        None => cfg.teller.burst_rule,
+        Some("join-aggregate") => BurstRule::JoinAggregate { within: Duration::from_millis(5) },
         Some("max-burst") => BurstRule::MaxBurst { max_burst },
         Some("none") => BurstRule::None,
         Some(other) => {

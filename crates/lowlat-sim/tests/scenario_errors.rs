@@ -145,3 +145,19 @@ fn trace_replay_keys() {
     parse(with("trace = \"m.mahi\"\nwifi = {}")).unwrap_or_else(|e| panic!("{e}"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn zhuge_variant_keys() {
+    let with = |extra: &str| {
+        GOOD.replace(
+            "delay = \"50 ms\"\n[[flows]]",
+            &format!("delay = \"50 ms\"\nassist = \"zhuge\"\n{extra}\n[[flows]]"),
+        )
+    };
+    assert_error(&with("zhuge = { variant = \"ns3\" }"), &["bottleneck.zhuge.variant", "\"ns3\"", "paper"]);
+    assert_error(&with("zhuge = { in_band = \"often\" }"), &["bottleneck.zhuge.in_band", "per-packet"]);
+    assert_error(&with("zhuge = { ack_hold = \"x\" }"), &["bottleneck.zhuge.ack_hold", "accumulate"]);
+    common::scenario(&with(
+        "zhuge = { variant = \"paper\", in_band = \"sampled\", ack_hold = \"accumulate\", whole_ms = false }",
+    ));
+}

@@ -118,7 +118,10 @@ fn column<'a>(t: &'a lowlat_sim::Table, name: &str) -> &'a Column {
 
 #[test]
 fn in_band_feedback_carries_the_aps_predictions_and_the_clients_never_arrives() {
-    let sc = scenario(&ap_scenario("zhuge", 10.0, &video("video", "gcc"), 30));
+    // Per-packet reports (the paper's): every reported arrival is the logged prediction.
+    let text = ap_scenario("zhuge", 10.0, &video("video", "gcc"), 30)
+        .replace("assist = \"zhuge\"", "assist = \"zhuge\"\nzhuge = { in_band = \"per-packet\" }");
+    let sc = scenario(&text);
     let media = sc.flows[0].media.clone().expect("a video flow");
     let mut sim = Simulation::new(sc);
     let seen = Arc::new(Mutex::new(Seen::default()));
