@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "reproduce",
         help="reproduce a talk's evaluation (zhuge: trace families, ABW drop, prediction accuracy)",
         description="Reproduces the Zhuge evaluation: GCC+FIFO/CoDel/Zhuge and Copa(+FastAck/Zhuge) over "
-        "the W1, W2, C1-C3 trace families (300 s of 24 fps, ~2 Mbit/s video), the ABW-drop experiment "
+        "the W1, W2, C1-C3 trace families under the paper's conditions (25 fps video, traces replayed 200 ms a line), the ABW-drop experiment "
         "(30 -> 30/k Mbit/s) and the Fortune Teller's accuracy. Writes summary.csv, table_<family>.csv, "
         "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR.",
     )
@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--duration", type=float, default=300.0, metavar="S", help="seconds per trace run (default 300)")
     p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default 2,3,...,50 as in the paper)")
+    p.add_argument("--seeds", type=int, default=1, metavar="N", help="ABW-drop seeds, each with its own drop instants (default 1)")
+    p.add_argument("--wifi-ap", action="store_true", help="serve W1/W2 through the Wi-Fi AP model (the paper's trace runs are point to point)")
     p.add_argument("--seed", type=int, default=1, help="seed of every run and of the drop instants (default 1)")
     p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -235,6 +237,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from . import zhuge
 
+    if args.seeds < 1:
+        raise _native.ScenarioError(f"--seeds: got {args.seeds}, expected at least 1")
     if args.duration <= 0:
         raise _native.ScenarioError(f"--duration: got {args.duration}, expected a positive number of seconds")
     ks = [int(k) for k in _list(args.ks, "ks", float)] if args.ks else None
@@ -250,6 +254,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
         plots=not args.no_plots,
         trace_format=args.trace_format,
+        seeds=args.seeds,
+        wifi_ap=args.wifi_ap,
     )
     print(f"\nwrote {', '.join(str(p) for p in res['written'])}", file=sys.stderr)
     return 1 if res["failed"] else 0

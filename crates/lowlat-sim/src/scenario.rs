@@ -156,8 +156,8 @@ pub struct WifiSpec {
 pub struct ZhugeSpec {
     /// `"artifact"` (the public ns-3 code the paper's evaluation ran, default) or `"paper"`.
     pub variant: Option<String>,
-    /// In-band reports: `"sampled"` (one packet per report, the artifact's) or `"per-packet"`
-    /// (the paper's); default by variant.
+    /// In-band reports: `"per-packet"` (default) or `"sampled"` (one packet per report, the
+    /// artifact's own schedule).
     pub in_band: Option<String>,
     /// Sampled: how long after the sampled packet its report leaves (1 ms); per packet: the report
     /// interval (5 ms).
@@ -1212,7 +1212,10 @@ fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeC
     match z.in_band.as_deref() {
         None => {}
         Some("sampled") => cfg.in_band = InBandReports::Sampled { delay: Duration::from_millis(1) },
-        Some("per-packet") => cfg.in_band = InBandReports::PerPacket { interval: Duration::from_millis(5) },
+        Some("per-packet") => {
+            let ms = if variant == ZhugeVariant::Artifact { 1 } else { 5 };
+            cfg.in_band = InBandReports::PerPacket { interval: Duration::from_millis(ms) }
+        }
         Some(other) => {
             return Err(err("in_band", format!("got {other:?}, expected \"sampled\" or \"per-packet\"")))
         }
