@@ -26,7 +26,7 @@ def test_reproduce_command_writes_every_table(lowlat_cli, tmp_path):
     assert acc["share_under_one_rtt"].between(0, 1).all()
     timeline = pd.read_csv(tmp_path / "abw_drop_timeline.csv")
     assert set(timeline["scheme"]) == set(zhuge.ABW_SCHEMES)
-    for png in ("abw_drop.png", "accuracy.png", "abw_drop_timeline.png"):
+    for png in ("abw_drop.png", "accuracy.png", "abw_drop_timeline.png", "gcc_rate_timeline.png"):
         assert (tmp_path / png).stat().st_size > 10_000
     bad = lowlat_cli("reproduce", "zhuge", "--out", tmp_path, "--traces", tmp_path / "nowhere")
     assert bad.returncode == 2 and "nowhere: no such trace file or folder" in bad.stderr

@@ -132,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=300.0, metavar="S", help="seconds per trace run (default 300)")
     p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default 2,3,...,50 as in the paper)")
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="ABW-drop seeds, each with its own drop instants (default 1)")
+    p.add_argument(
+        "--gcc-zhuge-queue",
+        choices=["codel", "fifo"],
+        default="codel",
+        help="GCC+Zhuge's queue (default codel, the artifact's; fifo: see the docs, no retransmission here)",
+    )
     p.add_argument("--wifi-ap", action="store_true", help="serve W1/W2 through the Wi-Fi AP model (the paper's trace runs are point to point)")
     p.add_argument("--seed", type=int, default=1, help="seed of every run and of the drop instants (default 1)")
     p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
@@ -256,6 +262,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         trace_format=args.trace_format,
         seeds=args.seeds,
         wifi_ap=args.wifi_ap,
+        gcc_zhuge_queue=args.gcc_zhuge_queue,
     )
     print(f"\nwrote {', '.join(str(p) for p in res['written'])}", file=sys.stderr)
     return 1 if res["failed"] else 0

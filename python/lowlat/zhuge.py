@@ -39,6 +39,11 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   ``BandwidthTrace``), Copa's baseline over CoDel (``tcp-static-exp.conf`` has ``copa-codel``).
 - Zhuge: ``variant = "artifact"`` (the code above).
 
+``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead: the project's RTP video has no
+retransmission, so every CoDel drop leaves a frame incomplete, counted as later than 400 ms, where
+the artifact's sender retransmits (``--policy=rtx``, 1 s deadline); CoDel's frame-delay figures
+are not comparable to the paper's for that reason.
+
 Deliberate differences: one queue per link here, where ns-3 puts the device's 100-packet FIFO
 in front of the qdisc (so the artifact's CoDel acts only beyond 100 packets, except under Zhuge,
 which cuts the device queue to one packet); the project's GCC, Copa and video model.
@@ -169,11 +174,15 @@ def scenario(
     seconds: float,
     seed: int,
     cellular: bool = False,
+    gcc_zhuge_queue: str = "codel",
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
-    conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes."""
+    conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
+    ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo")."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
+    if label == "GCC+Zhuge":
+        queue = gcc_zhuge_queue
     if queue == "fifo/codel":
         queue = "codel" if cellular else "fifo"
     q: dict[str, Any] = {"kind": "codel"} if queue == "codel" else {"kind": "droptail", "limit": f"{c['fifo_packets']} packets"}
@@ -247,6 +256,7 @@ class TraceRun:
     seed: int
     trace_format: str = "auto"
     wifi_ap: bool = False
+    gcc_zhuge_queue: str = "codel"
 
 
 @dataclass(frozen=True)
@@ -278,10 +288,13 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
 
     row: dict[str, Any] = asdict(spec)
     row["predictions"] = None
+    t0 = time.perf_counter()
     try:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
-        sc = scenario(spec.scheme, cap, wifi, spec.seconds, spec.seed, cellular=spec.family.startswith("C"))
+        sc = scenario(
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+        )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
@@ -294,6 +307,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
             raise
         row.update({m: float("nan") for m in METRICS})
         row["error"] = f"{type(e).__name__}: {e}"
+    row["wall_s"] = time.perf_counter() - t0
     return row
 
 
@@ -468,6 +482,57 @@ def plot_drop_timeline(drop: float, series: pd.DataFrame, k: int, path: Path) ->
     return path
 
 
+def worst_throughput_trace(df: pd.DataFrame) -> str | None:
+    """The trace on which GCC+Zhuge keeps the smallest share of GCC+FIFO's throughput."""
+    ok = df[(df["error"] == "") & df["scheme"].isin(["GCC+FIFO", "GCC+Zhuge"])]
+    t = ok.pivot_table(index="trace", columns="scheme", values="throughput_kbps")
+    if t.empty or not {"GCC+FIFO", "GCC+Zhuge"} <= set(t.columns):
+        return None
+    share = (t["GCC+Zhuge"] / t["GCC+FIFO"]).dropna()
+    return str(share.idxmin()) if len(share) else None
+
+
+def plot_rate_timeline(spec: TraceRun, path: Path) -> Path:
+    """Sending rate and RTT over one trace for GCC+FIFO, GCC+CoDel and GCC+Zhuge, with the
+    trace's capacity: where in-band Zhuge costs GCC throughput (after each capacity collapse,
+    GCC cuts to 0.85x an acknowledged bitrate measured from predicted arrivals, which follow the
+    AP's dequeue rate during the collapse, and then climbs back additively)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .api import run
+
+    fig, axes = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    if sniff_format(Path(spec.trace)) == "rate":
+        rates = [float(line.split()[1]) * CONDITIONS["trace_scale"] for line in open(spec.trace) if line.strip() and not line.startswith("#")]
+        step = CONDITIONS["trace_step_ms"] / 1000.0
+        axes[0].step([i * step for i in range(len(rates))], rates, where="post", color="k", lw=0.5, label="capacity")
+    for scheme in ("GCC+FIFO", "GCC+CoDel", "GCC+Zhuge"):
+        cap = trace_capacity(spec.trace, spec.trace_format)
+        sc = scenario(
+            scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+        )
+        r = run(sc, progress=False)
+        fs = r.flow_series[r.flow_series["flow"] == "video"]
+        thr = r.summary["flows"][0]["throughput_kbps"] / 1000
+        axes[0].plot(fs["t_s"], fs["send_kbps"].rolling(5, min_periods=1).mean() / 1000, lw=1, label=f"{scheme} ({thr:.1f} Mbit/s)")
+        axes[1].plot(fs["t_s"], fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS, lw=0.8, label=scheme)
+    axes[0].set_ylim(0, None)
+    axes[0].set_ylabel("sending rate, 1 s mean (Mbit/s)")
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("network RTT (ms)")
+    axes[1].set_xlabel(f"seconds ({Path(spec.trace).name}, {spec.family})")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
 #: The predicted-delay ranges of the paper's accuracy figure (Fig. 19: 1-64 ms and above).
 ACCURACY_RANGES = [("all", 0.0, float("inf")), ("1-64 ms", 1.0, 64.0), (">= 64 ms", 64.0, float("inf"))]
 #: One RTT of the paper's setup, the yardstick its accuracy figure uses (50 ms).
@@ -544,6 +609,7 @@ def reproduce(
     trace_format: str = "auto",
     seeds: int = 1,
     wifi_ap: bool = False,
+    gcc_zhuge_queue: str = "codel",
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
@@ -563,7 +629,7 @@ def reproduce(
             found.append((fam, f.resolve()))
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -595,6 +661,10 @@ def reproduce(
     drows.to_csv(out / "abw_drop.csv", index=False)
     written.append(out / "abw_drop.csv")
     if plots:
+        worst = worst_throughput_trace(df)
+        if worst is not None:
+            spec = next(sp for sp in specs if sp.trace == worst)
+            written.append(plot_rate_timeline(spec, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
         drop_at, series = drop_timeline(k_line, seed)
