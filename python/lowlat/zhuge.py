@@ -48,6 +48,24 @@ Deliberate differences: one queue per link here, where ns-3 puts the device's 10
 in front of the qdisc (so the artifact's CoDel acts only beyond 100 packets, except under Zhuge,
 which cuts the device queue to one packet); the project's GCC, Copa and video model.
 
+Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
+``abw_drop_timeline.png``):
+
+- *GCC+Zhuge sends less than GCC+FIFO on traces with outages* (the ``xu4g``/``xu5g`` files drop
+  to almost nothing every ~30 s). During an outage every 1 ms slot is busy, the Fortune Teller's
+  rate falls to its 512 kbit/s floor and the AP's reports tell GCC, within milliseconds, that
+  packets now leave at that rate; GCC cuts to 0.85x that acknowledged bitrate and climbs back at
+  its 8 %/s. Over FIFO the receiver's reports stop during the outage and resume with the burst
+  that drains the queue, so GCC cuts to 0.85x a high rate. On a constant link GCC+Zhuge reaches
+  the same rate as GCC+FIFO.
+- *Copa+Zhuge barely differs from Copa after an ABW drop*: the queue after the drop is what was
+  in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
+  velocity doubling only after three RTTs), so it keeps sending above the new capacity for
+  seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
+  base RTT.
+- *Frame delay under CoDel*: without retransmission every CoDel drop leaves a frame incomplete,
+  counted as later than 400 ms (see ``--gcc-zhuge-queue``).
+
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
 the downlink queue).
