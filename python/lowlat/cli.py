@@ -129,7 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="format of the --traces files (default auto: told from each file's first line)",
     )
-    p.add_argument("--duration", type=float, default=300.0, metavar="S", help="seconds per trace run (default 300)")
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="longest trace run (default 300); a rate trace runs at most its lines x 200 ms, as in the artifact",
+    )
     p.add_argument("--ks", metavar="K,...", help="ABW-drop factors (default 2,3,...,50 as in the paper)")
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="ABW-drop seeds, each with its own drop instants (default 1)")
     p.add_argument(
