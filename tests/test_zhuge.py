@@ -20,11 +20,15 @@ def test_reproduce_command_writes_every_table(lowlat_cli, tmp_path):
     drop = pd.read_csv(tmp_path / "abw_drop.csv", keep_default_na=False)
     assert sorted(drop["scheme"]) == sorted(zhuge.ABW_SCHEMES) and set(drop["k"]) == {10}
     assert (drop["drop_s"].between(144, 176)).all()
-    acc = pd.read_csv(tmp_path / "accuracy.csv")
-    assert acc["packets"].sum() > 1000
-    for png in ("abw_drop.png", "accuracy.png"):
+    acc = pd.read_csv(tmp_path / "accuracy.csv").set_index("predicted_range")
+    assert acc.loc["all", "packets"] > 1000
+    assert acc.loc["all", "packets"] >= acc["packets"].drop("all").sum()
+    assert acc["share_under_one_rtt"].between(0, 1).all()
+    timeline = pd.read_csv(tmp_path / "abw_drop_timeline.csv")
+    assert set(timeline["scheme"]) == set(zhuge.ABW_SCHEMES)
+    for png in ("abw_drop.png", "accuracy.png", "abw_drop_timeline.png", "gcc_rate_timeline.png"):
         assert (tmp_path / png).stat().st_size > 10_000
-    bad = lowlat_cli("reproduce", "zhuge", "--out", tmp_path, "--traces", tmp_path / "nowhere")
+    bad = lowlat_cli("reproduce", "zhuge", "--out", tmp_path / "again", "--traces", tmp_path / "nowhere")
     assert bad.returncode == 2 and "nowhere: no such trace file or folder" in bad.stderr
 
 
@@ -53,3 +57,42 @@ def test_generated_traces_follow_their_family():
     assert zhuge.generate_trace("W1", 1) == zhuge.generate_trace("W1", 1)
     assert zhuge.family_of(__import__("pathlib").Path("x/rest-wifi_3.pitree-trace")) == "W1"
     assert zhuge.family_of(__import__("pathlib").Path("abc4g_0.pitree-trace")) == "abc4g"
+
+
+def test_the_papers_conditions_replay_traces_as_the_artifact(tmp_path):
+    # 336 lines at 200 ms: the run is cut to 67.2 s, as the artifact's duration rule does.
+    f = tmp_path / "xu5g_9.pitree-trace"
+    f.write_text("".join(f"{1200 + 0.2 * i:.1f} {1 + i % 7}\n" for i in range(336)))
+    assert abs(zhuge.run_seconds(f, "auto", 300.0) - 67.2) < 1e-9
+    cap = zhuge.trace_capacity(str(f), "auto")
+    assert cap["trace_step"] == "200.0 ms" and abs(cap["trace_scale"] - 15 / 13) < 1e-12
+    # A mahimahi trace keeps its own instants and loops.
+    m = tmp_path / "cell.mahi"
+    m.write_text("1\n2\n3\n")
+    assert zhuge.sniff_format(m) == "mahimahi" and "trace_step" not in zhuge.trace_capacity(str(m), "auto")
+    assert zhuge.run_seconds(m, "auto", 300.0) == 300.0
+    sc = zhuge.scenario("GCC+Zhuge", cap, False, 10.0, 1, cellular=True)
+    assert sc["bottleneck"]["queue"]["kind"] == "codel" and sc["bottleneck"]["assist"] == "zhuge"
+    assert zhuge.scenario("Copa", cap, False, 10.0, 1, cellular=False)["bottleneck"]["queue"]["kind"] == "droptail"
+
+
+def test_a_late_starting_trace_runs_as_the_same_trace_from_zero(tmp_path):
+    from lowlat.api import run
+
+    rates = [3.0, 12.0, 1.5, 8.0, 20.0, 0.8, 6.0, 10.0]
+    lines = lambda t0: "".join(f"{t0 + 0.2 * i:.2f} {r}\n" for i, r in enumerate(rates * 10))
+    (tmp_path / "late.rate").write_text(lines(4505.67))
+    (tmp_path / "zero.rate").write_text(lines(0.0))
+    out = {}
+    for name in ("late", "zero"):
+        sc = {
+            "duration": "30 s",
+            "bottleneck": {"trace": str(tmp_path / f"{name}.rate"), "delay": "10 ms"},
+            "flows": [{"id": "f", "kind": "cbr", "rate": "5 Mbit/s"}],
+        }
+        out[name] = run(sc, progress=False).summary["flows"][0]
+    # Replayed from their first sample (and looped after 16 s): the same run.
+    assert out["late"]["throughput_kbps"] == out["zero"]["throughput_kbps"]
+    assert out["late"]["owd_ms"] == out["zero"]["owd_ms"]
+    # ... not 30 s at the first rate (3 Mbit/s), as an absolute-time replay would give.
+    assert out["zero"]["throughput_kbps"] > 3500

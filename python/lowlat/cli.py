@@ -231,9 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
             "--traces",
             nargs="+",
             metavar="PATH",
-            help="trace files or folders (e.g. ../shared/traces/zhuge); default: one generated trace per family",
+            help="trace files or folders (e.g. ../shared/traces/zhuge): two-column <s> <Mbit/s> or mahimahi; default: one generated trace per family",
         )
-        q.add_argument("--duration", type=positive_seconds, default=seconds, metavar="S", help=f"seconds per run (default {seconds:g})")
+        q.add_argument(
+            "--duration",
+            type=positive_seconds,
+            default=seconds,
+            metavar="S",
+            help=f"longest run (default {seconds:g}); a rate trace runs at most its lines x 200 ms, as in the Zhuge artifact",
+        )
         q.add_argument("--ks", metavar="K,...", help=f"ABW-drop factors (default {ks})")
         q.add_argument("--seed", type=seed, default=1, help="seed of every run and of the drop instants (default 1)")
 
@@ -245,6 +251,21 @@ def build_parser() -> argparse.ArgumentParser:
         "reductions.csv, abw_drop.csv/.png and accuracy.csv/.png to DIR.",
     )
     trace_family_args(q, 300.0, "2,3,...,50 as in the paper")
+    q.set_defaults(duration=300.0)
+    q.add_argument(
+        "--trace-format",
+        choices=["auto", "rate", "mahimahi"],
+        default="auto",
+        help="format of the --traces files (default auto: told from each file's first line)",
+    )
+    q.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="ABW-drop seeds, each with its own drop instants (default 1)")
+    q.add_argument(
+        "--gcc-zhuge-queue",
+        choices=["codel", "fifo"],
+        default="codel",
+        help="GCC+Zhuge's queue (default codel, the artifact's; fifo: see the docs, no retransmission here)",
+    )
+    q.add_argument("--wifi-ap", action="store_true", help="serve W1/W2 through the Wi-Fi AP model (the paper's trace runs are point to point)")
     q = talk_parser(
         "scone",
         "SCONE-PRO for RTC (IETF 120 hackathon): Copa vs RTC with SCONE-PRO, and the help shoot-out",
@@ -364,18 +385,27 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     ks = [int(k) for k in _list(args.ks, "ks", float)] if args.ks else None
     if ks and any(k < 1 for k in ks):
         raise _native.ScenarioError(f"--ks: got {args.ks!r}, expected factors of at least 1")
-    talk = scone if args.talk == "scone" else zhuge
+    common: dict[str, Any] = dict(
+        seconds=args.duration,
+        ks=ks,
+        seed=args.seed,
+        jobs=args.jobs,
+        progress=False if args.no_progress else None,
+        plots=not args.no_plots,
+    )
     with results_dir(args.out, force=args.force) as tmp:
-        res = talk.reproduce(
-            tmp,
-            args.traces,
-            seconds=args.duration,
-            ks=ks,
-            seed=args.seed,
-            jobs=args.jobs,
-            progress=False if args.no_progress else None,
-            plots=not args.no_plots,
-        )
+        if args.talk == "scone":
+            res = scone.reproduce(tmp, args.traces, **common)
+        else:
+            res = zhuge.reproduce(
+                tmp,
+                args.traces,
+                trace_format=args.trace_format,
+                seeds=args.seeds,
+                wifi_ap=args.wifi_ap,
+                gcc_zhuge_queue=args.gcc_zhuge_queue,
+                **common,
+            )
     print(f"\nwrote {', '.join(str(Path(args.out) / Path(p).name) for p in res['written'])}", file=sys.stderr)
     return 1 if res["failed"] else 0
 

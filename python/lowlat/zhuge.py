@@ -3,28 +3,78 @@
 Three parts, all on the simulator:
 
 1. **Trace families** (W1 restaurant Wi-Fi, W2 office Wi-Fi, C1 indoor 4G/5G, C2 city 4G, C3 city
-   5G): a 24 fps video (encoder 300 kbit/s - 2 Mbit/s, so about 2 Mbit/s on average) over each
-   trace for 300 s with GCC+FIFO, GCC+CoDel, GCC+Zhuge, Copa, Copa+FastAck and Copa+Zhuge. The
-   last hop is the access point: a Wi-Fi downlink (aggregates at random transmit opportunities)
-   for the W families, a point-to-point link for the cellular ones, behind a 19 ms wired path
-   (40 ms base RTT). Results: ``summary.csv`` (one row per run) and ``table_<family>.csv`` (means
+   5G): a 25 fps video over each trace with GCC+FIFO, GCC+CoDel, GCC+Zhuge, Copa, Copa+FastAck
+   and Copa+Zhuge. Results: ``summary.csv`` (one row per run) and ``table_<family>.csv`` (means
    over the family's traces) of the ratio of RTT > 200 ms, of frames later than 400 ms, of 1 s
-   bins under 10 fps, and the P99 RTT and frame delay.
+   bins under 10 fps, the P99 RTT and frame delay, and the throughput.
 2. **ABW drop**: 30 Mbit/s falling to 30/k Mbit/s at a random instant in 144-176 s of a 200 s run,
-   for k from 2 to 50; how long, in the 20 s after the drop, RTT stays above 200 ms, frame delay
-   above 400 ms and the frame rate under 10 fps (``abw_drop.csv``, ``abw_drop.png``). The encoder
-   may reach 8 Mbit/s here, so that the drop congests the link for most k.
-3. **Prediction accuracy**: the Fortune Teller's predictions against the delays the packets had,
-   from the GCC+Zhuge runs (``accuracy.csv``, ``accuracy.png``).
+   for k from 2 to 50, over ``--seeds`` seeds; how long, in the 20 s after the drop, RTT stays
+   above 200 ms, frame delay above 400 ms and the frame rate under 10 fps (``abw_drop.csv``,
+   ``abw_drop.png``).
+3. **Prediction accuracy**: the CDF of the Fortune Teller's prediction error, split by predicted
+   delay (1-64 ms, 64 ms and more), as the paper's Fig. 19 (``accuracy.csv``, ``accuracy.png``).
+
+**The paper's evaluation conditions** (:data:`CONDITIONS`), read from the public artifact
+(``transys-project/zhuge``, ``ns-3.34-diff``: ``scratch/fec-emulate.cc``, the ``*-exp-trace.conf``
+and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl``):
+
+- Traces replayed one line every 200 ms from the first line, each rate x 15/13
+  (``BandwidthTrace``: ``traceInterval = 200``, ``stod(bw) / 13. * 15.``); a run lasts
+  min(300 s, lines x 200 ms) (``main``: ``duration = min(duration, n * traceInterval / 1000)``).
+  (The artifact reads the first column of each line; its ``.pitree-trace`` files hold the time
+  there, so the bandwidth column is used here, as its authors evidently intended.)
+- Point-to-point last hop for every family (``--mode=1`` in the trace run lists: no Wi-Fi model;
+  ``--wifi-ap`` uses the project's Wi-Fi AP model for W1/W2 instead).
+- Base RTT 68 ms: sender-router 9 ms, router-client 25 ms each way (``BuildWiredTopo``:
+  ``"9ms"``, ``TOPO_DEFAULT_PDELAY = 25``); the client's uplink is not rate-limited (300 Mbit/s).
+- Queues: FIFO = ``PfifoFast`` 250 packets + the device's 100-packet drop-tail = 350 packets;
+  CoDel = ``FqCoDel``. GCC+Zhuge runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``);
+  Copa and Copa+Zhuge run over FIFO on the Wi-Fi families and CoDel on the cellular ones (the
+  choice ``real-exp/tcp-summarize.awk`` reports), Copa+FastAck over FIFO.
+- Video: 25 fps (``--fps=25 --interval=40``), rate 500 kbit/s to 100 Mbit/s (the GCC's
+  ``min_configured_bitrate_bps_`` / ``max_configured_bitrate_bps_``; the encoder clamps to
+  100 kbit/s-100 Mbit/s), packets of at most 1460 B (``MAX_PACKET_SIZE``).
+- No competing traffic in the trace runs (``--node_number`` sizes only the Wi-Fi topologies).
+- ABW drop: the same path and queues; 30 Mbit/s x 15/13 (the k-traces go through the same
+  ``BandwidthTrace``), Copa's baseline over CoDel (``tcp-static-exp.conf`` has ``copa-codel``).
+- Zhuge: ``variant = "artifact"`` (the code above).
+
+``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead: the project's RTP video has no
+retransmission, so every CoDel drop leaves a frame incomplete, counted as later than 400 ms, where
+the artifact's sender retransmits (``--policy=rtx``, 1 s deadline); CoDel's frame-delay figures
+are not comparable to the paper's for that reason.
+
+Deliberate differences: one queue per link here, where ns-3 puts the device's 100-packet FIFO
+in front of the qdisc (so the artifact's CoDel acts only beyond 100 packets, except under Zhuge,
+which cuts the device queue to one packet); the project's GCC, Copa and video model.
+
+Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
+``abw_drop_timeline.png``):
+
+- *GCC+Zhuge sends less than GCC+FIFO on traces with outages* (the ``xu4g``/``xu5g`` files drop
+  to almost nothing every ~30 s). During an outage every 1 ms slot is busy, the Fortune Teller's
+  rate falls to its 512 kbit/s floor and the AP's reports tell GCC, within milliseconds, that
+  packets now leave at that rate; GCC cuts to 0.85x that acknowledged bitrate and climbs back at
+  its 8 %/s. Over FIFO the receiver's reports stop during the outage and resume with the burst
+  that drains the queue, so GCC cuts to 0.85x a high rate. On a constant link GCC+Zhuge reaches
+  the same rate as GCC+FIFO.
+- *Copa+Zhuge barely differs from Copa after an ABW drop*: the queue after the drop is what was
+  in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
+  velocity doubling only after three RTTs), so it keeps sending above the new capacity for
+  seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
+  base RTT.
+- *Frame delay under CoDel*: without retransmission every CoDel drop leaves a frame incomplete,
+  counted as later than 400 ms (see ``--gcc-zhuge-queue``).
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
 the downlink queue).
 
 Without ``--traces`` the families are the project's own generated traces (one per family, written
-to ``DIR/traces``); with it, trace files (two-column ``<s> <Mbit/s>``) or folders of them, each
-file's family told from its name (``rest-wifi*`` W1, ``office-wifi*`` W2, ``pitree4g*`` C1,
-``xu4g*`` C2, ``xu5g*`` C3, otherwise the name before the last ``_``).
+to ``DIR/traces``); with it, trace files (two-column ``<s> <Mbit/s>`` or mahimahi, told from the
+content or ``--trace-format``) or folders of them, each file's family told from its name
+(``rest-wifi*`` W1, ``office-wifi*`` W2, ``pitree4g*`` C1, ``xu4g*`` C2, ``xu5g*`` C3, otherwise
+the name before the last ``_``).
 """
 
 from __future__ import annotations
@@ -41,14 +91,16 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-#: The schemes of the paper: (label, controller, queue, assistance).
+#: The schemes of the paper: (label, controller, queue, assistance). Queue "fifo/codel": FIFO on
+#: the Wi-Fi families, CoDel on the cellular ones (and in the ABW drop), as the artifact's
+#: ``tcp-summarize.awk`` and ``tcp-static-exp.conf`` have it.
 SCHEMES = [
-    ("GCC+FIFO", "gcc", "droptail", "none"),
+    ("GCC+FIFO", "gcc", "fifo", "none"),
     ("GCC+CoDel", "gcc", "codel", "none"),
-    ("GCC+Zhuge", "gcc", "droptail", "zhuge"),
-    ("Copa", "copa", "droptail", "none"),
-    ("Copa+FastAck", "copa", "droptail", "fastack"),
-    ("Copa+Zhuge", "copa", "droptail", "zhuge"),
+    ("GCC+Zhuge", "gcc", "codel", "zhuge"),
+    ("Copa", "copa", "fifo/codel", "none"),
+    ("Copa+FastAck", "copa", "fifo", "fastack"),
+    ("Copa+Zhuge", "copa", "fifo/codel", "zhuge"),
 ]
 #: The ABW-drop experiment's schemes and factors (the paper's).
 ABW_SCHEMES = ["GCC+FIFO", "GCC+Zhuge", "Copa", "Copa+Zhuge"]
@@ -70,8 +122,23 @@ METRICS = [
     "frame_delay_p99_ms",
     "throughput_kbps",
 ]
-WIRED_ONE_WAY_MS = 19.0
-HOP_MS = 1.0
+#: The paper's evaluation conditions, each from the public artifact (see the module doc).
+CONDITIONS: dict[str, Any] = {
+    "trace_step_ms": 200.0,  # fec-emulate.cc: traceInterval = 200
+    "trace_scale": 15.0 / 13.0,  # fec-emulate.cc BandwidthTrace: stod(bw) / 13. * 15.
+    "max_seconds": 300.0,  # *-exp-trace.conf: --duration=300, cut to lines x 200 ms
+    "access_ms": 9.0,  # BuildWiredTopo: sender-router "9ms"
+    "last_hop_ms": 25.0,  # TOPO_DEFAULT_PDELAY = 25 (router-client, each way)
+    "uplink": "300 Mbit/s",  # TOPO_DEFAULT_BW: the client's device is never re-rated
+    "fifo_packets": 350,  # PfifoFast MaxSize 250p + the p2p device's default 100p DropTail
+    "fps": 25,  # --fps=25 --interval=40
+    "rmin": "500 kbit/s",  # GccController min_configured_bitrate_bps_(500000)
+    "rmax": "100 Mbit/s",  # GccController max_configured_bitrate_bps_; GameServer kMaxEncodeBps
+    "packet_size": "1460 B",  # NetworkPacket::MAX_PACKET_SIZE
+    "abw_mbps": 30.0,  # ktrace_gen.sh: 30Mbps, then 30/k (scaled like every trace line)
+}
+WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
+HOP_MS = CONDITIONS["last_hop_ms"]
 
 
 def family_of(path: Path) -> str:
@@ -123,17 +190,21 @@ def scenario(
     capacity: dict[str, Any],
     wifi: bool,
     seconds: float,
-    rmax: str,
     seed: int,
+    cellular: bool = False,
+    gcc_zhuge_queue: str = "codel",
 ) -> dict[str, Any]:
-    """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`)."""
+    """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
+    conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
+    ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo")."""
+    c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
-    bottleneck: dict[str, Any] = {
-        **capacity,
-        "delay": f"{HOP_MS} ms",
-        "queue": {"kind": "codel" if queue == "codel" else "droptail", "limit": "1000 packets"},
-        "assist": assist,
-    }
+    if label == "GCC+Zhuge":
+        queue = gcc_zhuge_queue
+    if queue == "fifo/codel":
+        queue = "codel" if cellular else "fifo"
+    q: dict[str, Any] = {"kind": "codel"} if queue == "codel" else {"kind": "droptail", "limit": f"{c['fifo_packets']} packets"}
+    bottleneck: dict[str, Any] = {**capacity, "delay": f"{HOP_MS} ms", "queue": q, "assist": assist}
     if wifi:
         bottleneck["wifi"] = {}
     return {
@@ -141,19 +212,55 @@ def scenario(
         "duration": f"{seconds} s",
         "seed": seed,
         "bottleneck": bottleneck,
-        "reverse": {"rate": "30 Mbit/s", "delay": f"{HOP_MS} ms"},
+        "reverse": {"rate": c["uplink"], "delay": f"{HOP_MS} ms"},
         "flows": [
             {
                 "id": "video",
                 "kind": "rtp-video",
                 "cc": cc,
-                "fps": 24,
-                "rmin": "300 kbit/s",
-                "rmax": rmax,
+                "fps": c["fps"],
+                "rmin": c["rmin"],
+                "rmax": c["rmax"],
+                "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
             }
         ],
     }
+
+
+def trace_capacity(path: str, trace_format: str) -> dict[str, Any]:
+    """The bottleneck keys of a trace replayed as the artifact does (200 ms a line, x 15/13)."""
+    cap: dict[str, Any] = {"trace": path, "trace_format": trace_format}
+    if trace_format != "mahimahi" and sniff_format(Path(path)) != "mahimahi":
+        cap.update(trace_step=f"{CONDITIONS['trace_step_ms']} ms", trace_scale=CONDITIONS["trace_scale"], trace_loop=False)
+    return cap
+
+
+def sniff_format(path: Path) -> str:
+    """``"mahimahi"`` if the first data line of ``path`` is one whole number, else ``"rate"``."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                t = line.strip()
+                if t and not t.startswith("#"):
+                    return "mahimahi" if t.isdigit() else "rate"
+    except OSError:
+        pass
+    return "rate"
+
+
+def run_seconds(path: Path, trace_format: str, seconds: float) -> float:
+    """How long a trace runs: ``seconds``, cut to lines x 200 ms for a rate trace (the artifact
+    stops at the trace's end); a mahimahi trace loops."""
+    fmt = sniff_format(path) if trace_format == "auto" else trace_format
+    if fmt == "mahimahi":
+        return seconds
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = sum(1 for line in f if line.strip() and not line.lstrip().startswith("#"))
+    except OSError:
+        return seconds
+    return float(max(min(seconds, lines * CONDITIONS["trace_step_ms"] / 1000.0), 1.0))
 
 
 @dataclass(frozen=True)
@@ -165,6 +272,9 @@ class TraceRun:
     scheme: str
     seconds: float
     seed: int
+    trace_format: str = "auto"
+    wifi_ap: bool = False
+    gcc_zhuge_queue: str = "codel"
 
 
 @dataclass(frozen=True)
@@ -196,9 +306,13 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
 
     row: dict[str, Any] = asdict(spec)
     row["predictions"] = None
+    t0 = time.perf_counter()
     try:
-        cap = {"trace": spec.trace, "trace_format": "rate"}
-        sc = scenario(spec.scheme, cap, spec.family.startswith("W"), spec.seconds, "2 Mbit/s", spec.seed)
+        cap = trace_capacity(spec.trace, spec.trace_format)
+        wifi = spec.wifi_ap and spec.family.startswith("W")
+        sc = scenario(
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+        )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
@@ -211,6 +325,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
             raise
         row.update({m: float("nan") for m in METRICS})
         row["error"] = f"{type(e).__name__}: {e}"
+    row["wall_s"] = time.perf_counter() - t0
     return row
 
 
@@ -233,13 +348,14 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
 
     row: dict[str, Any] = asdict(spec)
     try:
+        top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
         cap = {
             "schedule": [
-                {"at": "0 s", "rate": "30 Mbit/s"},
-                {"at": f"{spec.drop_s} s", "rate": f"{30.0 / spec.k:.6g} Mbit/s"},
+                {"at": "0 s", "rate": f"{top:.6g} Mbit/s"},
+                {"at": f"{spec.drop_s} s", "rate": f"{top / spec.k:.6g} Mbit/s"},
             ]
         }
-        r = run(scenario(spec.scheme, cap, True, 200.0, "8 Mbit/s", spec.seed), progress=False)
+        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False)
         row.update(durations_after(r, spec.drop_s))
         row["error"] = ""
     except BaseException as e:  # noqa: BLE001
@@ -320,13 +436,14 @@ def plot_drop(df: pd.DataFrame, path: Path) -> Path:
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     ok = df[df["error"] == ""]
+    cols = ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s"]
     for scheme, g in ok.groupby("scheme", sort=False):
-        g = g.sort_values("k")
-        for ax, col in zip(axes, ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s"]):
+        g = g.groupby("k")[cols].mean().reset_index().sort_values("k")  # mean over the seeds
+        for ax, col in zip(axes, cols):
             ax.plot(g["k"], g[col], marker="o", ms=3, label=scheme)
     for ax, title in zip(axes, ["RTT > 200 ms", "frame delay > 400 ms", "fps < 10"]):
         ax.set_xlabel("k (capacity 30 -> 30/k Mbit/s)")
-        ax.set_ylabel("seconds in the 20 s after the drop")
+        ax.set_ylabel("seconds in the 20 s after the drop (mean)")
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize="small")
@@ -336,56 +453,169 @@ def plot_drop(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def accuracy_table(pred: pd.DataFrame) -> pd.DataFrame:
-    """Absolute error percentiles per predicted-delay bucket (powers of two in ms)."""
-    if pred.empty:
-        return pd.DataFrame(columns=["predicted_ms_from", "predicted_ms_to", "packets", "error_p50_ms", "error_p90_ms", "error_p99_ms"])
-    err = (pred["predicted_ms"] - pred["actual_ms"]).abs()
-    edges = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, float("inf")]
-    bucket = pd.cut(pred["predicted_ms"], edges, right=False)
-    rows = []
-    for b, e in err.groupby(bucket, observed=True):
-        rows.append(
-            {
-                "predicted_ms_from": b.left,
-                "predicted_ms_to": b.right,
-                "packets": len(e),
-                "error_p50_ms": e.quantile(0.5),
-                "error_p90_ms": e.quantile(0.9),
-                "error_p99_ms": e.quantile(0.99),
-            }
-        )
-    return pd.DataFrame(rows)
+def drop_timeline(k: int, seed: int) -> tuple[float, pd.DataFrame]:
+    """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant):
+    ``(drop_s, series)`` with the network RTT and sending rate per 200 ms bin from 2 s before
+    the drop to 8 s after."""
+    from .api import run
+
+    drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
+    top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
+    cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / k:.6g} Mbit/s"}]}
+    parts = []
+    for scheme in ABW_SCHEMES:
+        fs = run(scenario(scheme, cap, False, 200.0, seed, cellular=True), progress=False).flow_series
+        fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
+        fs["scheme"] = scheme
+        fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
+        parts.append(fs[["scheme", "t_s", "rtt_ms", "send_kbps", "recv_kbps"]])
+    return drop, pd.concat(parts, ignore_index=True)
 
 
-def plot_accuracy(pred: pd.DataFrame, path: Path) -> Path:
+def plot_drop_timeline(drop: float, series: pd.DataFrame, k: int, path: Path) -> Path:
+    """RTT and sending rate around the drop, one line per scheme: why ACK holding barely moves
+    Copa (the queue after the drop is what was in flight at the old rate; Copa's window shrinks
+    additively, a few packets per RTT, whatever signals it earlier)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    if not pred.empty:
-        sample = pred.sample(n=min(len(pred), 20_000), random_state=1)
-        axes[0].scatter(sample["actual_ms"], sample["predicted_ms"], s=2, alpha=0.3)
-        top = max(sample["actual_ms"].quantile(0.999), sample["predicted_ms"].quantile(0.999), 1.0)
-        axes[0].plot([0, top], [0, top], color="k", lw=0.8)
-        axes[0].set_xlim(0, top)
-        axes[0].set_ylim(0, top)
-        acc = accuracy_table(pred)
-        mid = (acc["predicted_ms_from"].astype(float) + acc["predicted_ms_to"].replace(float("inf"), 1024).astype(float)) / 2
-        for q in ("p50", "p90", "p99"):
-            axes[1].plot(mid, acc[f"error_{q}_ms"], marker="o", label=q)
-        axes[1].set_xscale("log", base=2)
-        axes[1].axhline(50, color="grey", ls="--", lw=0.8, label="one RTT (50 ms)")
-        axes[1].legend(fontsize="small")
-    axes[0].set_xlabel("actual delay through the AP (ms)")
-    axes[0].set_ylabel("predicted (ms)")
-    axes[1].set_xlabel("predicted delay (ms)")
-    axes[1].set_ylabel("|prediction error| (ms)")
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    for scheme, g in series.groupby("scheme", sort=False):
+        axes[0].plot(g["t_s"] - drop, g["rtt_ms"], label=scheme, lw=1.2)
+        axes[1].plot(g["t_s"] - drop, g["send_kbps"] / 1000, label=scheme, lw=1.2)
+    top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
+    axes[0].axhline(200, color="grey", ls="--", lw=0.8)
+    axes[1].step([-2, 0, 8], [top, top / k, top / k], where="post", color="k", lw=0.8, label="capacity")
+    axes[0].set_ylabel("network RTT (ms)")
+    axes[1].set_ylabel("sending rate (Mbit/s)")
+    axes[1].set_xlabel(f"seconds since the drop ({top:.1f} -> {top / k:.2f} Mbit/s, k = {k})")
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.suptitle("Fortune Teller accuracy (GCC+Zhuge runs)")
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def worst_throughput_trace(df: pd.DataFrame) -> str | None:
+    """The trace on which GCC+Zhuge keeps the smallest share of GCC+FIFO's throughput."""
+    ok = df[(df["error"] == "") & df["scheme"].isin(["GCC+FIFO", "GCC+Zhuge"])]
+    t = ok.pivot_table(index="trace", columns="scheme", values="throughput_kbps")
+    if t.empty or not {"GCC+FIFO", "GCC+Zhuge"} <= set(t.columns):
+        return None
+    share = (t["GCC+Zhuge"] / t["GCC+FIFO"]).dropna()
+    return str(share.idxmin()) if len(share) else None
+
+
+def plot_rate_timeline(spec: TraceRun, path: Path) -> Path:
+    """Sending rate and RTT over one trace for GCC+FIFO, GCC+CoDel and GCC+Zhuge, with the
+    trace's capacity: where in-band Zhuge costs GCC throughput (after each capacity collapse,
+    GCC cuts to 0.85x an acknowledged bitrate measured from predicted arrivals, which follow the
+    AP's dequeue rate during the collapse, and then climbs back additively)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .api import run
+
+    fig, axes = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    if sniff_format(Path(spec.trace)) == "rate":
+        with open(spec.trace, encoding="utf-8") as f:
+            raw = [float(line.split()[1]) for line in f if line.strip() and not line.startswith("#")]
+        # As the loader replays it: from the first line, 200 ms a line, x 15/13, a sample above
+        # 100x the median clipped to the one before.
+        median = sorted(raw)[len(raw) // 2] if raw else 0.0
+        rates: list[float] = []
+        for sample in raw:
+            rates.append((rates[-1] / CONDITIONS["trace_scale"] if rates else median) if median > 0 and sample > 100 * median else sample)
+            rates[-1] *= CONDITIONS["trace_scale"]
+        step = CONDITIONS["trace_step_ms"] / 1000.0
+        axes[0].step([i * step for i in range(len(rates))], rates, where="post", color="k", lw=0.5, label="capacity")
+    for scheme in ("GCC+FIFO", "GCC+CoDel", "GCC+Zhuge"):
+        cap = trace_capacity(spec.trace, spec.trace_format)
+        sc = scenario(
+            scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+        )
+        r = run(sc, progress=False)
+        fs = r.flow_series[r.flow_series["flow"] == "video"]
+        thr = r.summary["flows"][0]["throughput_kbps"] / 1000
+        axes[0].plot(fs["t_s"], fs["send_kbps"].rolling(5, min_periods=1).mean() / 1000, lw=1, label=f"{scheme} ({thr:.1f} Mbit/s)")
+        axes[1].plot(fs["t_s"], fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS, lw=0.8, label=scheme)
+    axes[0].set_ylim(0, None)
+    axes[0].set_ylabel("sending rate, 1 s mean (Mbit/s)")
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("network RTT (ms)")
+    axes[1].set_xlabel(f"seconds ({Path(spec.trace).name}, {spec.family})")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+#: The predicted-delay ranges of the paper's accuracy figure (Fig. 19: 1-64 ms and above).
+ACCURACY_RANGES = [("all", 0.0, float("inf")), ("1-64 ms", 1.0, 64.0), (">= 64 ms", 64.0, float("inf"))]
+#: One RTT of the paper's setup, the yardstick its accuracy figure uses (50 ms).
+ONE_RTT_MS = 50.0
+
+
+def accuracy_table(pred: pd.DataFrame) -> pd.DataFrame:
+    """Absolute prediction error per predicted-delay range: packets, percentiles and the share of
+    errors under one RTT (50 ms)."""
+    cols = ["predicted_range", "packets", "error_p50_ms", "error_p90_ms", "error_p99_ms", "share_under_one_rtt"]
+    if pred.empty:
+        return pd.DataFrame(columns=cols)
+    err = (pred["predicted_ms"] - pred["actual_ms"]).abs()
+    rows = []
+    for name, lo, hi in ACCURACY_RANGES:
+        e = err[(pred["predicted_ms"] >= lo) & (pred["predicted_ms"] < hi)]
+        if e.empty:
+            continue
+        rows.append(
+            {
+                "predicted_range": name,
+                "packets": len(e),
+                "error_p50_ms": e.quantile(0.5),
+                "error_p90_ms": e.quantile(0.9),
+                "error_p99_ms": e.quantile(0.99),
+                "share_under_one_rtt": float((e < ONE_RTT_MS).mean()),
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def plot_accuracy(pred: pd.DataFrame, path: Path) -> Path:
+    """The paper's Fig. 19 as drawn there: the CDF of the absolute prediction error on a log
+    axis, one curve per predicted-delay range, with one RTT (50 ms) marked."""
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    if not pred.empty:
+        err = (pred["predicted_ms"] - pred["actual_ms"]).abs()
+        for name, lo, hi in ACCURACY_RANGES:
+            e = np.sort(err[(pred["predicted_ms"] >= lo) & (pred["predicted_ms"] < hi)].to_numpy())
+            if len(e) == 0:
+                continue
+            # Errors below 0.01 ms are drawn at 0.01 ms (the log axis has no zero).
+            ax.step(np.maximum(e, 0.01), np.arange(1, len(e) + 1) / len(e), where="post", label=f"predicted {name} ({len(e)})")
+        ax.axvline(ONE_RTT_MS, color="grey", ls="--", lw=0.8, label="one RTT (50 ms)")
+        ax.legend(fontsize="small", loc="lower right")
+    ax.set_xscale("log")
+    ax.set_xlabel("|predicted - actual| delay through the AP (ms)")
+    ax.set_ylabel("CDF")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title("Fortune Teller prediction error (GCC+Zhuge runs)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -402,9 +632,14 @@ def reproduce(
     jobs: int | None = None,
     progress: bool | None = None,
     plots: bool = True,
+    trace_format: str = "auto",
+    seeds: int = 1,
+    wifi_ap: bool = False,
+    gcc_zhuge_queue: str = "codel",
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables."""
+    """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
+    drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     show = sys.stderr.isatty() if progress is None else progress
@@ -419,7 +654,11 @@ def reproduce(
             f.write_text(generate_trace(fam, seed, seconds))
             found.append((fam, f.resolve()))
     started = time.perf_counter()
-    specs = [TraceRun(fam, str(f), s[0], seconds, seed) for fam, f in found for s in SCHEMES]
+    specs = [
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue)
+        for fam, f in found
+        for s in SCHEMES
+    ]
     rows = pool_map(run_trace, specs, jobs, show, "zhuge traces")
     preds = [r.pop("predictions") for r in rows]
     df = pd.DataFrame(rows)
@@ -439,14 +678,25 @@ def reproduce(
     written.append(out / "accuracy.csv")
 
     ks = ks or ABW_KS
-    rng = random.Random(seed)
-    drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
-    dspecs = [DropRun(k, s, drops[k], seed) for k in ks for s in ABW_SCHEMES]
+    dspecs = []
+    for sd in range(seed, seed + max(1, seeds)):
+        rng = random.Random(sd)
+        drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
+        dspecs += [DropRun(k, s, drops[k], sd) for k in ks for s in ABW_SCHEMES]
     drows = pd.DataFrame(pool_map(run_drop, dspecs, jobs, show, "abw drop"))
     drows.to_csv(out / "abw_drop.csv", index=False)
     written.append(out / "abw_drop.csv")
     if plots:
+        worst = worst_throughput_trace(df)
+        if worst is not None:
+            spec = next(sp for sp in specs if sp.trace == worst)
+            written.append(plot_rate_timeline(spec, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
+        k_line = 10 if 10 in ks else ks[0]
+        drop_at, series = drop_timeline(k_line, seed)
+        series.to_csv(out / "abw_drop_timeline.csv", index=False)
+        written.append(out / "abw_drop_timeline.csv")
+        written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
         written.append(plot_accuracy(pred, out / "accuracy.png"))
     wall = time.perf_counter() - started
     failed = int((df["error"] != "").sum() + (drows["error"] != "").sum())
@@ -461,10 +711,11 @@ def reproduce(
         log(red.to_string(**fmt))
     ok = drows[drows["error"] == ""]
     if not ok.empty:
-        log("\nABW drop, seconds in the 20 s after the drop with RTT > 200 ms:")
-        log(ok.pivot(index="k", columns="scheme", values="rtt_over_200ms_s")[[s for s in ABW_SCHEMES if s in set(ok["scheme"])]].to_string(float_format=lambda x: f"{x:.1f}"))
+        n = ok["seed"].nunique()
+        log(f"\nABW drop, seconds in the 20 s after the drop with RTT > 200 ms (mean over {n} seed(s)):")
+        log(ok.pivot_table(index="k", columns="scheme", values="rtt_over_200ms_s", aggfunc="mean")[[s for s in ABW_SCHEMES if s in set(ok["scheme"])]].to_string(float_format=lambda x: f"{x:.2f}"))
     if not acc.empty:
-        log("\nprediction error by predicted delay (GCC+Zhuge runs):")
+        log("\n|prediction error| by predicted delay (GCC+Zhuge runs):")
         log(acc.to_string(**fmt))
     for r in df[df["error"] != ""].itertuples():
         log(f"failed: {r.family} {Path(r.trace).name} {r.scheme}: {r.error}")

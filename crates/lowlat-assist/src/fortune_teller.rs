@@ -8,12 +8,29 @@
 //! - tx rate = bits dequeued in the window / non-idle time, at least 512 kbit/s.
 //! - `tx` = the average dequeue interval = 1 ms x non-idle / (non-idle - busy) slots (the whole
 //!   window if every non-idle slot was busy).
+//! - A window with no non-idle slot keeps the last rate and interval (the artifact's
+//!   `UpdateTxRate` leaves them unchanged then).
 //! - `q_long` = bytes queued ahead of the packet / tx rate, with a burst allowance: by default the
 //!   code's rule (no queueing delay while what is ahead fits in 5 ms at the tx rate and the queue
-//!   is not shrinking: the packet joins the aggregate being built), or the talk's
-//!   (`max(bytes - max_burst, 0)`).
+//!   is not shorter than at the previous prediction: the packet joins the aggregate being built),
+//!   or the talk's (`max(bytes - max_burst, 0)`). The artifact applies its rule only in Wi-Fi
+//!   mode; the scenario layer picks `BurstRule::None` on a point-to-point link for that reason.
 //! - `q_short` = how long the head-of-line packet has already waited at the head (Wi-Fi mode; 0
 //!   on a point-to-point link).
+//!
+//! ## Against the artifact (`network-queue-zhuge.cc`, `UpdateTxRate`/`CalculateTotalDelayMs`)
+//! - Same: 1 ms slots; window = 5 frame intervals; slot kinds (bytes > 0 sending, 0 with a
+//!   non-empty queue busy, else idle); rate and interval formulas; 500 x 1024 = 512 000 bit/s floor;
+//!   last values kept over an all-idle window; the 5 ms aggregate rule and its "queue not shorter
+//!   than at the previous prediction" test; `total = q_long + q_short + tx`.
+//! - `whole_ms` (artifact variant, default): `q_long` and `tx` are truncated to whole
+//!   milliseconds and the head-of-line wait counted in whole slots, as the artifact's integer
+//!   `...Ms` arithmetic does; off (paper variant), everything is kept to the nanosecond.
+//! - Deliberate: during the first window the rate divides by the slots seen so far, where the
+//!   artifact divides by the full window (which under-estimates the rate for the first 200 ms).
+//! - Deliberate: the artifact's "queue" in point-to-point mode is the device queue, cut to one
+//!   packet when Zhuge runs, while the qdisc holds the rest; here the AP's queue is one queue, so
+//!   a slot is busy when that queue holds packets and nothing left.
 //!
 //! Sans-IO: the queue reports its dequeues and length changes with `now`; slots are closed lazily
 //! when time has moved past them, so nothing needs a timer. Per event the cost is O(1) amortised
@@ -55,6 +72,9 @@ pub struct FortuneTellerConfig {
     pub burst_rule: BurstRule,
     /// Whether the head-of-line wait counts (Wi-Fi mode: true; point-to-point: false).
     pub head_of_line: bool,
+    /// Truncate `q_long`, `tx` and the head-of-line wait to whole milliseconds, as the artifact's
+    /// integer arithmetic does (true: the artifact variant).
+    pub whole_ms: bool,
 }
 
 impl Default for FortuneTellerConfig {
@@ -66,6 +86,7 @@ impl Default for FortuneTellerConfig {
             min_rate: Bitrate::kbps(512),
             burst_rule: BurstRule::JoinAggregate { within: Duration::from_millis(5) },
             head_of_line: true,
+            whole_ms: true,
         }
     }
 }
@@ -115,8 +136,11 @@ pub struct FortuneTeller {
     open_bytes: u64,
     /// The queue's length as last reported (it holds until the next report).
     backlog: Bytes,
-    /// The queue's length at the last slot boundary ("is the queue shrinking?").
-    backlog_at_boundary: Bytes,
+    /// Bytes ahead at the previous prediction ("is the queue shrinking?").
+    last_ahead: Bytes,
+    /// The last rate and interval computed from a window with non-idle slots.
+    last_rate: Bitrate,
+    last_interval: Duration,
 }
 
 impl FortuneTeller {
@@ -133,7 +157,9 @@ impl FortuneTeller {
             slot_start: None,
             open_bytes: 0,
             backlog: Bytes(0),
-            backlog_at_boundary: Bytes(0),
+            last_ahead: Bytes(0),
+            last_rate: Bitrate::ZERO,
+            last_interval: Duration::ZERO,
         }
     }
 
@@ -154,6 +180,19 @@ impl FortuneTeller {
         self.sum_bytes += bytes;
         self.idle += usize::from(kind == Slot::Idle);
         self.busy += usize::from(kind == Slot::Busy);
+        // Recomputed at every slot as the artifact does each millisecond; an all-idle window
+        // keeps the previous values.
+        let non_idle = (self.slots.len() - self.idle) as u64;
+        if non_idle > 0 {
+            let slot = self.cfg.slot.as_nanos();
+            self.last_rate = Bitrate::from_bytes_per(Bytes(self.sum_bytes), Duration(slot * non_idle));
+            let sending = non_idle - self.busy as u64;
+            self.last_interval = if sending == 0 {
+                Duration(slot * self.window as u64)
+            } else {
+                Duration(slot * non_idle / sending)
+            };
+        }
     }
 
     /// Closes every slot that ended by `now`.
@@ -167,7 +206,8 @@ impl FortuneTeller {
             return;
         }
         let ended = ((now - start).as_nanos() / slot.as_nanos().max(1)) as usize;
-        // The open slot, then the empty ones after it: all alike, so at most a window of them.
+        // The open slot, then the empty ones after it: all alike, so at most a window of them
+        // (the window's contents, and so the kept rate and interval, are the same after that).
         let waiting = self.backlog.0 > 0;
         let kind = |bytes: u64| match (bytes > 0, waiting) {
             (true, _) => Slot::Sending,
@@ -181,7 +221,6 @@ impl FortuneTeller {
         }
         self.open_bytes = 0;
         self.slot_start = Some(start + Duration(slot.as_nanos() * ended as u64));
-        self.backlog_at_boundary = self.backlog;
     }
 
     /// `bytes` left the queue at `now`; `backlog` bytes remain (waiting and in service).
@@ -197,39 +236,39 @@ impl FortuneTeller {
         self.backlog = backlog;
     }
 
-    /// The tx-rate estimate at `now`: bits dequeued in the window over its non-idle time.
+    /// The tx-rate estimate at `now`: bits dequeued in the window over its non-idle time (the
+    /// last such estimate over an all-idle window), at least the floor.
     pub fn tx_rate(&mut self, now: Time) -> Bitrate {
         self.advance(now);
-        let non_idle = self.slots.len() - self.idle;
-        if non_idle == 0 {
-            return self.cfg.min_rate;
-        }
-        let span = Duration(self.cfg.slot.as_nanos() * non_idle as u64);
-        Bitrate::from_bytes_per(Bytes(self.sum_bytes), span).max(self.cfg.min_rate)
+        self.last_rate.max(self.cfg.min_rate)
     }
 
-    /// The average dequeue interval at `now`.
+    /// The average dequeue interval at `now` (the last one over an all-idle window; zero before
+    /// anything was sent).
     pub fn tx_interval(&mut self, now: Time) -> Duration {
         self.advance(now);
-        let non_idle = (self.slots.len() - self.idle) as u64;
-        let sending = non_idle - self.busy as u64;
-        match (non_idle, sending) {
-            (0, _) => Duration::ZERO,
-            (_, 0) => Duration(self.cfg.slot.as_nanos() * self.slots.len() as u64),
-            _ => Duration(self.cfg.slot.as_nanos() * non_idle / sending),
-        }
+        self.last_interval
     }
 
     /// The delay of a packet arriving at `now` behind `ahead` bytes, while the head-of-line
-    /// packet has waited `head_wait` at the head.
+    /// packet has waited `head_wait` at the head. Remembers `ahead` for the next prediction's
+    /// "is the queue shrinking?" test.
     pub fn predict(&mut self, now: Time, ahead: Bytes, head_wait: Duration) -> Prediction {
+        let p = self.peek(now, ahead, head_wait);
+        self.last_ahead = ahead;
+        p
+    }
+
+    /// As [`FortuneTeller::predict`], without remembering anything (a prediction made only to be
+    /// logged, which the artifact does not make).
+    pub fn peek(&mut self, now: Time, ahead: Bytes, head_wait: Duration) -> Prediction {
         let rate = self.tx_rate(now);
         let tx = self.tx_interval(now);
         let drain = |bytes: u64| rate.transmit_time(Bytes(bytes)).unwrap_or(Duration::ZERO);
         let q_long = match self.cfg.burst_rule {
             BurstRule::JoinAggregate { within } => {
                 let fits = ahead <= rate.bytes_in(within);
-                let shrinking = self.backlog < self.backlog_at_boundary;
+                let shrinking = ahead < self.last_ahead;
                 if fits && !shrinking {
                     Duration::ZERO
                 } else {
@@ -240,6 +279,12 @@ impl FortuneTeller {
             BurstRule::None => drain(ahead.0),
         };
         let q_short = if self.cfg.head_of_line { head_wait } else { Duration::ZERO };
+        let (q_long, q_short, tx) = if self.cfg.whole_ms {
+            let ms = |d: Duration| Duration::from_millis(d.as_nanos() / 1_000_000);
+            (ms(q_long), ms(q_short), ms(tx))
+        } else {
+            (q_long, q_short, tx)
+        };
         Prediction { total: q_long + q_short + tx, q_long, q_short, tx, rate }
     }
 }
@@ -253,7 +298,7 @@ mod tests {
     }
 
     fn exact() -> FortuneTellerConfig {
-        FortuneTellerConfig { burst_rule: BurstRule::None, ..FortuneTellerConfig::default() }
+        FortuneTellerConfig { burst_rule: BurstRule::None, whole_ms: false, ..FortuneTellerConfig::default() }
     }
 
     /// Feeds `pattern` (bytes dequeued per 1 ms slot, `None` = queue empty in that slot) for
@@ -329,8 +374,14 @@ mod tests {
         let now = feed(&mut ft, &[Some(1250)], 400, 5_000);
         assert_eq!(ft.predict(now, Bytes(5_000), Duration::ZERO).q_long, Duration::ZERO);
         assert_eq!(ft.predict(now, Bytes(12_500), Duration::ZERO).q_long, Duration::from_millis(10));
-        // ... but not while the queue shrinks.
-        ft.on_backlog(now, Bytes(4_000));
+        // ... but not when the queue is shorter than at the previous prediction.
+        assert_eq!(ft.predict(now, Bytes(4_000), Duration::ZERO).q_long, Duration::from_millis(3));
+        assert_eq!(ft.predict(now, Bytes(4_500), Duration::ZERO).q_long, Duration::ZERO);
+        // Whole milliseconds (the artifact's arithmetic) or to the nanosecond.
+        let mut ft =
+            FortuneTeller::new(FortuneTellerConfig { whole_ms: false, ..FortuneTellerConfig::default() });
+        let now = feed(&mut ft, &[Some(1250)], 400, 5_000);
+        assert_eq!(ft.predict(now, Bytes(12_500), Duration::ZERO).q_long, Duration::from_millis(10));
         assert_eq!(ft.predict(now, Bytes(4_000), Duration::ZERO).q_long, Duration::from_micros(3200));
         // The talk's rule: minus one burst.
         let cfg = FortuneTellerConfig {
@@ -343,12 +394,18 @@ mod tests {
     }
 
     #[test]
-    fn a_long_silence_forgets_the_window() {
+    fn an_all_idle_window_keeps_the_last_rate_and_interval() {
         let mut ft = FortuneTeller::new(exact());
-        let now = feed(&mut ft, &[Some(1250)], 400, 0);
-        // 10 s later with an empty queue: every slot idle, the floor rate, no dequeue interval.
+        assert_eq!(ft.tx_rate(ms(0)), Bitrate::kbps(512), "nothing seen: the floor");
+        assert_eq!(ft.tx_interval(ms(0)), Duration::ZERO);
+        // 2500 B every other ms while packets wait: 10 Mbit/s, a dequeue every 2 ms.
+        let now = feed(&mut ft, &[Some(2500), Some(0)], 401, 3_000);
+        // 10 s later with the queue empty all along: every slot idle; the artifact keeps the
+        // values of the last window that had a non-idle slot: its oldest, the last sending one
+        // (2500 B in 1 ms).
+        ft.on_backlog(now, Bytes(0));
         let later = now + Duration::from_secs(10);
-        assert_eq!(ft.tx_rate(later), Bitrate::kbps(512));
-        assert_eq!(ft.tx_interval(later), Duration::ZERO);
+        assert_eq!(ft.tx_rate(later), Bitrate::mbps(20));
+        assert_eq!(ft.tx_interval(later), Duration::from_millis(1));
     }
 }

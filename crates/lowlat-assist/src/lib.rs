@@ -17,4 +17,6 @@ pub mod zhuge;
 pub use fast_ack::FastAck;
 pub use fortune_teller::{BurstRule, FortuneTeller, FortuneTellerConfig, Prediction};
 pub use scone::{CapacitySource, SconeAp, SconeConfig, SconeMode, SconeSignal};
-pub use zhuge::{AckHoldConfig, FlowRole, InBandFormat, PredictionRecord, Zhuge, ZhugeConfig};
+pub use zhuge::{
+    AckHoldConfig, FlowRole, InBandFormat, InBandReports, PredictionRecord, Zhuge, ZhugeConfig, ZhugeVariant,
+};

@@ -146,6 +146,8 @@ impl SconeAp {
             min_rate: Bitrate::kbps(100),
             burst_rule: BurstRule::None,
             head_of_line: false,
+            // Exact arithmetic: the whole-millisecond truncation is the Zhuge artifact's.
+            whole_ms: false,
         });
         SconeAp {
             next_tick: Time::ZERO + cfg.period,

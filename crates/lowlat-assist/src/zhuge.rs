@@ -2,19 +2,67 @@
 //! delay through the AP's queue when it arrives, and the Feedback Updater makes the feedback that
 //! goes back to the sender carry that prediction at once.
 //!
-//! - **In-band** (RTP with transport-wide sequence numbers: GCC, NADA, SCReAM): the AP remembers
-//!   each downlink packet's sequence number and predicted arrival (`now + total delay`), builds
-//!   transport-cc (or RFC 8888) feedback from them every [`ZhugeConfig::report_interval`], and
-//!   drops the client's own congestion feedback. A packet the AP's queue drops before its report
-//!   leaves is reported lost.
-//! - **Out-of-band** (ack-clocked transports: Copa, BBR, CUBIC over QUIC/TCP): each downlink packet's
-//!   change of predicted delay goes into a history of delay increases or becomes a delay token;
-//!   each uplink ACK is held for an increase sampled from the history, cancelled by tokens (oldest
-//!   first), scaled down when fewer packets came in the last window than in the one before, never
-//!   longer than [`AckHoldConfig::max_hold`] and never released before the ACK before it.
+//! - **In-band** (RTP with transport-wide sequence numbers: GCC, NADA, SCReAM): the AP writes
+//!   transport-cc (or RFC 8888) feedback carrying predicted arrival times and drops the client's own
+//!   congestion feedback. Two report schedules ([`InBandReports`]):
+//!   - *sampled* (the artifact's `Sendback`): the first data packet arriving while no sample is
+//!     pending is sampled; 1 ms later the AP predicts its delay with the queue as it is then minus
+//!     the bytes that arrived after it ("as if it had just arrived") and sends a report of that one
+//!     packet, arrival = report time + predicted delay. About one packet per millisecond is
+//!     reported; the others are never reported (not reported lost either).
+//!   - *per packet* (the paper's §5.3 and the spec): every packet's predicted arrival
+//!     (`arrival + total delay`) is remembered and every [`ZhugeConfig::report_interval`] one
+//!     feedback covers them all; a packet the AP's queue drops before its report leaves is
+//!     reported lost.
+//! - **Out-of-band** (ack-clocked transports: Copa, BBR, CUBIC over QUIC/TCP; the artifact's
+//!   `DeltaDelay`): each downlink data packet's change of predicted delay goes into a history of
+//!   delay increases (capped 10 ms) or becomes a delay token; each uplink ACK is held for an
+//!   increase sampled uniformly from the history, cancelled by tokens (oldest first), scaled by
+//!   current/previous when the last 40 ms window had fewer entries than the one before, never
+//!   longer than [`AckHoldConfig::max_hold`] and never released before the ACK before it. How the
+//!   hold relates to the previous ACK's is the [`ZhugeVariant`] difference below.
+//!
+//! ## Against the artifact (`network-queue-zhuge.cc`, `delta-delay.cc`), line by line
+//! Variant `artifact` (default: the paper's evaluation ran this ns-3 code) follows it; `paper`
+//! takes the paper's and the talk's description where they differ:
+//! - *ACK held while the previous ACK is still held*: artifact: hold = the previous ACK's hold +
+//!   the new sample (with an empty history the ACK leaves with the previous one), capped at
+//!   `max_hold` after its own arrival, so a run of ACKs in a growing queue carries the accumulated
+//!   increase; paper: the sample alone, released no earlier than the previous ACK.
+//! - *In-band reports*: the artifact samples one packet per ~1 ms (above) for its own sender,
+//!   which reads the AP's dequeue rate from the report; the paper builds transport-cc for every
+//!   packet. Both variants default to per-packet reports (artifact: every 1 ms, its cadence;
+//!   paper: every 5 ms), and `InBandReports::Sampled` is offered but not the default: a
+//!   transport-cc sender measures its acknowledged bitrate from the reported packets, so one
+//!   report per millisecond caps it near one packet per millisecond of pacing, and GCC, which
+//!   bounds its rate by 1.5x the acknowledged bitrate, loses throughput (measured on
+//!   `rest-wifi_0` under the paper's conditions: 3.0 Mbit/s sampled against 7.9 per packet and
+//!   8.6 for GCC+FIFO).
+//! - *Arithmetic*: artifact: whole milliseconds (`FortuneTellerConfig::whole_ms`); paper: ns.
+//!
+//! Same in both variants, as in the artifact: only data packets after the first
+//! [`AckHoldConfig::warmup`] (3 s) feed the history, and a packet that finds the queue empty after
+//! a packet that also found it empty adds nothing (but still sets the reference for the next
+//! delta); the 5 ms aggregate allowance only on a Wi-Fi link (set by the scenario layer); the last
+//! rate and interval kept over an idle window (see the Fortune Teller). Deliberate differences:
+//! - The artifact marks an in-band report with the AP's dequeue rate in its own feedback format;
+//!   transport-cc and RFC 8888 have no such field, so it is not sent.
+//! - The artifact does not drop the client's feedback in its RTP mode (its receiver's and the
+//!   AP's reports both reach the sender); the paper drops the client's transport-wide feedback
+//!   and so does this model, in both variants.
+//! - The first data packet's delta is taken against nothing (the artifact against 0 ms).
+//! - Per-packet reports keep the predicted arrivals of a flow in order (a packet is reported
+//!   arriving no earlier than the one queued ahead of it, as a FIFO delivers): independent
+//!   predictions run backwards after an outage, when the all-busy window's floor rate made the
+//!   packets queued then look seconds away, and a transport-cc sender's acknowledged-bitrate
+//!   window assumes arrivals in order (measured on `office-wifi_0` under the paper's conditions:
+//!   GCC+Zhuge 9.0 Mbit/s without this rule, 10.3 with it, GCC+FIFO 10.8).
+//! - The head-of-line wait is measured exactly (in whole ms with `whole_ms`), where the artifact
+//!   counts the 1 ms ticks during which the same packet is at the head.
 //!
 //! Every prediction is logged with the packet's actual delay through the queue, for accuracy
-//! plots. Sans-IO: driven through the [`Middlebox`] hooks with `now`.
+//! plots (a logged prediction of a packet the artifact would not have predicted changes no
+//! state). Sans-IO: driven through the [`Middlebox`] hooks with `now`.
 
 use crate::fortune_teller::{FortuneTeller, FortuneTellerConfig};
 use lowlat_core::rng::Rng;
@@ -49,18 +97,50 @@ pub enum FlowRole {
     Pass,
 }
 
-/// The out-of-band ACK holding constants (Zhuge §5; the ns-3 code's `delta-delay`).
+/// Where the public artifact and the paper differ (see the module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZhugeVariant {
+    /// The ns-3 code the paper's evaluation ran (default).
+    #[default]
+    Artifact,
+    /// The paper's and the talk's description.
+    Paper,
+}
+
+/// When the AP writes in-band feedback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InBandReports {
+    /// One sampled packet per report, predicted `delay` after it arrived (the artifact: 1 ms).
+    Sampled {
+        /// How long after the sampled packet's arrival its report leaves.
+        delay: Duration,
+    },
+    /// Every packet, in one report every `interval` (the paper; 5 ms here, a receiver's every
+    /// 50-100 ms).
+    PerPacket {
+        /// The report interval.
+        interval: Duration,
+    },
+}
+
+/// The out-of-band ACK holding constants (Zhuge §5; the artifact's `DeltaDelay`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AckHoldConfig {
     /// Largest delay increase kept in the history, and largest token (10 ms).
     pub entry_cap: Duration,
     /// How long increases and tokens stay usable (40 ms).
     pub expiry: Duration,
-    /// How long packet arrivals are remembered to compare the last window with the one before
-    /// (80 ms: two windows).
+    /// How long entries are remembered to compare the last window with the one before (80 ms:
+    /// two windows).
     pub scale_window: Duration,
     /// Longest an ACK is held (10 ms; the code notes this bound should be the minimum RTT).
     pub max_hold: Duration,
+    /// Data packets feed the history only after this much of the run (3 s, the artifact's
+    /// `Simulator::Now().GetSeconds() > 3`).
+    pub warmup: Duration,
+    /// The artifact's "add the previous ACK's hold" rule (true) or the paper's "release no earlier
+    /// than the previous ACK" (false).
+    pub accumulate: bool,
 }
 
 impl Default for AckHoldConfig {
@@ -70,6 +150,8 @@ impl Default for AckHoldConfig {
             expiry: Duration::from_millis(40),
             scale_window: Duration::from_millis(80),
             max_hold: Duration::from_millis(10),
+            warmup: Duration::from_secs(3),
+            accumulate: true,
         }
     }
 }
@@ -77,11 +159,13 @@ impl Default for AckHoldConfig {
 /// Zhuge's constants.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ZhugeConfig {
+    /// Which description the defaults follow (artifact).
+    pub variant: ZhugeVariant,
     /// The Fortune Teller's.
     pub teller: FortuneTellerConfig,
-    /// How often the AP sends its in-band feedback (5 ms; the public code sends a synthetic
-    /// report about every 1 ms, a receiver every 50-100 ms).
-    pub report_interval: Duration,
+    /// The in-band report schedule (per packet: every 1 ms for the artifact variant, every 5 ms
+    /// for the paper's; `Sampled` is the artifact's own schedule, see the module doc).
+    pub in_band: InBandReports,
     /// Out-of-band ACK holding.
     pub ack_hold: AckHoldConfig,
     /// Most predictions kept in the log (older ones are not overwritten: the log stops growing).
@@ -90,10 +174,22 @@ pub struct ZhugeConfig {
 
 impl Default for ZhugeConfig {
     fn default() -> Self {
+        ZhugeConfig::for_variant(ZhugeVariant::Artifact)
+    }
+}
+
+impl ZhugeConfig {
+    /// The defaults of one variant (Wi-Fi mode; see the module doc for what differs).
+    pub fn for_variant(variant: ZhugeVariant) -> ZhugeConfig {
+        let artifact = variant == ZhugeVariant::Artifact;
         ZhugeConfig {
-            teller: FortuneTellerConfig::default(),
-            report_interval: Duration::from_millis(5),
-            ack_hold: AckHoldConfig::default(),
+            variant,
+            teller: FortuneTellerConfig { whole_ms: artifact, ..FortuneTellerConfig::default() },
+            // Per packet in both (see the module doc): the artifact's cadence, the paper's content.
+            in_band: InBandReports::PerPacket {
+                interval: Duration::from_millis(if artifact { 1 } else { 5 }),
+            },
+            ack_hold: AckHoldConfig { accumulate: artifact, ..AckHoldConfig::default() },
             log_limit: 2_000_000,
         }
     }
@@ -114,30 +210,45 @@ pub struct PredictionRecord {
     pub actual: Duration,
 }
 
+/// A sampled packet waiting for its report (the artifact's `Sendback`).
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    seq: u64,
+    due: Time,
+    /// Bytes that arrived at the queue after it.
+    behind: u64,
+}
+
 #[derive(Clone, Debug, Default)]
 struct InBand {
     format: InBandFormat,
-    /// Sequence numbers from `first` with their predicted arrival (`None`: not seen or dropped).
+    /// Per packet: sequence numbers from `first` with their predicted arrival (`None`: not seen
+    /// or dropped).
     pending: VecDeque<Option<Time>>,
     first: u64,
     /// The next sequence number expected (packets are not reordered before the AP).
     next_seq: Option<u64>,
+    /// Sampled: the packet waiting for its report.
+    sample: Option<Sample>,
+    /// The latest predicted arrival reported so far (predictions are kept in queue order).
+    latest: Time,
     twcc: Option<TwccBuilder>,
 }
 
 #[derive(Clone, Debug, Default)]
 struct OutOfBand {
-    prev_total: Option<Duration>,
+    /// The previous data packet's predicted delay and bytes ahead.
+    prev: Option<(Duration, Bytes)>,
     /// `(when, delay increase)`, oldest first.
     increases: VecDeque<(Time, Duration)>,
     /// `(when, token left)`, oldest first.
     tokens: VecDeque<(Time, Duration)>,
-    /// Data packet arrivals over the last two windows.
-    arrivals: VecDeque<Time>,
+    /// When each history entry (increase or token) was added, over the last two windows.
+    entries: VecDeque<Time>,
     /// ACKs held: `(release, packet)`, in arrival order (release times never decrease).
     held: VecDeque<(Time, Packet)>,
-    /// When the last ACK is (or was) released.
-    last_release: Time,
+    /// The previous ACK's arrival and release (`None` before the first ACK).
+    last_ack: Option<(Time, Time)>,
 }
 
 #[derive(Clone, Debug)]
@@ -196,6 +307,11 @@ impl Zhuge {
         }
     }
 
+    /// The configuration.
+    pub fn config(&self) -> &ZhugeConfig {
+        &self.cfg
+    }
+
     /// The predictions logged so far, with the delays the packets had.
     pub fn predictions(&self) -> &[PredictionRecord] {
         &self.log
@@ -211,48 +327,88 @@ impl Zhuge {
         Bytes(queue.bytes.0 + u64::from(queue.busy))
     }
 
-    /// Writes the in-band feedback of every flow with predictions pending.
-    fn build_reports(&mut self, now: Time) {
-        for (i, f) in self.flows.iter_mut().enumerate() {
-            let FlowState::InBand(s) = f else { continue };
-            if s.pending.is_empty() {
-                continue;
+    fn head_wait(now: Time, queue: &QueueState) -> Duration {
+        queue.head_since.map_or(Duration::ZERO, |s| now - s)
+    }
+
+    /// Encodes feedback for `arrivals` (consecutive sequence numbers from `first`) into `scratch`.
+    fn encode(scratch: &mut Vec<u8>, s: &mut InBand, first: u64, arrivals: &[Option<Time>], now: Time) {
+        let us = |t: Time| (t.as_nanos() / 1_000) as i64;
+        scratch.clear();
+        match s.format {
+            InBandFormat::TransportCc => {
+                let a: Vec<Option<i64>> = arrivals.iter().map(|a| a.map(us)).collect();
+                let builder = s.twcc.as_mut().expect("in-band flows have a builder");
+                for fb in builder.build(first as u16, &a) {
+                    // Invariant: the builder only produces encodable packets.
+                    fb.encode(scratch).expect("built feedback encodes");
+                }
             }
-            let first = s.first;
-            let us = |t: Time| (t.as_nanos() / 1_000) as i64;
-            self.scratch.clear();
-            match s.format {
-                InBandFormat::TransportCc => {
-                    let arrivals: Vec<Option<i64>> = s.pending.iter().map(|a| a.map(us)).collect();
-                    let builder = s.twcc.as_mut().expect("in-band flows have a builder");
-                    for fb in builder.build(first as u16, &arrivals) {
-                        // Invariant: the builder only produces encodable packets.
-                        fb.encode(&mut self.scratch).expect("built feedback encodes");
+            InBandFormat::Rfc8888 => {
+                // Offsets count back from the report timestamp: the latest predicted arrival.
+                let ts = arrivals.iter().flatten().max().copied().unwrap_or(now).max(now);
+                let metrics = arrivals
+                    .iter()
+                    .map(|a| a.map_or(CcfbMetric::lost(), |a| CcfbMetric::received(us(ts) - us(a), 0)))
+                    .collect();
+                let rep = CcfbReport {
+                    sender_ssrc: 0x5a48_5547,
+                    blocks: vec![CcfbBlock { media_ssrc: 0, begin_seq: first as u16, metrics }],
+                    report_timestamp: compact_ntp(us(ts)),
+                };
+                rep.encode(scratch).expect("a report of at most 65535 metrics encodes");
+            }
+        }
+    }
+
+    /// Writes the due in-band feedback: per-packet reports of every flow with predictions
+    /// pending, or the reports of the samples due by `now`.
+    fn build_reports(&mut self, now: Time, queue: &QueueState) {
+        for i in 0..self.flows.len() {
+            let FlowState::InBand(s) = &mut self.flows[i] else { continue };
+            match self.cfg.in_band {
+                InBandReports::PerPacket { .. } => {
+                    if s.pending.is_empty() {
+                        continue;
                     }
+                    let first = s.first;
+                    let arrivals: Vec<Option<Time>> = s.pending.drain(..).collect();
+                    Self::encode(&mut self.scratch, s, first, &arrivals, now);
+                    s.first += arrivals.len() as u64;
                 }
-                InBandFormat::Rfc8888 => {
-                    // Offsets count back from the report timestamp: the latest predicted arrival.
-                    let ts = s.pending.iter().flatten().max().copied().unwrap_or(now).max(now);
-                    let metrics = s
-                        .pending
-                        .iter()
-                        .map(|a| a.map_or(CcfbMetric::lost(), |a| CcfbMetric::received(us(ts) - us(a), 0)))
-                        .collect();
-                    let rep = CcfbReport {
-                        sender_ssrc: 0x5a48_5547,
-                        blocks: vec![CcfbBlock { media_ssrc: 0, begin_seq: first as u16, metrics }],
-                        report_timestamp: compact_ntp(us(ts)),
-                    };
-                    rep.encode(&mut self.scratch).expect("a report of at most 65535 metrics encodes");
+                InBandReports::Sampled { .. } => {
+                    let Some(sample) = s.sample.filter(|x| x.due <= now) else { continue };
+                    s.sample = None;
+                    // The queue as if the sampled packet had just arrived: without what came after.
+                    let ahead = Bytes(queue.bytes.0.saturating_sub(sample.behind));
+                    let p = self.teller.predict(now, ahead, Self::head_wait(now, queue));
+                    Self::encode(&mut self.scratch, s, sample.seq, &[Some(now + p.total)], now);
                 }
             }
-            s.first += s.pending.len() as u64;
-            s.pending.clear();
             self.out.push_back(BuiltFeedback {
                 flow: FlowId(i as u32),
                 size: Bytes(IP_UDP_OVERHEAD + self.scratch.len() as u64),
                 payload: FeedbackPayload::Rtcp(self.scratch.clone()),
             });
+        }
+    }
+
+    /// When the next in-band report is due.
+    fn next_due(&self, now: Time) -> Option<Time> {
+        match self.cfg.in_band {
+            InBandReports::PerPacket { interval } => self
+                .flows
+                .iter()
+                .any(|f| matches!(f, FlowState::InBand(s) if !s.pending.is_empty()))
+                .then_some(now + interval),
+            InBandReports::Sampled { .. } => self
+                .flows
+                .iter()
+                .filter_map(|f| match f {
+                    FlowState::InBand(s) => s.sample.map(|x| x.due),
+                    _ => None,
+                })
+                .min(),
         }
     }
 }
@@ -266,30 +422,37 @@ impl OutOfBand {
         while self.tokens.front().is_some_and(|e| !alive(e.0)) {
             self.tokens.pop_front();
         }
-        while self.arrivals.front().is_some_and(|&t| t + cfg.scale_window <= now) {
-            self.arrivals.pop_front();
+        while self.entries.front().is_some_and(|&t| t + cfg.scale_window <= now) {
+            self.entries.pop_front();
         }
     }
 
-    /// A downlink data packet with predicted delay `total` arrived.
-    fn on_data(&mut self, now: Time, total: Duration, cfg: &AckHoldConfig) {
+    /// A downlink data packet with predicted delay `total`, behind `ahead` bytes, arrived.
+    fn on_data(&mut self, now: Time, total: Duration, ahead: Bytes, cfg: &AckHoldConfig) {
+        if now < Time::ZERO + cfg.warmup {
+            return;
+        }
         self.expire(now, cfg);
-        if let Some(prev) = self.prev_total {
-            if total >= prev {
-                self.increases.push_back((now, (total - prev).min(cfg.entry_cap)));
-            } else {
-                self.tokens.push_back((now, (prev - total).min(cfg.entry_cap)));
-            }
+        let prev = self.prev.replace((total, ahead));
+        let Some((prev_total, prev_ahead)) = prev else { return };
+        // The queue was and is empty: no change to signal.
+        if ahead.0 == 0 && prev_ahead.0 == 0 {
+            return;
         }
-        self.prev_total = Some(total);
-        self.arrivals.push_back(now);
+        if total >= prev_total {
+            self.increases.push_back((now, (total - prev_total).min(cfg.entry_cap)));
+        } else {
+            self.tokens.push_back((now, (prev_total - total).min(cfg.entry_cap)));
+        }
+        self.entries.push_back(now);
     }
 
-    /// How long to hold an ACK arriving now.
-    fn hold(&mut self, now: Time, cfg: &AckHoldConfig, rng: &mut Rng) -> Duration {
+    /// A delay increase sampled from the history, less the tokens it uses up, scaled down when
+    /// the last window had fewer entries than the one before; `None` with an empty history.
+    fn sample(&mut self, now: Time, cfg: &AckHoldConfig, rng: &mut Rng) -> Option<Duration> {
         self.expire(now, cfg);
         if self.increases.is_empty() {
-            return Duration::ZERO;
+            return None;
         }
         let i = rng.random_range(0..self.increases.len());
         let mut d = self.increases[i].1;
@@ -303,14 +466,42 @@ impl OutOfBand {
                 self.tokens.pop_front();
             }
         }
-        // Fewer packets in the last window than in the one before: the flow slowed down, and so
+        // Fewer entries in the last window than in the one before: the flow slowed down, and so
         // should the delay the ACKs signal.
-        let split = self.arrivals.partition_point(|&t| t + cfg.expiry <= now);
-        let (previous, current) = (split as u64, (self.arrivals.len() - split) as u64);
+        let split = self.entries.partition_point(|&t| t + cfg.expiry <= now);
+        let (previous, current) = (split as u64, (self.entries.len() - split) as u64);
         if previous > current && previous > 0 {
             d = Duration(d.as_nanos() * current / previous);
         }
-        d.min(cfg.max_hold)
+        Some(d.min(cfg.entry_cap))
+    }
+
+    /// When an ACK arriving now is released.
+    fn release(&mut self, now: Time, cfg: &AckHoldConfig, rng: &mut Rng) -> Time {
+        let Some((last_arrival, last_release)) = self.last_ack else {
+            // The artifact lets the first ACK through and starts from it.
+            self.last_ack = Some((now, now));
+            return now;
+        };
+        let sample = self.sample(now, cfg, rng);
+        let release = if cfg.accumulate {
+            let still_held = now <= last_release;
+            let at = match (still_held, sample) {
+                (false, s) => now + s.unwrap_or(Duration::ZERO),
+                // The previous ACK's hold plus this one's increase.
+                (true, Some(d)) => now + (last_release - last_arrival) + d,
+                // Nothing sampled: it leaves with the previous one.
+                (true, None) => last_release,
+            };
+            at.min(now + cfg.max_hold)
+        } else {
+            now + sample.unwrap_or(Duration::ZERO).min(cfg.max_hold)
+        };
+        // Never before the ACK before it: ACKs stay in order (the artifact's rule keeps this by
+        // construction; the paper's needs it).
+        let release = release.max(last_release);
+        self.last_ack = Some((now, release));
+        release
     }
 }
 
@@ -325,35 +516,66 @@ impl Middlebox for Zhuge {
 
     fn on_enqueue(&mut self, now: Time, pkt: &mut Packet, queue: &QueueState) -> Verdict {
         self.teller.on_backlog(now, Self::backlog(queue));
-        let head_wait = queue.head_since.map_or(Duration::ZERO, |s| now - s);
-        let p = self.teller.predict(now, queue.bytes, head_wait);
+        let head_wait = Self::head_wait(now, queue);
+        // Every arrival goes behind the in-band samples waiting for their report.
+        for f in &mut self.flows {
+            if let FlowState::InBand(InBand { sample: Some(x), .. }) = f {
+                x.behind += pkt.size as u64;
+            }
+        }
+        let data = pkt.kind == PacketKind::Data;
+        let per_packet = matches!(self.cfg.in_band, InBandReports::PerPacket { .. });
+        // The predictions the artifact makes (and remembers) at arrival; others are only logged.
+        let acts = data
+            && match self.flows.get(pkt.flow.index()) {
+                Some(FlowState::OutOfBand(_)) => true,
+                Some(FlowState::InBand(_)) => per_packet,
+                _ => false,
+            };
+        let p = if acts {
+            self.teller.predict(now, queue.bytes, head_wait)
+        } else {
+            self.teller.peek(now, queue.bytes, head_wait)
+        };
         if self.log.len() < self.cfg.log_limit {
             self.in_queue.push_back((pkt.id, now, p.total));
         }
         self.teller.on_backlog(now, Bytes(Self::backlog(queue).0 + pkt.size as u64));
         // Feedback of a flow that sends the other way shares the queue but is not data.
-        if pkt.kind != PacketKind::Data {
+        if !data {
             return Verdict::Pass;
         }
         match self.flows.get_mut(pkt.flow.index()) {
-            Some(FlowState::InBand(s)) => {
-                let next = *s.next_seq.get_or_insert(pkt.seq);
-                if s.pending.is_empty() {
-                    s.first = s.first.max(next);
+            Some(FlowState::InBand(s)) => match self.cfg.in_band {
+                InBandReports::PerPacket { interval } => {
+                    let next = *s.next_seq.get_or_insert(pkt.seq);
+                    if s.pending.is_empty() {
+                        s.first = s.first.max(next);
+                    }
+                    // Sequence numbers the AP never saw (lost upstream) are reported lost.
+                    for _ in next..pkt.seq {
+                        s.pending.push_back(None);
+                    }
+                    if pkt.seq >= next {
+                        // A FIFO delivers in order: never report a packet arriving before the one
+                        // queued ahead of it (an outage's pessimistic predictions would otherwise
+                        // be followed by earlier ones, and arrival times would run backwards).
+                        s.latest = s.latest.max(now + p.total);
+                        s.pending.push_back(Some(s.latest));
+                        s.next_seq = Some(pkt.seq + 1);
+                    }
+                    if self.next_report.is_none() {
+                        self.next_report = Some(now + interval);
+                    }
                 }
-                // Sequence numbers the AP never saw (lost upstream) are reported lost.
-                for _ in next..pkt.seq {
-                    s.pending.push_back(None);
+                InBandReports::Sampled { delay } => {
+                    if s.sample.is_none() {
+                        s.sample = Some(Sample { seq: pkt.seq, due: now + delay, behind: 0 });
+                        self.next_report = Some(self.next_report.map_or(now + delay, |t| t.min(now + delay)));
+                    }
                 }
-                if pkt.seq >= next {
-                    s.pending.push_back(Some(now + p.total));
-                    s.next_seq = Some(pkt.seq + 1);
-                }
-                if self.next_report.is_none() {
-                    self.next_report = Some(now + self.cfg.report_interval);
-                }
-            }
-            Some(FlowState::OutOfBand(s)) => s.on_data(now, p.total, &self.cfg.ack_hold),
+            },
+            Some(FlowState::OutOfBand(s)) => s.on_data(now, p.total, queue.bytes, &self.cfg.ack_hold),
             _ => {}
         }
         Verdict::Pass
@@ -402,10 +624,7 @@ impl Middlebox for Zhuge {
                 Verdict::Drop
             }
             Some(FlowState::OutOfBand(s)) => {
-                let hold = s.hold(now, &self.cfg.ack_hold, &mut self.rng);
-                // Never before the ACK before it: ACKs stay in order.
-                let release = (now + hold).max(s.last_release);
-                s.last_release = release;
+                let release = s.release(now, &self.cfg.ack_hold, &mut self.rng);
                 if release <= now && s.held.is_empty() {
                     return Verdict::Pass;
                 }
@@ -416,12 +635,10 @@ impl Middlebox for Zhuge {
         }
     }
 
-    fn handle_timeout(&mut self, now: Time, _queue: &QueueState) {
+    fn handle_timeout(&mut self, now: Time, queue: &QueueState) {
         if self.next_report.is_some_and(|t| t <= now) {
-            self.build_reports(now);
-            let pending =
-                self.flows.iter().any(|f| matches!(f, FlowState::InBand(s) if !s.pending.is_empty()));
-            self.next_report = pending.then_some(now + self.cfg.report_interval);
+            self.build_reports(now, queue);
+            self.next_report = self.next_due(now);
         }
     }
 
@@ -473,7 +690,8 @@ mod tests {
 
     /// Ten packets arrive 1 ms apart behind a growing queue; the AP's queue drops the sixth.
     fn drive(format: InBandFormat) -> (Zhuge, Vec<Time>, Vec<u8>) {
-        let mut z = Zhuge::new(ZhugeConfig::default(), &[FlowRole::InBand(format)], stream(1, "z"));
+        let cfg = ZhugeConfig::for_variant(ZhugeVariant::Paper);
+        let mut z = Zhuge::new(cfg, &[FlowRole::InBand(format)], stream(1, "z"));
         let mut predicted = Vec::new();
         for i in 0..10u64 {
             let now = Time::from_millis(i);
@@ -537,8 +755,122 @@ mod tests {
     }
 
     #[test]
+    fn the_artifacts_in_band_schedule_reports_one_sampled_packet_per_millisecond() {
+        let mut cfg = ZhugeConfig::default();
+        cfg.in_band = InBandReports::Sampled { delay: Duration::from_millis(1) };
+        // Every byte ahead counts, to the nanosecond: what arrived after the sample shows.
+        cfg.teller.burst_rule = crate::BurstRule::None;
+        cfg.teller.whole_ms = false;
+        let mut z = Zhuge::new(cfg, &[FlowRole::InBand(InBandFormat::TransportCc)], stream(3, "z"));
+        // A packet every 0.25 ms for 10 ms; the queue holds 1200 B per packet not yet sent, and
+        // the link sends one every 0.5 ms (so it grows). Reports are handled when due.
+        let mut reports: Vec<(Time, u16, i64, Time)> = Vec::new();
+        let mut sampled_at: Vec<(u64, Time)> = Vec::new();
+        let mut sent = 0u64;
+        for i in 0..40u64 {
+            let now = Time(i * 250_000);
+            while let Some(due) = z.poll_timeout().filter(|t| *t <= now) {
+                let q = queue((i - sent) * 1200);
+                // What the AP should predict: the queue minus what arrived after the sample.
+                let behind = (i - 1 - sampled_at.last().unwrap().0) * 1200;
+                let want = z
+                    .teller
+                    .clone()
+                    .predict(due, Bytes(q.bytes.0.saturating_sub(behind)), Duration::ZERO)
+                    .total;
+                z.handle_timeout(due, &q);
+                let fb = z.poll_feedback(due).expect("a report when a sample is due");
+                let FeedbackPayload::Rtcp(bytes) = fb.payload else { panic!("RTCP expected") };
+                let arrivals = TransportCcFeedback::decode(&bytes).unwrap().arrivals_us();
+                assert_eq!(arrivals.len(), 1, "one packet per report");
+                let (seq, at) = arrivals[0];
+                reports.push((due, seq, at.unwrap(), due + want));
+            }
+            let mut p = data(i);
+            if z.flows.iter().all(|f| matches!(f, FlowState::InBand(s) if s.sample.is_none())) {
+                sampled_at.push((i, now));
+            }
+            z.on_enqueue(now, &mut p, &queue((i - sent) * 1200));
+            if i % 2 == 1 {
+                z.on_transmitted(now, &data(sent), &queue((i - sent) * 1200));
+                sent += 1;
+            }
+        }
+        // Samples at 0, 1, 2, ... ms (the first packet after each report), each reported 1 ms on.
+        assert_eq!(reports.len(), 9);
+        for (k, (due, seq, at_us, want)) in reports.iter().enumerate() {
+            let (sample_seq, sample_t) = sampled_at[k];
+            assert_eq!(*seq as u64, sample_seq);
+            assert_eq!(*due, sample_t + Duration::from_millis(1));
+            // Transport-cc carries 250 us ticks.
+            let want_us = (want.as_nanos() / 1_000) as i64;
+            assert!((at_us - want_us).abs() <= 125, "report {k}: {at_us} us, want {want_us} us");
+        }
+        assert_eq!(sampled_at[1].0, 4, "the packet at 1 ms, after the first report");
+    }
+
+    fn out_of_band(accumulate: bool) -> (OutOfBand, AckHoldConfig, Rng) {
+        let cfg = AckHoldConfig { accumulate, ..AckHoldConfig::default() };
+        let mut s = OutOfBand::default();
+        // One previous ACK, long released; a history of a single 4 ms increase (so the sample is
+        // known), added just before the burst.
+        s.last_ack = Some((Time::from_millis(990), Time::from_millis(990)));
+        s.increases.push_back((Time::from_millis(999), Duration::from_millis(4)));
+        s.entries.push_back(Time::from_millis(999));
+        (s, cfg, stream(4, "z"))
+    }
+
+    #[test]
+    fn the_artifacts_ack_holding_rule_on_a_hand_made_burst() {
+        let t = |ms: u64| Time::from_millis(1000 + ms);
+        let (mut s, cfg, mut rng) = out_of_band(true);
+        let releases: Vec<Time> = [0, 1, 2, 3, 20].iter().map(|&a| s.release(t(a), &cfg, &mut rng)).collect();
+        // 0 ms: the previous ACK is gone: held for the sample, 4 ms.
+        // 1 ms: the previous is still held (4 ms): 1 + 4 + 4 = 9.
+        // 2 ms: previous hold 8: 2 + 8 + 4 = 14, capped at 2 + 10 = 12.
+        // 3 ms: previous hold 10: capped at 13.  20 ms: a new burst: 24.
+        assert_eq!(releases, vec![t(4), t(9), t(12), t(13), t(24)]);
+        // The paper's rule: the sample alone, no earlier than the previous ACK.
+        let (mut s, cfg, mut rng) = out_of_band(false);
+        let releases: Vec<Time> = [0, 1, 2, 3, 20].iter().map(|&a| s.release(t(a), &cfg, &mut rng)).collect();
+        assert_eq!(releases, vec![t(4), t(5), t(6), t(7), t(24)]);
+        // With an empty history an ACK leaves with the previous one (artifact) or at once.
+        for (acc, want) in [(true, t(4)), (false, t(1))] {
+            let (mut s, cfg, mut rng) = out_of_band(acc);
+            assert_eq!(s.release(t(0), &cfg, &mut rng), t(4));
+            s.increases.clear();
+            assert_eq!(s.release(t(1), &cfg, &mut rng), want.max(t(4)));
+        }
+        // Tokens cancel the sample, oldest first: 4 ms - 3 ms = 1 ms.
+        let (mut s, cfg, mut rng) = out_of_band(true);
+        s.tokens.push_back((Time::from_millis(999), Duration::from_millis(3)));
+        s.entries.push_back(Time::from_millis(999));
+        assert_eq!(s.release(t(0), &cfg, &mut rng), t(1));
+        assert!(s.tokens.is_empty());
+    }
+
+    #[test]
+    fn the_history_skips_the_warmup_and_an_empty_queue_twice() {
+        let cfg = AckHoldConfig::default();
+        let mut s = OutOfBand::default();
+        let t = |ms: u64| Time::from_millis(ms);
+        s.on_data(t(2_000), Duration::from_millis(5), Bytes(3_000), &cfg);
+        assert!(s.prev.is_none(), "nothing before 3 s");
+        s.on_data(t(3_000), Duration::from_millis(1), Bytes(0), &cfg);
+        s.on_data(t(3_001), Duration::from_millis(2), Bytes(0), &cfg);
+        assert!(s.increases.is_empty() && s.tokens.is_empty(), "empty then empty: no entry");
+        s.on_data(t(3_002), Duration::from_millis(6), Bytes(4_000), &cfg);
+        s.on_data(t(3_003), Duration::from_millis(3), Bytes(2_000), &cfg);
+        assert_eq!(s.increases.iter().map(|e| e.1).collect::<Vec<_>>(), vec![Duration::from_millis(4)]);
+        assert_eq!(s.tokens.iter().map(|e| e.1).collect::<Vec<_>>(), vec![Duration::from_millis(3)]);
+        assert_eq!(s.entries.len(), 2);
+    }
+
+    #[test]
     fn an_ack_is_held_at_most_the_cap_and_never_before_the_previous_one() {
-        let mut z = Zhuge::new(ZhugeConfig::default(), &[FlowRole::OutOfBand], stream(2, "z"));
+        let mut cfg = ZhugeConfig::default();
+        cfg.ack_hold.warmup = Duration::ZERO;
+        let mut z = Zhuge::new(cfg, &[FlowRole::OutOfBand], stream(2, "z"));
         // The predicted delay grows by 4 ms per packet: a history of 4 ms increases.
         for i in 0..20u64 {
             let now = Time::from_millis(i);

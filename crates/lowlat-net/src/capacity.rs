@@ -8,11 +8,14 @@ use crate::wifi::{WifiChannel, WifiConfig};
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 
-/// Piecewise-constant rate: `points[i].1` holds from `points[i].0` until the next point; the last
-/// rate holds forever. Before the first point, the first rate holds.
+/// Piecewise-constant rate: `points[i].1` holds from `points[i].0` until the next point. Without
+/// a period the last rate holds forever (and before the first point, the first rate holds); with
+/// one, the steps repeat every period (a measured trace looped, as mahimahi loops its traces).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RateSchedule {
     points: Vec<(Time, Bitrate)>,
+    /// `Some(p)`: the steps (all in `[0, p)`, the first at 0) repeat every `p`.
+    period: Option<Duration>,
 }
 
 /// Mahimahi-style delivery opportunities: at each instant, up to `bytes_per_opportunity` bytes may
@@ -66,7 +69,21 @@ impl RateSchedule {
         if let Some(w) = points.windows(2).find(|w| w[1].0 <= w[0].0) {
             return Err(format!("step times must increase: {} is not after {}", w[1].0, w[0].0));
         }
-        Ok(RateSchedule { points })
+        Ok(RateSchedule { points, period: None })
+    }
+
+    /// A schedule whose steps repeat every `period`: the first step at 0, the last before `period`.
+    pub fn looping(points: Vec<(Time, Bitrate)>, period: Duration) -> Result<RateSchedule, String> {
+        let mut s = RateSchedule::new(points)?;
+        if s.points[0].0 != Time::ZERO {
+            return Err("a looping schedule must start at 0".into());
+        }
+        let last = s.points[s.points.len() - 1].0;
+        if period == Duration::ZERO || last.as_nanos() >= period.as_nanos() {
+            return Err(format!("the period ({period}) must end after the last step ({last})"));
+        }
+        s.period = Some(period);
+        Ok(s)
     }
 
     /// The steps.
@@ -74,19 +91,32 @@ impl RateSchedule {
         &self.points
     }
 
-    /// Index of the step in force at `t` (the first one before the first step's time).
-    fn segment(&self, t: Time) -> usize {
-        self.points.partition_point(|p| p.0 <= t).saturating_sub(1)
+    /// How long one repetition lasts (`None`: the schedule does not repeat).
+    pub fn period(&self) -> Option<Duration> {
+        self.period
     }
 
-    /// End of segment `i` (MAX for the last).
-    fn segment_end(&self, i: usize) -> Time {
-        self.points.get(i + 1).map_or(Time::MAX, |p| p.0)
+    /// The rate in force at `t` and when that step ends (`Time::MAX` for the last step of a
+    /// schedule that does not repeat). O(log steps).
+    fn step_at(&self, t: Time) -> (Bitrate, Time) {
+        match self.period {
+            None => {
+                let i = self.points.partition_point(|p| p.0 <= t).saturating_sub(1);
+                (self.points[i].1, self.points.get(i + 1).map_or(Time::MAX, |p| p.0))
+            }
+            Some(p) => {
+                let (cycle, rest) = (t.as_nanos() / p.as_nanos(), t.as_nanos() % p.as_nanos());
+                let i = self.points.partition_point(|x| x.0.as_nanos() <= rest).saturating_sub(1);
+                let end = self.points.get(i + 1).map_or(p.as_nanos(), |x| x.0.as_nanos());
+                let start = cycle.saturating_mul(p.as_nanos());
+                (self.points[i].1, Time(start.saturating_add(end)))
+            }
+        }
     }
 
     /// The rate at `t`.
     pub fn rate_at(&self, t: Time) -> Bitrate {
-        self.points[self.segment(t)].1
+        self.step_at(t).0
     }
 
     /// Whole bytes the schedule carries in [from, to).
@@ -96,20 +126,22 @@ impl RateSchedule {
 
     /// Whether the rate is zero from `t` for ever.
     pub fn is_zero_from(&self, t: Time) -> bool {
-        let i = self.segment(t);
-        self.points[i..].iter().all(|p| p.1 == Bitrate::ZERO)
+        let from = match self.period {
+            Some(_) => 0,
+            None => self.points.partition_point(|p| p.0 <= t).saturating_sub(1),
+        };
+        self.points[from..].iter().all(|p| p.1 == Bitrate::ZERO)
     }
 
     /// Bit-nanoseconds (bits x 1e9) the schedule carries in [from, to).
     fn bit_ns(&self, from: Time, to: Time) -> u128 {
         let mut total = 0u128;
         let mut t = from;
-        let mut i = self.segment(from);
         while t < to {
-            let end = self.segment_end(i).min(to);
-            total += self.points[i].1.as_bps() as u128 * (end - t).as_nanos() as u128;
+            let (rate, end) = self.step_at(t);
+            let end = end.min(to);
+            total += rate.as_bps() as u128 * (end - t).as_nanos() as u128;
             t = end;
-            i += 1;
         }
         total
     }
@@ -159,6 +191,28 @@ impl DeliveryTrace {
     /// Bytes one opportunity carries.
     pub fn bytes_per_opportunity(&self) -> u32 {
         self.bytes_per_opportunity
+    }
+
+    /// The same capacity as a looping rate schedule in 1 ms steps (mahimahi's resolution): each
+    /// millisecond carries the bytes of the opportunities that end it. This is how a mahimahi trace
+    /// becomes the mean rate of a Wi-Fi channel, which then serves it in its own aggregates.
+    pub fn to_rate_schedule(&self) -> RateSchedule {
+        const MS: u64 = 1_000_000;
+        let bins = self.period.as_nanos().div_ceil(MS) as usize;
+        let mut counts = vec![0u64; bins];
+        for o in &self.opportunities {
+            // Invariant: instants lie in (0, period], so the bin is below `bins`.
+            counts[((o.as_nanos() - 1) / MS) as usize] += 1;
+        }
+        let mut points: Vec<(Time, Bitrate)> = Vec::new();
+        for (k, c) in counts.iter().enumerate() {
+            let rate = Bitrate::from_bytes_per(Bytes(c * self.bytes_per_opportunity as u64), Duration(MS));
+            if points.last().is_none_or(|p| p.1 != rate) {
+                points.push((Time(k as u64 * MS), rate));
+            }
+        }
+        // Invariant: steps start at 0, increase, and the last starts before the period ends.
+        RateSchedule::looping(points, Duration(bins as u64 * MS)).expect("a well-formed trace")
     }
 
     /// Number of opportunity instants at or before `t`.
@@ -260,12 +314,14 @@ impl Server {
                 self.wifi.as_mut().expect("built with the capacity").finish_time(rate, start, bytes)
             }
             Capacity::Schedule(s) => {
+                if s.is_zero_from(start) {
+                    return None;
+                }
                 let mut need = bytes.0 as u128 * BIT_NS_PER_BYTE;
                 let mut t = start;
-                let mut i = s.segment(start);
                 loop {
-                    let rate = s.points[i].1.as_bps() as u128;
-                    let end = s.segment_end(i);
+                    let (rate, end) = s.step_at(t);
+                    let rate = rate.as_bps() as u128;
                     if end == Time::MAX {
                         if rate == 0 {
                             return None;
@@ -278,7 +334,6 @@ impl Server {
                     }
                     need -= avail;
                     t = end;
-                    i += 1;
                 }
             }
             Capacity::Opportunities(d) => {

@@ -6,7 +6,8 @@
 //!
 //! - [`capacity`]: how fast a link serves bytes: constant, a piecewise-constant schedule (the RMCAT
 //!   cases), a two-column `<seconds> <Mbit/s>` trace, or mahimahi delivery opportunities.
-//! - [`trace`]: loaders for those trace formats, with errors that name the file and the line.
+//! - [`trace`]: loaders for those trace formats (replayed from their first sample, looped), with
+//!   errors that name the file and the line.
 //! - [`jitter`]: RFC 8867/8868 jitter without reordering.
 //! - [`loss`]: Bernoulli and Gilbert-Elliott random loss.
 //! - [`queue`]: drop-tail (by bytes or by time at the current rate), CoDel (RFC 8289, optionally

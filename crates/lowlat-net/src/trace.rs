@@ -4,14 +4,24 @@
 //!   opportunity; non-decreasing; the trace repeats with a period equal to its last timestamp
 //!   (a file holding the single line `1` is a 12 Mbit/s link). A timestamp 0 is the same instant as
 //!   the end of the period in a repeating trace and is placed there.
-//! - **rate** (the Zhuge `.pitree-trace` files): `<seconds since start> <Mbit/s>` per line,
-//!   piecewise constant until the next sample; the first rate also holds before its time, the last
-//!   to the end of the run. Blank lines and `#` comments are skipped.
+//! - **rate** (the Zhuge `.pitree-trace` files): `<seconds> <Mbit/s>` per line, piecewise
+//!   constant until the next sample. Blank lines and `#` comments are skipped.
+//!   - **Replayed from the first sample**: the times are taken relative to the first line's, so
+//!     a file cut from a longer recording (the Zhuge traces begin as late as 4505 s) plays from the
+//!     start of the run. With [`RateTraceOptions::step`] the times are ignored instead and line
+//!     *i* holds from *i* x step, as the Zhuge artifact replays its traces (one line per 200 ms).
+//!   - **Looped** (by default) when the run is longer: one repetition lasts from the first sample
+//!     to the last plus one typical (median) step, as mahimahi repeats its traces.
+//!   - **Irregular steps** (a gap more than 1.5x or less than 0.5x the median step, e.g. a 72 s
+//!     hole in `xu5g_4`) are replayed as they are and reported in one [`TraceWarning`].
 //!
 //! Measured traces hold the odd absurd sample (one Zhuge 4G trace with a mean of 79 Mbit/s has a
-//! sample of 127 817 Mbit/s). A sample above `outlier_factor` x the trace's median is clipped to
-//! the previous sample's rate (the median for a first sample) and reported as a [`TraceWarning`].
-//! Nothing here panics on any input.
+//! sample of 127 817 Mbit/s at `pitree4g_36:277`). Rule: a sample above `outlier_factor` (100) x
+//! the trace's median is **clipped** to the previous sample's rate (the median for a first sample)
+//! and reported as a [`TraceWarning`] naming file and line. Clipped rather than rejected because
+//! one bad 0.2 s sample in an otherwise sound 300 s recording is a logging glitch, and rejecting
+//! the file would drop a whole trace family from an evaluation; no physical link in these
+//! recordings reaches 100x its median. Nothing here panics on any input.
 
 use crate::capacity::{Capacity, DeliveryTrace, RateSchedule};
 use lowlat_core::{Bitrate, Duration, Time};
@@ -61,15 +71,27 @@ impl fmt::Display for TraceWarning {
 /// Options for rate traces.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateTraceOptions {
-    /// A sample above this many times the median is an outlier (default 100).
+    /// A sample above this many times the median is an outlier, clipped (default 100).
     pub outlier_factor: f64,
+    /// `None` (default): each sample holds from its time relative to the first sample's.
+    /// `Some(step)`: the times are ignored and line *i* holds from *i* x `step` (the Zhuge
+    /// artifact's replay, 200 ms).
+    pub step: Option<Duration>,
+    /// Every rate is multiplied by this (default 1).
+    pub scale: f64,
+    /// Repeat the trace when the run is longer than it (default true, as mahimahi does); if false
+    /// the last rate holds to the end of the run.
+    pub repeat: bool,
 }
 
 impl Default for RateTraceOptions {
     fn default() -> Self {
-        RateTraceOptions { outlier_factor: 100.0 }
+        RateTraceOptions { outlier_factor: 100.0, step: None, scale: 1.0, repeat: true }
     }
 }
+
+/// A gap this many times the median step (or less than its inverse) is irregular.
+const IRREGULAR_STEP_FACTOR: f64 = 1.5;
 
 fn error(file: &str, line: Option<usize>, message: impl Into<String>) -> TraceError {
     TraceError { file: file.to_string(), line, message: message.into() }
@@ -176,13 +198,52 @@ pub fn parse_rate_trace(
     if samples.is_empty() {
         return Err(error(source, None, "no samples: expected lines of `<seconds> <Mbit/s>`"));
     }
+    if !(opts.scale.is_finite() && opts.scale > 0.0) {
+        return Err(error(source, None, format!("scale {}: expected a positive number", opts.scale)));
+    }
     let mut sorted: Vec<f64> = samples.iter().map(|s| s.1).collect();
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     let mut warnings = Vec::new();
+
+    // Steps between samples: the median is the trace's typical step.
+    let gaps: Vec<f64> = samples.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    let median_gap = if gaps.is_empty() {
+        None
+    } else {
+        let mut g = gaps.clone();
+        g.sort_by(f64::total_cmp);
+        Some(g[g.len() / 2])
+    };
+    if let Some(m) = median_gap.filter(|m| *m > 0.0) {
+        let irregular = |g: f64| g > m * IRREGULAR_STEP_FACTOR || g < m / IRREGULAR_STEP_FACTOR;
+        let count = gaps.iter().filter(|g| irregular(**g)).count();
+        if count > 0 {
+            let (worst, &g) = gaps
+                .iter()
+                .enumerate()
+                .max_by(|a, b| (a.1 / m).max(m / a.1).total_cmp(&(b.1 / m).max(m / b.1)))
+                .expect("there are gaps");
+            let how = match opts.step {
+                Some(st) => format!("replayed one line every {st} regardless"),
+                None => "replayed with their own times".to_string(),
+            };
+            warnings.push(TraceWarning {
+                file: source.to_string(),
+                line: samples[worst + 1].2,
+                message: format!(
+                    "{count} of {} steps are irregular (more than {IRREGULAR_STEP_FACTOR}x from the median \
+                     step of {m:.3} s; the most irregular, {g:.3} s, ends on this line): {how}",
+                    gaps.len()
+                ),
+            });
+        }
+    }
+
+    let first_t = samples[0].0;
     let mut points: Vec<(Time, Bitrate)> = Vec::with_capacity(samples.len());
     let mut prev_rate: Option<f64> = None;
-    for &(t, r, n) in &samples {
+    for (i, &(t, r, n)) in samples.iter().enumerate() {
         let rate = if median > 0.0 && r > opts.outlier_factor * median {
             let replacement = prev_rate.unwrap_or(median);
             warnings.push(TraceWarning {
@@ -198,15 +259,31 @@ pub fn parse_rate_trace(
             r
         };
         prev_rate = Some(rate);
-        let bitrate = Bitrate::from_bps_f64(rate * 1e6);
-        // The first rate also holds before its sample time.
-        let at = if points.is_empty() { Time::ZERO } else { Time::from_secs_f64(t) };
+        let bitrate = Bitrate::from_bps_f64(rate * opts.scale * 1e6);
+        let at = match opts.step {
+            Some(st) => Time::ZERO + Duration(st.as_nanos().saturating_mul(i as u64)),
+            // Relative to the first sample: a slice of a longer recording plays from the start.
+            None => Time::from_secs_f64(t - first_t),
+        };
         if points.last().is_some_and(|p| p.0 >= at) {
             return Err(error(source, Some(n), format!("time {t} s is too close to the previous sample")));
         }
         points.push((at, bitrate));
     }
-    let schedule = RateSchedule::new(points).map_err(|m| error(source, None, m))?;
+    let last = points[points.len() - 1].0;
+    let schedule = if opts.repeat {
+        // One repetition: to the last sample plus one typical step.
+        let step = match (opts.step, median_gap) {
+            (Some(st), _) => st,
+            (None, Some(m)) if m > 0.0 => Duration::from_secs_f64(m),
+            _ => Duration::from_secs(1),
+        };
+        let period = Duration(last.as_nanos().saturating_add(step.as_nanos().max(1)));
+        RateSchedule::looping(points, period)
+    } else {
+        RateSchedule::new(points)
+    }
+    .map_err(|m| error(source, None, m))?;
     Ok((schedule, warnings))
 }
 
@@ -271,17 +348,110 @@ mod tests {
         assert_eq!(t, Time::from_secs(12));
     }
 
+    fn once() -> RateTraceOptions {
+        RateTraceOptions { repeat: false, ..RateTraceOptions::default() }
+    }
+
     #[test]
-    fn rate_trace_is_piecewise_constant() {
-        let (s, w) =
-            parse_rate_trace("0.2 10\n0.4 20\n# comment\n\n0.6 5\n", "w.trace", &RateTraceOptions::default())
-                .unwrap();
+    fn rate_trace_is_piecewise_constant_from_its_first_sample() {
+        let (s, w) = parse_rate_trace("0.2 10\n0.4 20\n# comment\n\n0.6 5\n", "w.trace", &once()).unwrap();
         assert!(w.is_empty());
         let cap = Capacity::Schedule(s);
         assert_eq!(cap.rate_at(Time::ZERO), Bitrate::mbps(10));
-        assert_eq!(cap.rate_at(Time::from_millis(399)), Bitrate::mbps(10));
-        assert_eq!(cap.rate_at(Time::from_millis(400)), Bitrate::mbps(20));
+        assert_eq!(cap.rate_at(Time::from_millis(199)), Bitrate::mbps(10));
+        assert_eq!(cap.rate_at(Time::from_millis(200)), Bitrate::mbps(20));
+        assert_eq!(cap.rate_at(Time::from_millis(400)), Bitrate::mbps(5));
         assert_eq!(cap.rate_at(Time::from_secs(100)), Bitrate::mbps(5));
+    }
+
+    /// The capacity served in each 100 ms of `secs` seconds, in bytes.
+    fn series(cap: &Capacity, secs: u64) -> Vec<u64> {
+        (0..secs * 10)
+            .map(|i| cap.capacity_bytes(Time::from_millis(i * 100), Time::from_millis(i * 100 + 100)) as u64)
+            .collect()
+    }
+
+    #[test]
+    fn a_trace_starting_at_4500_s_plays_as_the_same_trace_shifted_to_0() {
+        let rates = [12.5, 3.0, 47.25, 0.5, 22.0, 8.0, 30.0, 1.0];
+        let text = |t0: f64| -> String {
+            rates.iter().enumerate().map(|(i, r)| format!("{} {r}\n", t0 + 0.2 * i as f64)).collect()
+        };
+        let o = RateTraceOptions::default();
+        let (late, w1) = parse_rate_trace(&text(4505.67), "late", &o).unwrap();
+        let (early, w2) = parse_rate_trace(&text(0.0), "early", &o).unwrap();
+        assert!(w1.is_empty() && w2.is_empty(), "{w1:?} {w2:?}");
+        let (late, early) = (Capacity::Schedule(late), Capacity::Schedule(early));
+        // 4 s of a 1.6 s trace: the start and two and a half repetitions.
+        let (a, b) = (series(&late, 4), series(&early, 4));
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            // Float seconds at 4505 s carry sub-microsecond rounding at the step edges.
+            assert!(x.abs_diff(*y) <= 10, "100 ms slot {i}: {x} B vs {y} B");
+        }
+        // Not the old behaviour (the first rate until 4505.67 s): it changes within the run.
+        assert_eq!(late.rate_at(Time::from_millis(100)), Bitrate::from_bps_f64(12.5e6));
+        assert_eq!(late.rate_at(Time::from_millis(500)), Bitrate::from_bps_f64(47.25e6));
+    }
+
+    #[test]
+    fn a_rate_trace_loops_when_the_run_is_longer() {
+        // Three samples 0.2 s apart: one repetition is 0.6 s.
+        let (s, _) =
+            parse_rate_trace("7.0 10\n7.2 20\n7.4 40\n", "loop", &RateTraceOptions::default()).unwrap();
+        assert_eq!(s.period(), Some(Duration::from_millis(600)));
+        let cap = Capacity::Schedule(s);
+        for rep in [0u64, 1, 7, 1000] {
+            let base = rep * 600;
+            assert_eq!(cap.rate_at(Time::from_millis(base + 100)), Bitrate::mbps(10));
+            assert_eq!(cap.rate_at(Time::from_millis(base + 300)), Bitrate::mbps(20));
+            assert_eq!(cap.rate_at(Time::from_millis(base + 500)), Bitrate::mbps(40));
+        }
+        // 6 s = ten repetitions of (10 + 20 + 40) Mbit/s x 0.2 s = 1.75 MB each.
+        assert_eq!(cap.capacity_bytes(Time::ZERO, Time::from_secs(6)), 17_500_000.0);
+        // A server crosses the wrap: 625 kB from 0.5 s take 0.1 s at 40 then 0.1 s at 10 Mbit/s.
+        let mut srv = crate::capacity::Server::new(cap.clone(), lowlat_core::rng::stream(1, "t"));
+        assert_eq!(srv.finish_time(Time::from_millis(500), Bytes(625_000)), Some(Time::from_millis(700)));
+        // Without repeating, the last rate holds.
+        let (s, _) = parse_rate_trace("7.0 10\n7.2 20\n7.4 40\n", "once", &once()).unwrap();
+        assert_eq!(s.rate_at(Time::from_secs(100)), Bitrate::mbps(40));
+    }
+
+    #[test]
+    fn the_artifacts_step_replays_lines_at_a_fixed_pace_and_scales() {
+        let o = RateTraceOptions { step: Some(Duration::from_millis(200)), scale: 15.0 / 13.0, ..once() };
+        // Irregular times (a 5 s hole) are ignored in step mode, but reported.
+        let (s, w) = parse_rate_trace("100 13\n100.2 26\n105.2 39\n105.4 13\n", "st", &o).unwrap();
+        assert_eq!(s.rate_at(Time::from_millis(100)), Bitrate::mbps(15));
+        assert_eq!(s.rate_at(Time::from_millis(300)), Bitrate::mbps(30));
+        assert_eq!(s.rate_at(Time::from_millis(500)), Bitrate::mbps(45));
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].line, 3, "{}", w[0]);
+        assert!(w[0].message.contains("1 of 3 steps are irregular"), "{}", w[0]);
+    }
+
+    #[test]
+    fn irregular_steps_are_warned_about_once() {
+        let (s, w) = parse_rate_trace("0.2 1\n0.4 1\n0.6 1\n72 2\n72.2 2\n", "x", &once()).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].line, 4);
+        assert!(w[0].to_string().starts_with("x:4: 1 of 4 steps are irregular"), "{}", w[0]);
+        // Replayed with its own times: the hole lasts.
+        assert_eq!(s.rate_at(Time::from_secs(50)), Bitrate::mbps(1));
+    }
+
+    #[test]
+    fn a_mahimahi_trace_becomes_a_looping_schedule_with_the_same_bytes() {
+        let t = parse_mahimahi("1\n1\n3\n5\n", "m").unwrap();
+        let s = t.to_rate_schedule();
+        assert_eq!(s.period(), Some(Duration::from_millis(5)));
+        let (a, b) = (Capacity::Opportunities(t), Capacity::Schedule(s));
+        for ms in [1u64, 2, 3, 5, 17, 1000] {
+            let (x, y) = (
+                a.capacity_bytes(Time::ZERO, Time::from_millis(ms)),
+                b.capacity_bytes(Time::ZERO, Time::from_millis(ms)),
+            );
+            assert_eq!(x, y, "first {ms} ms");
+        }
     }
 
     fn err(text: &str, mahimahi: bool) -> String {
@@ -313,12 +483,12 @@ mod tests {
     #[test]
     fn an_absurd_outlier_is_clipped_with_a_warning() {
         let text = "0.2 80\n0.4 79\n0.6 127817\n0.8 81\n";
-        let (s, w) = parse_rate_trace(text, "c1.trace", &RateTraceOptions::default()).unwrap();
+        let (s, w) = parse_rate_trace(text, "c1.trace", &once()).unwrap();
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].line, 3);
         assert!(w[0].to_string().starts_with("c1.trace:3: "), "{}", w[0]);
         assert!(w[0].message.contains("127817") && w[0].message.contains("clipped to 79"));
-        assert_eq!(s.rate_at(Time::from_millis(700)), Bitrate::mbps(79));
+        assert_eq!(s.rate_at(Time::from_millis(500)), Bitrate::mbps(79));
     }
 
     #[test]

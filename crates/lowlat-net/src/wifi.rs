@@ -4,7 +4,8 @@
 //!
 //! This is what makes a per-millisecond observer of the AP's dequeues (Zhuge's Fortune Teller) see
 //! sending, *busy* (packets waiting, nothing leaves) and idle slots, as on real Wi-Fi. The mean
-//! rate follows a rate schedule (a constant, the RMCAT steps, or a measured bandwidth trace): each
+//! rate follows a rate schedule (a constant, the RMCAT steps, a measured bandwidth trace, or a
+//! mahimahi trace as bytes per millisecond): each
 //! TXOP may carry the bytes the schedule allows since the previous TXOP, at most one maximal
 //! aggregate; the bytes of an unused TXOP (empty queue) are lost, as airtime is.
 //!

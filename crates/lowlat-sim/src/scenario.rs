@@ -8,7 +8,7 @@
 //!
 //! The format is documented for users in `docs/scenario-format.md`.
 
-use lowlat_assist::{BurstRule, CapacitySource, SconeConfig, SconeMode, ZhugeConfig};
+use lowlat_assist::{BurstRule, CapacitySource, InBandReports, SconeConfig, SconeMode, ZhugeConfig, ZhugeVariant};
 use lowlat_core::{Bitrate, Bytes, Duration, Ecn, ParseUnitError, Time};
 use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
@@ -110,6 +110,13 @@ pub struct LinkSpec {
     pub trace: Option<String>,
     /// `"auto"` (default), `"mahimahi"` or `"rate"`.
     pub trace_format: Option<String>,
+    /// Rate traces: replay one line per this step, ignoring the times (the Zhuge artifact: 200 ms);
+    /// default: each line at its own time, relative to the first line's.
+    pub trace_step: Option<D>,
+    /// Rate traces: multiply every rate by this (default 1).
+    pub trace_scale: Option<f64>,
+    /// Repeat the trace when the run is longer (default true, as mahimahi does).
+    pub trace_loop: Option<bool>,
     /// One-way propagation delay (default 0).
     pub delay: Option<D>,
     /// Standard deviation of the no-reordering jitter (default 0).
@@ -151,8 +158,19 @@ pub struct WifiSpec {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ZhugeSpec {
-    /// How often the AP sends its in-band feedback (default 5 ms).
+    /// `"artifact"` (the public ns-3 code the paper's evaluation ran, default) or `"paper"`.
+    pub variant: Option<String>,
+    /// In-band reports: `"per-packet"` (default) or `"sampled"` (one packet per report, the
+    /// artifact's own schedule).
+    pub in_band: Option<String>,
+    /// Sampled: how long after the sampled packet its report leaves (1 ms); per packet: the report
+    /// interval (5 ms).
     pub report_interval: Option<D>,
+    /// ACK holding: `"accumulate"` (the artifact's: add the previous ACK's hold while it is held)
+    /// or `"in-order"` (the paper's); default by variant.
+    pub ack_hold: Option<String>,
+    /// Whole-millisecond arithmetic as the artifact's (default: true for the artifact variant).
+    pub whole_ms: Option<bool>,
     /// The video's frame interval, which sets the Fortune Teller's window (default 40 ms).
     pub frame_interval: Option<D>,
     /// `"join-aggregate"` (the public code's, default), `"max-burst"` (the talk's) or `"none"`.
@@ -1154,6 +1172,17 @@ fn link_config(
             "expected exactly one of `rate`, `schedule` or `trace`".to_string(),
         ));
     }
+    if l.trace.is_none() {
+        let given = [
+            ("trace_format", l.trace_format.is_some()),
+            ("trace_step", l.trace_step.is_some()),
+            ("trace_scale", l.trace_scale.is_some()),
+            ("trace_loop", l.trace_loop.is_some()),
+        ];
+        if let Some((k, _)) = given.iter().find(|g| g.1) {
+            return Err(err(k, "only a link with a `trace` takes this key".into()));
+        }
+    }
     let capacity = if let Some(r) = l.rate {
         if r.0 == Bitrate::ZERO {
             return Err(err("rate", "got 0, expected a positive bitrate".into()));
@@ -1182,7 +1211,20 @@ fn link_config(
     } else {
         let file = l.trace.as_deref().unwrap_or_default();
         let path = resolve(base_dir, file);
-        let opts = RateTraceOptions::default();
+        let mut opts =
+            RateTraceOptions { repeat: l.trace_loop.unwrap_or(true), ..RateTraceOptions::default() };
+        if let Some(d) = l.trace_step {
+            if d.0 == Duration::ZERO {
+                return Err(err("trace_step", "got \"0 s\", expected a positive duration".into()));
+            }
+            opts.step = Some(d.0);
+        }
+        if let Some(k) = l.trace_scale {
+            if !(k.is_finite() && k > 0.0) {
+                return Err(err("trace_scale", format!("got {k}, expected a positive number")));
+            }
+            opts.scale = k;
+        }
         let (cap, warns): (Capacity, Vec<TraceWarning>) = match l.trace_format.as_deref().unwrap_or("auto") {
             "auto" => trace::load_trace_auto(&path, &opts),
             "mahimahi" => trace::load_mahimahi(&path).map(|t| (Capacity::Opportunities(t), vec![])),
@@ -1202,19 +1244,15 @@ fn link_config(
         (None, c) => c,
         (Some(w), c) => {
             let channel = wifi_config(w, key, label)?;
-            let rate =
-                match c {
-                    Capacity::Constant(r) => {
-                        RateSchedule::new(vec![(Time::ZERO, r)]).map_err(|m| err("rate", m))?
-                    }
-                    Capacity::Schedule(s) => s,
-                    _ => return Err(err(
-                        "wifi",
-                        "a Wi-Fi link needs a rate, a schedule or a rate trace (a mahimahi trace already \
-                         gives delivery instants)"
-                            .into(),
-                    )),
-                };
+            let rate = match c {
+                Capacity::Constant(r) => {
+                    RateSchedule::new(vec![(Time::ZERO, r)]).map_err(|m| err("rate", m))?
+                }
+                Capacity::Schedule(s) => s,
+                // The trace's bytes per millisecond become the channel's mean rate.
+                Capacity::Opportunities(d) => d.to_rate_schedule(),
+                Capacity::Wifi { rate, .. } => rate,
+            };
             Capacity::Wifi { rate, channel }
         }
     };
@@ -1306,10 +1344,43 @@ fn scone_config(s: Option<&SconeSpec>, assist: &str, label: &str) -> Result<Scon
 }
 
 fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeConfig, ScenarioError> {
-    let mut cfg = ZhugeConfig::default();
-    cfg.teller.head_of_line = wifi;
-    let Some(z) = z else { return Ok(cfg) };
     let err = |k: &str, msg: String| ScenarioError::new(label, format!("bottleneck.zhuge.{k}"), msg);
+    let variant = match z.and_then(|z| z.variant.as_deref()) {
+        None | Some("artifact") => ZhugeVariant::Artifact,
+        Some("paper") => ZhugeVariant::Paper,
+        Some(other) => {
+            return Err(err("variant", format!("got {other:?}, expected \"artifact\" or \"paper\"")))
+        }
+    };
+    let mut cfg = ZhugeConfig::for_variant(variant);
+    cfg.teller.head_of_line = wifi;
+    // The artifact's 5 ms aggregate allowance exists only in its Wi-Fi mode.
+    if !wifi {
+        cfg.teller.burst_rule = BurstRule::None;
+    }
+    let Some(z) = z else { return Ok(cfg) };
+    match z.in_band.as_deref() {
+        None => {}
+        Some("sampled") => cfg.in_band = InBandReports::Sampled { delay: Duration::from_millis(1) },
+        Some("per-packet") => {
+            let ms = if variant == ZhugeVariant::Artifact { 1 } else { 5 };
+            cfg.in_band = InBandReports::PerPacket { interval: Duration::from_millis(ms) }
+        }
+        Some(other) => {
+            return Err(err("in_band", format!("got {other:?}, expected \"sampled\" or \"per-packet\"")))
+        }
+    }
+    match z.ack_hold.as_deref() {
+        None => {}
+        Some("accumulate") => cfg.ack_hold.accumulate = true,
+        Some("in-order") => cfg.ack_hold.accumulate = false,
+        Some(other) => {
+            return Err(err("ack_hold", format!("got {other:?}, expected \"accumulate\" or \"in-order\"")))
+        }
+    }
+    if let Some(w) = z.whole_ms {
+        cfg.teller.whole_ms = w;
+    }
     let positive = |k: &str, d: Option<D>| -> Result<Option<Duration>, ScenarioError> {
         match d {
             Some(d) if d.0 == Duration::ZERO => {
@@ -1319,7 +1390,10 @@ fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeC
         }
     };
     if let Some(d) = positive("report_interval", z.report_interval)? {
-        cfg.report_interval = d;
+        cfg.in_band = match cfg.in_band {
+            InBandReports::Sampled { .. } => InBandReports::Sampled { delay: d },
+            InBandReports::PerPacket { .. } => InBandReports::PerPacket { interval: d },
+        };
     }
     if let Some(d) = positive("frame_interval", z.frame_interval)? {
         cfg.teller.frame_interval = d;
@@ -1332,12 +1406,11 @@ fn zhuge_config(z: Option<&ZhugeSpec>, wifi: bool, label: &str) -> Result<ZhugeC
     }
     let max_burst = z.max_burst.map(|b| b.0).unwrap_or(Bytes(65_535));
     cfg.teller.burst_rule = match z.burst_rule.as_deref() {
-        None | Some("join-aggregate") => {
-            if z.max_burst.is_some() {
-                return Err(err("max_burst", "only used with burst_rule = \"max-burst\"".into()));
-            }
-            cfg.teller.burst_rule
+        None | Some("join-aggregate") if z.max_burst.is_some() => {
+            return Err(err("max_burst", "only used with burst_rule = \"max-burst\"".into()));
         }
+        None => cfg.teller.burst_rule,
+        Some("join-aggregate") => BurstRule::JoinAggregate { within: Duration::from_millis(5) },
         Some("max-burst") => BurstRule::MaxBurst { max_burst },
         Some("none") => BurstRule::None,
         Some(other) => {

@@ -120,3 +120,44 @@ fn bad_assistance_and_wifi_settings() {
     ));
     common::scenario(&with("assist = \"fastack\""));
 }
+
+#[test]
+fn trace_replay_keys() {
+    // The keys need a trace, and a sound value.
+    assert_error(
+        &GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\ntrace_step = \"200 ms\""),
+        &["bottleneck.trace_step", "trace"],
+    );
+    let dir = std::env::temp_dir().join(format!("lowlat-trace-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("w.rate"), "4500.0 10\n4500.2 20\n").unwrap();
+    std::fs::write(dir.join("m.mahi"), "1\n2\n3\n").unwrap();
+    let parse =
+        |toml: String| lowlat_sim::Scenario::parse(&toml, lowlat_sim::Format::Toml, "test.toml", &dir);
+    let with = |cap: &str| GOOD.replace("rate = \"1 Mbit/s\"", cap);
+    let e = parse(with("trace = \"w.rate\"\ntrace_scale = -1.0")).unwrap_err().to_string();
+    assert!(e.contains("bottleneck.trace_scale") && e.contains("-1"), "{e}");
+    let e = parse(with("trace = \"w.rate\"\ntrace_step = \"0 s\"")).unwrap_err().to_string();
+    assert!(e.contains("bottleneck.trace_step") && e.contains("positive"), "{e}");
+    parse(with("trace = \"w.rate\"\ntrace_step = \"200 ms\"\ntrace_scale = 1.15\ntrace_loop = false"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // A Wi-Fi access point takes a mahimahi trace as its channel's rate.
+    parse(with("trace = \"m.mahi\"\nwifi = {}")).unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn zhuge_variant_keys() {
+    let with = |extra: &str| {
+        GOOD.replace(
+            "delay = \"50 ms\"\n[[flows]]",
+            &format!("delay = \"50 ms\"\nassist = \"zhuge\"\n{extra}\n[[flows]]"),
+        )
+    };
+    assert_error(&with("zhuge = { variant = \"ns3\" }"), &["bottleneck.zhuge.variant", "\"ns3\"", "paper"]);
+    assert_error(&with("zhuge = { in_band = \"often\" }"), &["bottleneck.zhuge.in_band", "per-packet"]);
+    assert_error(&with("zhuge = { ack_hold = \"x\" }"), &["bottleneck.zhuge.ack_hold", "accumulate"]);
+    common::scenario(&with(
+        "zhuge = { variant = \"paper\", in_band = \"sampled\", ack_hold = \"accumulate\", whole_ms = false }",
+    ));
+}
