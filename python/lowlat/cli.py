@@ -31,6 +31,8 @@ EPILOG = """examples:
   lowlat suite rmcat --cc gcc,nada,scream --out out/suite
                                             the RMCAT matrix (cases x RTT x jitter x queue) on all cores
   lowlat reproduce scone --out out/scone   Copa vs RTC with SCONE-PRO, and the help shoot-out
+  lowlat sweep my-sweep.toml --out out/sweep
+                                            a sweep spec's runs on all cores; rerun to resume
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
@@ -166,6 +168,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queues", default=",".join(QUEUES), metavar="Q,...", help="droptail and/or codel (default both)")
     p.add_argument("--jobs", type=positive_int, metavar="N", help="parallel runs (default: all cores)")
     p.add_argument("--no-plots", action="store_true", help="leave the plots out of report.html")
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+
+    p = sub.add_parser(
+        "sweep",
+        help="run a sweep spec (a base scenario x axes over any key) on local processes or Ray; resumable",
+        description="Runs every combination of a sweep spec's axes (any scenario key as a dotted path, "
+        "cc, queue, rtt_ms, jitter_ms, seed, scenario) and keeps its metrics. Each finished run is "
+        "written to DIR/runs/ as it completes: a killed sweep rerun with the same command skips the "
+        "runs it has. A failed run is a row with its error; the others go on. Writes DIR/summary.csv "
+        "(and summary.parquet with pyarrow). The format: docs/sweeps.md.",
+    )
+    p.add_argument("spec", help="the sweep spec (TOML)")
+    p.add_argument("--out", required=True, metavar="DIR", help="where the runs and the summary go (resumes the runs already there)")
+    p.add_argument("--restart", action="store_true", help="discard the runs already in DIR and start again")
+    p.add_argument("--jobs", type=positive_int, metavar="N", help="parallel runs (default: all cores; with Ray: CPUs of the local instance)")
+    p.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray (pip install 'lowlat[ray]')")
+    p.add_argument("--address", metavar="ADDR", help="with --backend ray: a running cluster (e.g. ray://head:10001 or auto); default: a local instance")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
     sub.add_parser("scenarios", help="list the shipped scenario catalog")
@@ -342,6 +361,37 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if res["failed"] else 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from . import sweep
+
+    if args.address and args.backend != "ray":
+        raise UserError("--address: only with --backend ray")
+    spec = sweep.load(args.spec)
+    points = spec.points()
+    started = time.perf_counter()
+    df = sweep.execute(
+        spec,
+        points,
+        out=args.out,
+        jobs=args.jobs,
+        backend=args.backend,
+        address=args.address,
+        progress=False if args.no_progress else None,
+        force=args.restart,
+    )
+    wall = time.perf_counter() - started
+    failed = df[df["error"] != ""]
+    print(f"{len(df)} runs of {spec.name} ({args.backend}) in {wall:.1f} s, {len(failed)} failed")
+    shown = df.drop(columns=["error"]).head(40)
+    print(text_table(shown))
+    if len(df) > 40:
+        print(f"... {len(df) - 40} more rows in {args.out}/summary.csv")
+    for e in failed["error"].head(10):
+        print(f"failed: {e}", file=sys.stderr)
+    print(f"\nwrote {args.out}/summary.csv and {args.out}/runs/", file=sys.stderr)
+    return 1 if len(failed) else 0
+
+
 def cmd_scenarios(args: argparse.Namespace) -> int:
     entries = scenarios()
     width = max((len(e["name"]) for e in entries), default=4)
@@ -435,6 +485,7 @@ TCP_CONTROLLERS = ["newreno", "cubic", "bbr", "copa"]
 COMMANDS = {
     "run": cmd_run,
     "suite": cmd_suite,
+    "sweep": cmd_sweep,
     "scenarios": cmd_scenarios,
     "validate": cmd_validate,
     "bench": cmd_bench,
