@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--cc",
         metavar="CC[,CC...]",
         help="run once per controller, each controlling every rtp-video flow, and compare "
-        f"(available: {', '.join(_native.controllers())}); with --out, results go to DIR/CC/",
+        f"(available: {', '.join(_native.controllers())}, or module:Class for a Python controller, "
+        "see docs/python-controllers.md); with --out, results go to DIR/CC/ (DIR/Class/)",
     )
     p.add_argument(
         "--queue",
@@ -272,10 +273,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 written = result.write(tmp, plots=not args.no_plots)
             print(f"\nwrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), file=sys.stderr)
         return 0
-    ccs = choices(args.cc, "--cc", _native.controllers())
+    ccs = controllers_flag(args.cc, "--cc")
     results = {}
     for cc in ccs:
-        pcap = Path(args.pcap).with_suffix(f".{cc}.pcap") if args.pcap else None
+        pcap = Path(args.pcap).with_suffix(f".{folder_name(cc)}.pcap") if args.pcap else None
         results[cc] = run(
             args.scenario,
             seed=args.seed,
@@ -288,7 +289,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         with results_dir(args.out, force=args.force) as tmp:
             for cc, r in results.items():
-                r.write(tmp / cc, plots=not args.no_plots)
+                r.write(tmp / folder_name(cc), plots=not args.no_plots)
             if not args.no_plots:
                 from .plots import plot_comparison
 
@@ -300,8 +301,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"scenario {first['scenario']}  seed {first['seed']}  {first['sim_duration_s']:g} s simulated\n")
         print(text_table(comparison(results, wide=args.wide)))
     if args.out:
-        print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(ccs)}}}/", file=sys.stderr)
+        print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(map(folder_name, ccs))}}}/", file=sys.stderr)
     return 0
+
+
+def controllers_flag(text: str, flag: str) -> list[str]:
+    """A comma-separated list of controllers: built-in names or ``module:Class`` (a Python
+    controller, imported now so a mistake is reported before anything runs)."""
+    from .controller import load
+    from .userinput import items
+
+    names: list[str] = items(text, flag, "controller names")
+    for n in names:
+        if ":" in n:
+            load(n)
+        elif n not in _native.controllers():
+            raise UserError(
+                f"{flag}: got {n!r}, expected one of {', '.join(_native.controllers())} or module:Class (a Python controller)"
+            )
+    return names
+
+
+def folder_name(cc: str) -> str:
+    """A controller's results folder: its name, or a Python controller's class name."""
+    return cc.rsplit(":", 1)[-1] if ":" in cc else cc
 
 
 def _list(text: str, what: str, conv: Callable[[str], Any] = str) -> list[Any]:
