@@ -220,6 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="controllers to time on RMCAT 5.1 (default: gcc,nada,scream,scream2; empty to skip)",
     )
     p.add_argument("--repeat", type=positive_int, default=3, metavar="N", help="RMCAT runs per controller, best counts (default 3)")
+    p.add_argument(
+        "--gym-steps",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="steps of the Gymnasium environment (lowlat.gym, 50 ms each) to time; 0 to skip (default 20000; needs gymnasium)",
+    )
 
     p = sub.add_parser(
         "reproduce",
@@ -442,6 +449,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rates = numbers(args.rates, "--rates", "Mbit/s above 0, at most 10000000 (10 Tbit/s)", above=0, maximum=1e7)
     tcp = choices(args.tcp, "--tcp", TCP_CONTROLLERS) if args.tcp.strip() else []
     rmcat = choices(args.rmcat_cc, "--rmcat-cc", _native.controllers()) if args.rmcat_cc.strip() else []
+    if args.gym_steps < 0:
+        raise UserError(f"--gym-steps: got {args.gym_steps}, expected a whole number of at least 0")
     cases: list[dict[str, Any]] = []
     flows = ["cbr", *(["cbr-l4s"] if args.ecn else []), *tcp]
     for flow, mbps in [(f, r) for f in flows for r in rates]:
@@ -494,6 +503,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"events {c['events']:>8}  {c['sim_s_per_wall_s']:8.0f} sim s/s",
                 flush=True,
             )
+    if args.gym_steps > 0:
+        try:
+            from .gym import steps_per_second
+        except ImportError:
+            print("gym: skipped (gymnasium is not installed: pip install 'lowlat[gym]')", file=sys.stderr)
+        else:
+            c = steps_per_second(args.gym_steps, 50.0)
+            cases.append(c)
+            if not args.json:
+                print(
+                    f"{c['case']:<26} {c['steps']} steps in {c['wall_s']:.3f} s  {c['steps_per_s']:9.0f} steps/s  "
+                    f"{c['sim_s_per_wall_s']:8.0f} sim s/s (one core)",
+                    flush=True,
+                )
     if args.json:
         print(json.dumps({"lowlat_version": _native.version(), "cases": cases}, indent=2))
     else:
