@@ -66,16 +66,17 @@ def dispatch(command: Callable[[argparse.Namespace], int], args: argparse.Namesp
     try:
         check_common(args)
         return command(args)
+    except BrokenPipeError:
+        # Output piped into a command that stopped reading (``lowlat run x | head``); before
+        # USER_ERRORS, which holds OSError.
+        sys.stderr.close()
+        return 141
     except USER_ERRORS as e:
         print(f"lowlat: error: {describe(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lowlat: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # Output piped into a command that stopped reading (``lowlat run x | head``).
-        sys.stderr.close()
-        return 141
     except Exception:
         traceback.print_exc()
         print(f"lowlat: internal error: {REPORT}", file=sys.stderr)
