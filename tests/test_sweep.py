@@ -138,3 +138,19 @@ def test_ray_gives_the_same_rows_as_local_processes(tmp_path):
     assert (on_ray["error"] == "").all()
     pd.testing.assert_frame_equal(local, on_ray)
     assert (tmp_path / "local" / "summary.csv").read_text() == (tmp_path / "ray" / "summary.csv").read_text()
+
+
+def test_the_documented_example_spec_is_valid():
+    from pathlib import Path
+
+    s = sweep.load(Path(__file__).parent.parent / "docs" / "examples" / "sweep-rmcat-5.1.toml")
+    assert len(s.points()) == 36 and s.points()[0] == {"cc": "gcc", "bottleneck.delay": "25 ms", "queue": "droptail", "seed": 1}
+
+
+def test_parquet_summary_matches_the_csv(tmp_path):
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'lowlat[parquet]')")
+    s = sweep.from_dict({"base": "dumbbell-cbr", "set": {"duration": "200 ms"}, "axes": {"seed": [1, 2], "flows.0.rate": ["1 Mbit/s", "2 Mbit/s"]}})
+    df = sweep.execute(s, out=tmp_path / "o", jobs=1, progress=False)
+    back = pd.read_parquet(tmp_path / "o" / "summary.parquet")
+    assert list(back.columns) == list(df.columns) and len(back) == 4
+    assert back["utilization"].tolist() == df["utilization"].tolist()
