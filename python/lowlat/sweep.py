@@ -555,9 +555,11 @@ def _prepare(out: Path, sweep: Sweep, force: bool = False) -> Path:
             )
     elif out.is_dir() and any(out.iterdir()):
         raise UserError(f"--out: {out} is not empty and is not a sweep's folder; choose another or add --restart")
-    (out / "runs").mkdir(parents=True, exist_ok=True)
+    # The marker first: a sweep killed right after it still finds its folder its own.
+    out.mkdir(parents=True, exist_ok=True)
     if not marker.is_file():
         _write_atomically(marker, json.dumps({"fingerprint": fp, "spec": sweep.as_dict()}, indent=2))
+    (out / "runs").mkdir(exist_ok=True)
     return out / "runs"
 
 
