@@ -61,3 +61,19 @@ def test_the_reward_is_configurable():
     for _ in range(100):
         _, reward, _, _, info = env.step(np.array([5e6], dtype=np.float32))
     assert reward == -info["queueing_delay_s"] and reward < 0  # 5 Mbit/s fills every generated link
+
+
+def test_the_window_spans_several_steps():
+    # 100 ms feedback, 50 ms steps: a one-step window is empty every other step, a four-step one
+    # always holds two reports; both see the same delays at steady state.
+    one, four = LowlatEnv(["rmcat-5.1"], window_steps=1), LowlatEnv(["rmcat-5.1"], window_steps=4)
+    one.reset(seed=2)
+    four.reset(seed=2)
+    reports = {1: [], 4: []}
+    for _ in range(300):
+        for k, env in ((1, one), (4, four)):
+            _, _, _, _, info = env.step(np.array([400_000.0], dtype=np.float32))
+            reports[k].append(info["reports"])
+    assert 0 in reports[1][100:] and min(reports[4][100:]) >= 2
+    with pytest.raises(ValueError, match="window_steps"):
+        LowlatEnv(window_steps=0)

@@ -4,12 +4,15 @@ The setup of OpenNetLab's gym (AlphaRTC's bandwidth-estimation challenge), on lo
 time: an **episode** is one scenario (a capacity trace, an RTT, a queue); a **step** is one
 interval of virtual time (default 50 ms, the feedback interval of the challenge); the **action**
 is the target bitrate of the video flow's encoder (bit/s, clamped to the flow's rmin..rmax); the
-**observation** is what a receiver-side estimator sees over the step, from the transport-wide
-feedback reports that arrived in it::
+**observation** is what a receiver-side estimator sees over a window of the last
+``window_steps`` steps (default 4: 200 ms), from the transport-wide feedback reports that arrived
+in it::
 
     [receive rate (Mbit/s), mean one-way delay (s), delay gradient (s/s), loss ratio]
 
-(a step without a report repeats the previous observation: the estimator learnt nothing new).
+(the delay gradient is the least-squares slope of one-way delay against arrival time over the
+window's packets; a window without a report repeats the previous observation: the estimator
+learnt nothing new).
 The **reward** is configurable; the default is the usual throughput - delay - loss mix::
 
     reward = receive rate (Mbit/s) - 10 x queueing delay (s) - 10 x loss ratio
@@ -90,11 +93,16 @@ class LowlatEnv(gymnasium.Env):  # type: ignore[misc,unused-ignore]
         min_rate_bps: float = 50_000.0,
         max_rate_bps: float = 6_000_000.0,
         episode_s: float = 30.0,
+        window_steps: int = 4,
     ) -> None:
         if not (math.isfinite(step_ms) and step_ms > 0):
             raise ValueError(f"step_ms: got {step_ms}, expected a positive number of milliseconds")
         if not (0 < min_rate_bps < max_rate_bps and math.isfinite(max_rate_bps)):
             raise ValueError(f"min_rate_bps, max_rate_bps: got {min_rate_bps}, {max_rate_bps}, expected 0 < min < max")
+        if not (isinstance(window_steps, int) and window_steps >= 1):
+            raise ValueError(f"window_steps: got {window_steps!r}, expected a whole number of at least 1")
+        self.window_steps = window_steps
+        self._steps = 0
         self.scenarios = list(scenarios) if scenarios else None
         self.step_s = step_ms / 1000.0
         self.reward_fn = reward or default_reward
@@ -128,6 +136,7 @@ class LowlatEnv(gymnasium.Env):  # type: ignore[misc,unused-ignore]
         self._flow = ext[0][0]
         self._obs = np.zeros(4, dtype=np.float32)
         self._min_delay = math.inf
+        self._steps = 0
         return self._obs.copy(), {"scenario": self._sim.name(), "t_s": 0.0}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -139,10 +148,13 @@ class LowlatEnv(gymnasium.Env):  # type: ignore[misc,unused-ignore]
         target = self._sim.set_target(self._flow, bps)
         t = min(self._sim.now_s() + self.step_s, self._sim.end_s())
         self._sim.advance(t)
-        reports, received, lost, nbytes, mean_delay, min_delay, _, gradient, loss = self._sim.take_window(self._flow)
+        window = self._sim.take_window(self._flow, self.window_steps)
+        reports, received, lost, nbytes, mean_delay, min_delay, _, gradient, loss = window
+        self._steps += 1
         if reports:
             self._min_delay = min(self._min_delay, min_delay) if received else self._min_delay
-            self._obs = np.array([nbytes * 8e-6 / self.step_s, mean_delay, gradient, loss], dtype=np.float32)
+            span_s = min(self._steps, self.window_steps) * self.step_s
+            self._obs = np.array([nbytes * 8e-6 / span_s, mean_delay, gradient, loss], dtype=np.float32)
         queueing = max(0.0, float(self._obs[1]) - self._min_delay) if math.isfinite(self._min_delay) else 0.0
         info = {
             "t_s": t,

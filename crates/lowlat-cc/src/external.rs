@@ -106,6 +106,44 @@ impl FeedbackWindow {
         }
     }
 
+    /// Adds the reports of `other` (a later or earlier window) to these.
+    pub fn merge(&mut self, other: &FeedbackWindow) {
+        if other.received == 0 {
+            self.reports += other.reports;
+            self.lost += other.lost;
+            return;
+        }
+        if self.received == 0 {
+            let (reports, lost) = (self.reports, self.lost);
+            *self = *other;
+            self.reports += reports;
+            self.lost += lost;
+            return;
+        }
+        let (a, b) = (self.first_arrival.expect("received"), other.first_arrival.expect("received"));
+        let first = a.min(b);
+        // Both sets of sums move to the earlier origin: t -> t + c.
+        let shift = |w: &FeedbackWindow, origin: Time| {
+            let c = w.first_arrival.expect("received").saturating_since(origin).as_secs_f64();
+            let n = w.received as f64;
+            (w.sum_t + n * c, w.sum_tt + 2.0 * c * w.sum_t + n * c * c, w.sum_td + c * w.delay_sum_s)
+        };
+        let (t1, tt1, td1) = shift(self, first);
+        let (t2, tt2, td2) = shift(other, first);
+        self.sum_t = t1 + t2;
+        self.sum_tt = tt1 + tt2;
+        self.sum_td = td1 + td2;
+        self.first_arrival = Some(first);
+        self.last_arrival = self.last_arrival.max(other.last_arrival);
+        self.reports += other.reports;
+        self.received += other.received;
+        self.lost += other.lost;
+        self.received_bytes += other.received_bytes;
+        self.delay_sum_s += other.delay_sum_s;
+        self.delay_min_s = self.delay_min_s.min(other.delay_min_s);
+        self.delay_max_s = self.delay_max_s.max(other.delay_max_s);
+    }
+
     /// Mean one-way delay (s); 0 without a received packet.
     pub fn mean_delay_s(&self) -> f64 {
         if self.received == 0 {
@@ -144,6 +182,8 @@ struct Shared {
     callback: Option<Box<dyn RateCallback>>,
     error: Option<String>,
     window: FeedbackWindow,
+    /// The windows of the last calls of `take_window_over`.
+    history: std::collections::VecDeque<FeedbackWindow>,
 }
 
 /// The driver's side of an [`External`] controller: install a callback, set the target, read
@@ -192,6 +232,24 @@ impl ExternalHandle {
         std::mem::take(&mut self.lock().window)
     }
 
+    /// The reports of the last `calls` calls of this method (this one included: the reports
+    /// since the previous call and those of the `calls - 1` before), merged; `calls` of 1 is
+    /// [`ExternalHandle::take_window`]. A learning loop calls it once per step to observe a
+    /// window of several steps.
+    pub fn take_window_over(&self, calls: usize) -> FeedbackWindow {
+        let mut s = self.lock();
+        let current = std::mem::take(&mut s.window);
+        s.history.push_back(current);
+        while s.history.len() > calls.max(1) {
+            s.history.pop_front();
+        }
+        let mut merged = FeedbackWindow::default();
+        for w in &s.history {
+            merged.merge(w);
+        }
+        merged
+    }
+
     /// The first error of the callback, if any.
     pub fn error(&self) -> Option<String> {
         self.lock().error.clone()
@@ -223,6 +281,7 @@ impl ExternalConfig {
             callback: None,
             error: None,
             window: FeedbackWindow::default(),
+            history: std::collections::VecDeque::new(),
         })));
         (External { handle: handle.clone() }, handle)
     }
@@ -315,6 +374,51 @@ mod tests {
         assert!((w.delay_gradient() - 1.0 / 11.0).abs() < 1e-9, "{}", w.delay_gradient());
         assert!((w.loss_ratio() - 0.2).abs() < 1e-12);
         assert_eq!((w.delay_min_s, w.delay_max_s), (0.05, 0.054));
+    }
+
+    #[test]
+    fn merged_windows_equal_one_window_over_all_their_reports() {
+        let reports: Vec<FeedbackReport> = (0..4u64)
+            .map(|k| {
+                let mut r = report(&[Some(50 + k), Some(52 + 2 * k), None, Some(51 + 3 * k)], 10);
+                for p in &mut r.packets {
+                    let shift = Duration::from_millis(100 * k);
+                    p.sent.send_time = p.sent.send_time + shift;
+                    p.arrival = p.arrival.map(|a| a + shift);
+                }
+                r
+            })
+            .collect();
+        let mut whole = FeedbackWindow::default();
+        let mut merged = FeedbackWindow::default();
+        for r in &reports {
+            whole.add(r);
+            let mut w = FeedbackWindow::default();
+            w.add(r);
+            merged.merge(&w);
+        }
+        assert_eq!(
+            (merged.received, merged.lost, merged.received_bytes),
+            (whole.received, whole.lost, whole.received_bytes)
+        );
+        assert!((merged.mean_delay_s() - whole.mean_delay_s()).abs() < 1e-12);
+        assert!((merged.delay_gradient() - whole.delay_gradient()).abs() < 1e-9);
+        assert_eq!((merged.delay_min_s, merged.delay_max_s), (whole.delay_min_s, whole.delay_max_s));
+
+        // Over the last two calls: the last two reports only.
+        let (mut cc, h) = ExternalConfig::default().build();
+        let mut two = FeedbackWindow::default();
+        for (i, r) in reports.iter().enumerate() {
+            cc.on_feedback(Time::ZERO, r);
+            if i >= 2 {
+                two.add(r);
+            }
+            let w = h.take_window_over(2);
+            if i == 3 {
+                assert_eq!((w.reports, w.received), (2, two.received));
+                assert!((w.delay_gradient() - two.delay_gradient()).abs() < 1e-9);
+            }
+        }
     }
 
     #[test]

@@ -247,11 +247,17 @@ impl Simulation {
             .map_err(|e| PyValueError::new_err(format!("flow {flow}: {e}")))
     }
 
-    /// What flow `flow`'s feedback said since the last call: `(reports, received, lost,
-    /// received_bytes, mean_delay_s, min_delay_s, max_delay_s, delay_gradient, loss_ratio)`.
+    /// What flow `flow`'s feedback said over the last `calls` calls (1: since the last call):
+    /// `(reports, received, lost, received_bytes, mean_delay_s, min_delay_s, max_delay_s,
+    /// delay_gradient, loss_ratio)`.
     #[allow(clippy::type_complexity)]
-    fn take_window(&self, flow: &str) -> PyResult<(u64, u64, u64, u64, f64, f64, f64, f64, f64)> {
-        let w = self.handle(flow)?.take_window();
+    #[pyo3(signature = (flow, calls=1))]
+    fn take_window(
+        &self,
+        flow: &str,
+        calls: usize,
+    ) -> PyResult<(u64, u64, u64, u64, f64, f64, f64, f64, f64)> {
+        let w = self.handle(flow)?.take_window_over(calls);
         Ok((
             w.reports,
             w.received,
