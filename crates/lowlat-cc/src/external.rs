@@ -383,7 +383,7 @@ mod tests {
                 let mut r = report(&[Some(50 + k), Some(52 + 2 * k), None, Some(51 + 3 * k)], 10);
                 for p in &mut r.packets {
                     let shift = Duration::from_millis(100 * k);
-                    p.sent.send_time = p.sent.send_time + shift;
+                    p.sent.send_time += shift;
                     p.arrival = p.arrival.map(|a| a + shift);
                 }
                 r
