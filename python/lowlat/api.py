@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import _native
-from .catalog import resolve
+from . import _native, controller
+from .catalog import ScenarioSource, resolve
 from .results import Result
 
 #: Runs that take longer than this many wall seconds get a progress bar.
@@ -26,7 +26,7 @@ def _budget(memory_budget: str | None) -> str | None:
     return memory_budget if memory_budget is not None else os.environ.get(MEMORY_BUDGET_ENV) or None
 
 
-def validate(scenario: str | Path | Mapping[str, Any], *, memory_budget: str | None = None) -> dict[str, Any]:
+def validate(scenario: str | Path | Mapping[str, Any] | ScenarioSource, *, memory_budget: str | None = None) -> dict[str, Any]:
     """Checks a scenario without running it, the run's limits included (see :func:`run`).
 
     Returns ``{"name", "description", "warnings"}``; raises :class:`lowlat.ScenarioError` naming the
@@ -60,7 +60,7 @@ def _seed(seed: Any) -> int:
 
 
 def run(
-    scenario: str | Path | Mapping[str, Any],
+    scenario: str | Path | Mapping[str, Any] | ScenarioSource,
     *,
     seed: int | None = None,
     cc: str | None = None,
@@ -73,7 +73,9 @@ def run(
 ) -> Result:
     """Runs a scenario (a path, a catalog name, or a dict in the scenario format) to its end.
 
-    ``seed`` overrides the scenario's seed; ``cc`` the controller of every rtp-video flow;
+    ``seed`` overrides the scenario's seed; ``cc`` the controller of every rtp-video flow (a
+    name, or ``module:Class`` for a Python controller, see :mod:`lowlat.controller`; a failing
+    Python controller raises :class:`lowlat.controller.ControllerError` naming the run and flow);
     ``queue`` the bottleneck queues (``"droptail"``: 300 ms, ``"codel"``: RFC 8289 defaults);
     ``rtt_s`` sets the minimum RTT (half of it one way on the bottleneck and on the reverse link)
     and ``jitter_s`` the jitter's standard deviation on both, as the RMCAT matrix varies them.
@@ -89,8 +91,12 @@ def run(
     the transport-wide extension on UDP 5004 + 2k, its RTCP feedback on 5005 + 2k, transport
     datagrams on 6000 + k, CBR/Poisson on 7000 + k; see ``lowlat_sim::capture``).
     """
-    if cc is not None and cc not in _native.controllers():
-        raise _native.ScenarioError(f"cc: got {cc!r}, expected one of {', '.join(_native.controllers())}")
+    if cc is not None and ":" in cc and not cc.startswith("python:"):
+        cc = f"python:{cc}"  # module:Class, a Python controller
+    if cc is not None and cc not in _native.controllers() and cc != "external" and not cc.startswith("python:"):
+        raise _native.ScenarioError(
+            f"cc: got {cc!r}, expected one of {', '.join(_native.controllers())} or module:Class (a Python controller)"
+        )
     if queue is not None and queue not in _native.queue_variants():
         raise _native.ScenarioError(f"queue: got {queue!r}, expected one of {', '.join(_native.queue_variants())}")
     if seed is not None:
@@ -99,6 +105,7 @@ def run(
     sim = _native.Simulation(
         src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
     )
+    controller.attach(sim)
     if pcap is not None:
         if str(pcap).strip() == "" or Path(pcap).is_dir():
             raise _native.ScenarioError(f"pcap: got {str(pcap)!r}, expected a file name")
@@ -114,6 +121,7 @@ def run(
         while t < end:
             t = min(t + step, end)
             sim.advance(t)
+            controller.check(sim, src.label if cc is None else f"{src.label} [{cc}]")
             if bar is None and show and (progress or time.perf_counter() - started > PROGRESS_AFTER_S):
                 from tqdm import tqdm
 

@@ -53,11 +53,14 @@ def find_scenario(name: str) -> Path | None:
     return None
 
 
-def resolve(scenario: str | Path | Mapping[str, Any]) -> ScenarioSource:
-    """Turns a path, a catalog name or a dict into scenario text for the native parser.
+def resolve(scenario: str | Path | Mapping[str, Any] | ScenarioSource) -> ScenarioSource:
+    """Turns a path, a catalog name or a dict into scenario text for the native parser (a
+    ScenarioSource is returned as is).
 
     Raises FileNotFoundError with the catalog's names when a string is neither.
     """
+    if isinstance(scenario, ScenarioSource):
+        return scenario
     if isinstance(scenario, Mapping):
         try:
             text = json.dumps(scenario)

@@ -32,6 +32,8 @@ EPILOG = """examples:
                                             the RMCAT matrix (cases x RTT x jitter x queue) on all cores
   lowlat reproduce scone --out out/scone   Copa vs RTC with SCONE-PRO, and the help shoot-out
   lowlat reproduce satellite --out out/sat  0-RTT, 0-RTT-BDP and Careful Resume over GEO (the seed's tables)
+  lowlat sweep my-sweep.toml --out out/sweep
+                                            a sweep spec's runs on all cores; rerun to resume
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
 
@@ -65,16 +67,17 @@ def dispatch(command: Callable[[argparse.Namespace], int], args: argparse.Namesp
     try:
         check_common(args)
         return command(args)
+    except BrokenPipeError:
+        # Output piped into a command that stopped reading (``lowlat run x | head``); before
+        # USER_ERRORS, which holds OSError.
+        sys.stderr.close()
+        return 141
     except USER_ERRORS as e:
         print(f"lowlat: error: {describe(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lowlat: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # Output piped into a command that stopped reading (``lowlat run x | head``).
-        sys.stderr.close()
-        return 141
     except Exception:
         traceback.print_exc()
         print(f"lowlat: internal error: {REPORT}", file=sys.stderr)
@@ -127,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--cc",
         metavar="CC[,CC...]",
         help="run once per controller, each controlling every rtp-video flow, and compare "
-        f"(available: {', '.join(_native.controllers())}); with --out, results go to DIR/CC/",
+        f"(available: {', '.join(_native.controllers())}, or module:Class for a Python controller, "
+        "see docs/python-controllers.md); with --out, results go to DIR/CC/ (DIR/Class/)",
     )
     p.add_argument(
         "--queue",
@@ -169,6 +173,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="leave the plots out of report.html")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
+    p = sub.add_parser(
+        "sweep",
+        help="run a sweep spec (a base scenario x axes over any key) on local processes or Ray; resumable",
+        description="Runs every combination of a sweep spec's axes (any scenario key as a dotted path, "
+        "cc, queue, rtt_ms, jitter_ms, seed, scenario) and keeps its metrics. Each finished run is "
+        "written to DIR/runs/ as it completes: a killed sweep rerun with the same command skips the "
+        "runs it has. A failed run is a row with its error; the others go on. Writes DIR/summary.csv "
+        "(and summary.parquet with pyarrow). The format: docs/sweeps.md.",
+    )
+    p.add_argument("spec", help="the sweep spec (TOML)")
+    p.add_argument("--out", required=True, metavar="DIR", help="where the runs and the summary go (resumes the runs already there)")
+    p.add_argument("--restart", action="store_true", help="discard the runs already in DIR and start again")
+    p.add_argument("--jobs", type=positive_int, metavar="N", help="parallel runs (default: all cores; with Ray: CPUs of the local instance)")
+    p.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray (pip install 'lowlat[ray]')")
+    p.add_argument("--address", metavar="ADDR", help="with --backend ray: a running cluster (e.g. ray://head:10001 or auto); default: a local instance")
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+
     sub.add_parser("scenarios", help="list the shipped scenario catalog")
 
     p = sub.add_parser("validate", help="check scenario files without running them")
@@ -205,6 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-satellite",
         action="store_true",
         help="skip the satellite row (one 1 GB CUBIC download over 10 Mbit/s, 600 ms, about 870 000 packets)",
+    )
+    p.add_argument(
+        "--gym-steps",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="steps of the Gymnasium environment (lowlat.gym, 50 ms each) to time; 0 to skip (default 20000; needs gymnasium)",
     )
 
     p = sub.add_parser(
@@ -311,10 +339,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 written = result.write(tmp, plots=not args.no_plots)
             print(f"\nwrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written), file=sys.stderr)
         return 0
-    ccs = choices(args.cc, "--cc", _native.controllers())
+    ccs = controllers_flag(args.cc, "--cc")
     results = {}
     for cc in ccs:
-        pcap = Path(args.pcap).with_suffix(f".{cc}.pcap") if args.pcap else None
+        pcap = Path(args.pcap).with_suffix(f".{folder_name(cc)}.pcap") if args.pcap else None
         results[cc] = run(
             args.scenario,
             seed=args.seed,
@@ -327,7 +355,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         with results_dir(args.out, force=args.force) as tmp:
             for cc, r in results.items():
-                r.write(tmp / cc, plots=not args.no_plots)
+                r.write(tmp / folder_name(cc), plots=not args.no_plots)
             if not args.no_plots:
                 from .plots import plot_comparison
 
@@ -339,8 +367,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"scenario {first['scenario']}  seed {first['seed']}  {first['sim_duration_s']:g} s simulated\n")
         print(text_table(comparison(results, wide=args.wide)))
     if args.out:
-        print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(ccs)}}}/", file=sys.stderr)
+        print(f"\nwrote results of {len(ccs)} runs to {args.out}/{{{','.join(map(folder_name, ccs))}}}/", file=sys.stderr)
     return 0
+
+
+def controllers_flag(text: str, flag: str) -> list[str]:
+    """A comma-separated list of controllers: built-in names or ``module:Class`` (a Python
+    controller, imported now so a mistake is reported before anything runs)."""
+    from .controller import load
+    from .userinput import items
+
+    names: list[str] = items(text, flag, "controller names")
+    for n in names:
+        if ":" in n:
+            load(n)
+        elif n not in _native.controllers():
+            raise UserError(
+                f"{flag}: got {n!r}, expected one of {', '.join(_native.controllers())} or module:Class (a Python controller)"
+            )
+    return names
+
+
+def folder_name(cc: str) -> str:
+    """A controller's results folder: its name, or a Python controller's class name."""
+    return cc.rsplit(":", 1)[-1] if ":" in cc else cc
 
 
 def _list(text: str, what: str, conv: Callable[[str], Any] = str) -> list[Any]:
@@ -451,6 +501,37 @@ def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
     return 1 if res["failed"] else 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from . import sweep
+
+    if args.address and args.backend != "ray":
+        raise UserError("--address: only with --backend ray")
+    spec = sweep.load(args.spec)
+    points = spec.points()
+    started = time.perf_counter()
+    df = sweep.execute(
+        spec,
+        points,
+        out=args.out,
+        jobs=args.jobs,
+        backend=args.backend,
+        address=args.address,
+        progress=False if args.no_progress else None,
+        force=args.restart,
+    )
+    wall = time.perf_counter() - started
+    failed = df[df["error"] != ""]
+    print(f"{len(df)} runs of {spec.name} ({args.backend}) in {wall:.1f} s, {len(failed)} failed")
+    shown = df.drop(columns=["error"]).head(40)
+    print(text_table(shown))
+    if len(df) > 40:
+        print(f"... {len(df) - 40} more rows in {args.out}/summary.csv")
+    for e in failed["error"].head(10):
+        print(f"failed: {e}", file=sys.stderr)
+    print(f"\nwrote {args.out}/summary.csv and {args.out}/runs/", file=sys.stderr)
+    return 1 if len(failed) else 0
+
+
 def cmd_scenarios(args: argparse.Namespace) -> int:
     entries = scenarios()
     width = max((len(e["name"]) for e in entries), default=4)
@@ -478,6 +559,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rates = numbers(args.rates, "--rates", "Mbit/s above 0, at most 10000000 (10 Tbit/s)", above=0, maximum=1e7)
     tcp = choices(args.tcp, "--tcp", TCP_CONTROLLERS) if args.tcp.strip() else []
     rmcat = choices(args.rmcat_cc, "--rmcat-cc", _native.controllers()) if args.rmcat_cc.strip() else []
+    if args.gym_steps < 0:
+        raise UserError(f"--gym-steps: got {args.gym_steps}, expected a whole number of at least 0")
     cases: list[dict[str, Any]] = []
     flows = ["cbr", *(["cbr-l4s"] if args.ecn else []), *tcp]
     for flow, mbps in [(f, r) for f in flows for r in rates]:
@@ -532,6 +615,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
             )
     if not args.no_satellite:
         cases.append(_bench_satellite(args.json))
+    if args.gym_steps > 0:
+        try:
+            from .gym import steps_per_second
+        except ImportError:
+            print("gym: skipped (gymnasium is not installed: pip install 'lowlat[gym]')", file=sys.stderr)
+        else:
+            c = steps_per_second(args.gym_steps, 50.0)
+            cases.append(c)
+            if not args.json:
+                print(
+                    f"{c['case']:<26} {c['steps']} steps in {c['wall_s']:.3f} s  {c['steps_per_s']:9.0f} steps/s  "
+                    f"{c['sim_s_per_wall_s']:8.0f} sim s/s (one core)",
+                    flush=True,
+                )
     if args.json:
         print(json.dumps({"lowlat_version": _native.version(), "cases": cases}, indent=2))
     else:
@@ -574,6 +671,7 @@ TCP_CONTROLLERS = ["newreno", "cubic", "bbr", "copa"]
 COMMANDS = {
     "run": cmd_run,
     "suite": cmd_suite,
+    "sweep": cmd_sweep,
     "scenarios": cmd_scenarios,
     "validate": cmd_validate,
     "bench": cmd_bench,

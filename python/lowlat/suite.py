@@ -1,6 +1,6 @@
 """The RMCAT test matrix of the SCReAM talk: cases x minimum RTT x jitter x queue x controllers.
 
-Each run is independent; they are spread over all cores. A run that fails is recorded with its
+Each run is independent; the sweep runner (:mod:`lowlat.sweep`) spreads them over all cores. A run that fails is recorded with its
 error and the others go on. Results: ``summary.csv`` (one row per run, parameters as columns) and
 ``report.html`` (self-contained: a table and a plot per case).
 """
@@ -10,15 +10,14 @@ from __future__ import annotations
 import base64
 import io
 import itertools
-import multiprocessing
-import os
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
+
+from .sweep import STANDARD_METRICS, Sweep, execute, standard_metrics
 
 #: RMCAT cases in the catalog; "5.7bis" is 5.7 with a 50 s mean idle time (the SCReAM slides).
 CASES = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.7bis", "5.8"]
@@ -28,23 +27,7 @@ JITTERS_MS = [5, 30]
 QUEUES = ["droptail", "codel"]
 
 #: Result columns, in the order summary.csv writes them after the parameters.
-METRICS = [
-    "throughput_kbps",
-    "utilization",
-    "queue_delay_p95_ms",
-    "owd_p50_ms",
-    "owd_p95_ms",
-    "frame_delay_mean_ms",
-    "frame_delay_p90_ms",
-    "frame_delay_p99_ms",
-    "loss_ratio",
-    "ratio_rtt_over_200ms",
-    "ratio_frame_delay_over_400ms",
-    "ratio_fps_below_10",
-    "jain_index",
-    "cross_throughput_kbps",
-    "wall_s",
-]
+METRICS = STANDARD_METRICS
 
 
 @dataclass(frozen=True)
@@ -76,96 +59,29 @@ def matrix(
     ]
 
 
-def metrics(summary: dict[str, Any]) -> dict[str, float]:
-    """One row's results from a run's summary: sums and means over the video flows, the worst
-    frame-delay P99, the bottleneck's utilisation and queue, Jain's index of the video throughputs;
-    the TCP cross traffic's throughput (0 in the cases without)."""
-    video = [f for f in summary["flows"] if f["kind"] == "rtp-video"]
-    cross = [f for f in summary["flows"] if f["kind"] in ("bulk", "web")]
-    bottleneck = next(link for link in summary["links"] if link["id"] == "bottleneck")
-
-    def mean(values: list[float | None]) -> float:
-        xs = [v for v in values if v is not None]
-        return sum(xs) / len(xs) if xs else float("nan")
-
-    thr = [f["throughput_kbps"] for f in video]
-    jain = (sum(thr) ** 2) / (len(thr) * sum(x * x for x in thr)) if thr and any(thr) else float("nan")
-    return {
-        "throughput_kbps": sum(thr),
-        "utilization": bottleneck["utilization"],
-        "queue_delay_p95_ms": bottleneck["queue_delay_ms"]["p95"],
-        "owd_p50_ms": mean([f["owd_ms"]["p50"] for f in video]),
-        "owd_p95_ms": mean([f["owd_ms"]["p95"] for f in video]),
-        "frame_delay_mean_ms": mean([f["frame_delay_ms"]["mean"] for f in video]),
-        "frame_delay_p90_ms": mean([f["frame_delay_ms"]["p90"] for f in video]),
-        "frame_delay_p99_ms": max((f["frame_delay_ms"]["p99"] or 0.0) for f in video) if video else float("nan"),
-        "loss_ratio": mean([f["loss_ratio"] for f in video]),
-        "ratio_rtt_over_200ms": mean([f["ratio_rtt_over_200ms"] for f in video]),
-        "ratio_frame_delay_over_400ms": mean([f["ratio_frame_delay_over_400ms"] for f in video]),
-        "ratio_fps_below_10": mean([f["ratio_fps_below_10"] for f in video]),
-        "jain_index": jain,
-        "cross_throughput_kbps": sum(f["throughput_kbps"] for f in cross),
-        "wall_s": summary["wall_s"],
-    }
+#: One row's results from a run's summary (see :func:`lowlat.sweep.standard_metrics`).
+metrics = standard_metrics
 
 
-def run_one(spec: RunSpec) -> dict[str, Any]:
-    """Runs one cell; never raises: a failure is the row's ``error``."""
-    from .api import run
+def points(specs: list[RunSpec]) -> list[dict[str, Any]]:
+    """The cells as sweep points: the case's catalog scenario and the run options."""
+    return [
+        {"scenario": s.scenario, "cc": s.cc, "rtt_ms": s.rtt_ms, "jitter_ms": s.jitter_ms, "queue": s.queue}
+        for s in specs
+    ]
 
-    row: dict[str, Any] = asdict(spec)
-    try:
-        result = run(
-            spec.scenario,
-            cc=spec.cc,
-            queue=spec.queue,
-            rtt_s=spec.rtt_ms / 1000.0,
-            jitter_s=spec.jitter_ms / 1000.0,
-            progress=False,
-        )
-        row.update(metrics(result.summary))
-        row["error"] = ""
-    except BaseException as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
-        # (a panic in the native core arrives as pyo3's PanicException, a BaseException)
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
-        row.update({m: float("nan") for m in METRICS})
-        row["error"] = f"{type(e).__name__}: {e}"
-    return row
+
+#: The suite as a sweep (its points come from :func:`matrix`).
+SWEEP = Sweep(name="rmcat suite", base="", base_dir=".", axes=[], metrics=list(METRICS), label="rmcat suite")
 
 
 def run_matrix(specs: list[RunSpec], jobs: int | None = None, progress: bool | None = None) -> pd.DataFrame:
-    """Runs every spec on ``jobs`` processes (default: all cores); rows in the specs' order."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(specs) or 1))
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = None
-    if show:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(specs), unit="run", desc="rmcat suite")
-    rows: dict[int, dict[str, Any]] = {}
-    try:
-        if jobs == 1:
-            for i, spec in enumerate(specs):
-                rows[i] = run_one(spec)
-                if bar is not None:
-                    bar.update(1)
-        else:
-            # fork: the workers inherit the loaded package; runs share nothing.
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                for i, row in pool.imap_unordered(_indexed, list(enumerate(specs)), chunksize=1):
-                    rows[i] = row
-                    if bar is not None:
-                        bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
+    """Runs every spec with the sweep runner on ``jobs`` processes (default: all cores); rows in
+    the specs' order; a failed run is a row with its ``error``."""
+    df = execute(SWEEP, points(specs), jobs=jobs, progress=progress, desc="rmcat suite")
+    df.insert(0, "case", [str(s).removeprefix("rmcat-") for s in df["scenario"]])
     columns = [*RunSpec.__dataclass_fields__, *METRICS, "error"]
-    return pd.DataFrame([rows[i] for i in range(len(specs))], columns=columns)
-
-
-def _indexed(item: tuple[int, RunSpec]) -> tuple[int, dict[str, Any]]:
-    return item[0], run_one(item[1])
+    return df[columns]
 
 
 #: The columns of the medians table (terminal and report).

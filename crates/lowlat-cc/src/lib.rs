@@ -10,6 +10,7 @@
 //! standard, each documented with the section it comes from.
 //!
 //! - [`fixed`]: a constant rate, for calibration.
+//! - [`external`]: decisions from outside the simulator (a Python controller, a learning loop).
 //! - [`gcc`]: Google congestion control (draft-ietf-rmcat-gcc-02 held against libwebrtc's goog_cc),
 //!   a folder with one file per mechanism.
 //! - [`nada`]: NADA (RFC 8698).
@@ -19,6 +20,7 @@
 //!   signal), falling back to a named controller when signals stop.
 
 pub mod base_delay;
+pub mod external;
 pub mod feedback;
 pub mod fixed;
 pub mod gcc;
@@ -29,6 +31,7 @@ pub mod scream;
 pub mod scream2;
 pub mod tunable;
 
+pub use external::{External, ExternalConfig, ExternalHandle, FeedbackWindow, RateCallback};
 pub use feedback::{FeedbackReport, NetworkSignal, PacketResult, SentPacket};
 pub use fixed::{FixedRate, FixedRateConfig};
 pub use gcc::{Gcc, GccConfig};

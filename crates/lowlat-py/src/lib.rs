@@ -84,6 +84,53 @@ impl Simulation {
     }
 }
 
+impl Simulation {
+    fn handle(&self, flow: &str) -> PyResult<lowlat_cc::ExternalHandle> {
+        self.sim()?
+            .external_controllers()
+            .into_iter()
+            .find(|(id, _, _)| id == flow)
+            .map(|(_, _, h)| h)
+            .ok_or_else(|| PyValueError::new_err(format!("flow {flow:?} has no external controller")))
+    }
+}
+
+/// A Python callable as the decision of an external controller.
+struct PyCallback(Py<PyAny>);
+
+impl lowlat_cc::RateCallback for PyCallback {
+    fn on_feedback(&mut self, now: Time, r: &lowlat_cc::FeedbackReport) -> Result<Option<f64>, String> {
+        Python::attach(|py| {
+            let n = r.packets.len();
+            let (mut seq, mut send, mut arrival, mut size, mut ecn) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            for p in &r.packets {
+                seq.push(p.sent.seq);
+                send.push(p.sent.send_time.as_secs_f64());
+                arrival.push(p.arrival.map_or(f64::NAN, Time::as_secs_f64));
+                size.push(p.sent.size.0);
+                ecn.push(p.ecn);
+            }
+            let args = (now.as_secs_f64(), r.report_time.as_secs_f64(), seq, send, arrival, size, ecn);
+            let answer = self.0.bind(py).call1(args).map_err(|e| e.to_string())?;
+            if answer.is_none() {
+                return Ok(None);
+            }
+            answer.extract::<f64>().map(Some).map_err(|_| {
+                format!(
+                    "target_bitrate: got {}, expected a number of bit/s",
+                    answer.repr().map_or("?".into(), |r| r.to_string())
+                )
+            })
+        })
+    }
+}
+
 #[pymethods]
 impl Simulation {
     /// Builds a simulation from scenario text; `seed` overrides the scenario's seed, `cc` the
@@ -176,6 +223,61 @@ impl Simulation {
     /// The seed in use.
     fn seed(&self) -> PyResult<u64> {
         Ok(self.sim()?.scenario().seed)
+    }
+
+    /// The flows whose controller is driven from outside: `[(flow id, controller name)]`.
+    fn external_controllers(&self) -> PyResult<Vec<(String, String)>> {
+        Ok(self.sim()?.external_controllers().into_iter().map(|(id, cc, _)| (id, cc)).collect())
+    }
+
+    /// Calls `callback(now_s, report_time_s, seq, send_s, arrival_s, size_bytes, ecn)` (lists;
+    /// `arrival_s` NaN for a lost packet) per feedback report of flow `flow`; it answers the new
+    /// target in bit/s or None.
+    fn set_controller(&self, flow: &str, callback: Py<PyAny>) -> PyResult<()> {
+        self.handle(flow)?.set_callback(Box::new(PyCallback(callback)));
+        Ok(())
+    }
+
+    /// Sets the target of flow `flow`'s external controller (bit/s, clamped to its rmin..rmax);
+    /// returns the target set.
+    fn set_target(&self, flow: &str, bps: f64) -> PyResult<f64> {
+        let h = self.handle(flow)?;
+        h.set_target_bps(bps)
+            .map(|r| r.as_bps_f64())
+            .map_err(|e| PyValueError::new_err(format!("flow {flow}: {e}")))
+    }
+
+    /// What flow `flow`'s feedback said over the last `calls` calls (1: since the last call):
+    /// `(reports, received, lost, received_bytes, mean_delay_s, min_delay_s, max_delay_s,
+    /// delay_gradient, loss_ratio)`.
+    #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (flow, calls=1))]
+    fn take_window(
+        &self,
+        flow: &str,
+        calls: usize,
+    ) -> PyResult<(u64, u64, u64, u64, f64, f64, f64, f64, f64)> {
+        let w = self.handle(flow)?.take_window_over(calls);
+        Ok((
+            w.reports,
+            w.received,
+            w.lost,
+            w.received_bytes,
+            w.mean_delay_s(),
+            w.delay_min_s,
+            w.delay_max_s,
+            w.delay_gradient(),
+            w.loss_ratio(),
+        ))
+    }
+
+    /// The first error of an external controller, naming its flow and controller; None if none.
+    fn controller_error(&self) -> PyResult<Option<String>> {
+        Ok(self
+            .sim()?
+            .external_controllers()
+            .into_iter()
+            .find_map(|(id, cc, h)| h.error().map(|e| format!("flow {id} ({cc}): {e}"))))
     }
 
     /// Ends the run: `(summary_json, flow_series, link_series, predictions)`, tables as dicts of

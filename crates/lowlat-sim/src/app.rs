@@ -79,6 +79,12 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// The handle of its controller when that is driven from outside the simulator
+    /// ([`lowlat_cc::external`]); `None` otherwise.
+    fn external_controller(&self) -> Option<lowlat_cc::ExternalHandle> {
+        None
+    }
+
     /// What a media endpoint measured (RTT samples, frames), read once at the end of the run.
     fn media_metrics(&self) -> Option<crate::media::MediaMetrics> {
         None

@@ -10,8 +10,8 @@
 use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::scenario::MediaConfig;
 use lowlat_cc::{
-    FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult, RateController, SconeProConfig,
-    ScreamConfig, ScreamV2Config, SentPacket, Tunable,
+    ExternalConfig, ExternalHandle, FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult,
+    RateController, SconeProConfig, ScreamConfig, ScreamV2Config, SentPacket, Tunable,
 };
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
@@ -110,8 +110,21 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
                 controller(&MediaConfig { cc: cfg.fallback.clone(), ..media.clone() }, start_rate)?;
             Box::new(cfg.build(fallback).map_err(|e| format!("{cc}.{e}"))?)
         }
+        cc if crate::scenario::is_external_controller(cc) => {
+            Box::new(external_config(media, start_rate).build().0)
+        }
         other => return Err(format!("unknown controller {other:?}")),
     })
+}
+
+/// The settings of an external controller of this flow: its range is the encoder's.
+fn external_config(media: &MediaConfig, start_rate: Bitrate) -> ExternalConfig {
+    ExternalConfig {
+        start_rate,
+        min_rate: media.source.rmin,
+        max_rate: media.source.rmax,
+        ..ExternalConfig::default()
+    }
 }
 
 /// The sending side of a video flow.
@@ -120,6 +133,8 @@ pub struct RtpSender {
     source: VideoSource,
     pacer: Pacer,
     cc: Box<dyn RateController>,
+    /// The driver's handle when `cc` is an external controller.
+    external: Option<ExternalHandle>,
     stop: Time,
     pause: Option<(Time, Time)>,
     /// Sent packets not yet covered by feedback, from sequence number `history_base`.
@@ -147,11 +162,19 @@ impl RtpSender {
         rng: Rng,
         mailbox: Mailbox,
     ) -> RtpSender {
+        let (cc, external): (Box<dyn RateController>, _) =
+            if crate::scenario::is_external_controller(&media.cc) {
+                let (cc, handle) = external_config(media, start_rate).build();
+                (Box::new(cc), Some(handle))
+            } else {
+                // Invariant: the scenario validator built this controller once already.
+                (controller(media, start_rate).expect("controller settings were validated"), None)
+            };
         RtpSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),
             pacer: Pacer::new(PacerConfig { mtu_payload: mtu, ..PacerConfig::default() }),
-            // Invariant: the scenario validator built this controller once already.
-            cc: controller(media, start_rate).expect("controller settings were validated"),
+            cc,
+            external,
             stop,
             pause: media.pause,
             history: VecDeque::new(),
@@ -222,6 +245,10 @@ impl RtpSender {
 }
 
 impl Endpoint for RtpSender {
+    fn external_controller(&self) -> Option<ExternalHandle> {
+        self.external.clone()
+    }
+
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
         let Some((report_time, arrivals)) = crate::transport::take_by_id(&self.mailbox, pkt.app) else {
             return;

@@ -298,7 +298,8 @@ pub struct FlowSpec {
     pub packet_size: Option<B>,
     /// Video: the congestion controller: `"gcc"`, `"nada"` (default), `"scream"` (v1, RFC 8298),
     /// `"scream2"` (v2), `"fixed"`, `"scone-pro"` (rates from the AP's SCONE-PRO signals, a
-    /// fallback controller without them), or a window controller over the transport.
+    /// fallback controller without them), a window controller over the transport, or one driven
+    /// from outside: `"external"` or `"python:module:Class"` (see [`is_external_controller`]).
     pub cc: Option<String>,
     /// Video: frames per second (default 30).
     pub fps: Option<f64>,
@@ -575,11 +576,11 @@ impl Scenario {
 
     /// Runs every video flow with controller `cc` instead of the one the scenario names.
     pub fn with_cc(mut self, cc: &str) -> Result<Scenario, ScenarioError> {
-        if !CONTROLLERS.contains(&cc) {
+        if !CONTROLLERS.contains(&cc) && !is_external_controller(cc) {
             return Err(ScenarioError::new(
                 &self.source,
                 "cc",
-                format!("got {cc:?}, expected one of {}", CONTROLLERS.join(", ")),
+                format!("got {cc:?}, expected one of {}{EXTERNAL_FORMS}", CONTROLLERS.join(", ")),
             ));
         }
         let mut any = false;
@@ -881,8 +882,11 @@ fn media_config(
     }
     let mut source = VideoSourceConfig::default();
     let cc = f.cc.clone().unwrap_or_else(|| "nada".into());
-    if !CONTROLLERS.contains(&cc.as_str()) {
-        return Err(err("cc", format!("got {cc:?}, expected one of {}", CONTROLLERS.join(", "))));
+    if !CONTROLLERS.contains(&cc.as_str()) && !is_external_controller(&cc) {
+        return Err(err(
+            "cc",
+            format!("got {cc:?}, expected one of {}{EXTERNAL_FORMS}", CONTROLLERS.join(", ")),
+        ));
     }
     if let Some(fps) = f.fps {
         if !(fps > 0.0 && fps <= 240.0) {
@@ -1135,6 +1139,29 @@ pub const QUEUE_VARIANTS: &[&str] = &["droptail", "codel"];
 /// ([`crate::transport_media`]).
 pub const CONTROLLERS: &[&str] =
     &["gcc", "nada", "scream", "scream2", "fixed", "scone-pro", "copa", "bbr", "cubic", "newreno"];
+
+/// The controllers driven from outside the simulator, as the error messages list them.
+const EXTERNAL_FORMS: &str = ", \"external\" or \"python:module:Class\"";
+
+/// Whether `cc` names a controller driven from outside the simulator
+/// ([`lowlat_cc::external`]): `"external"` (the driver sets the target, as the Gymnasium
+/// environment does) or `"python:module.path:ClassName"` (a Python class the Python package
+/// imports and calls per feedback report; a driver without Python keeps the start rate).
+pub fn is_external_controller(cc: &str) -> bool {
+    if cc == "external" {
+        return true;
+    }
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|p| {
+                p.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    };
+    cc.strip_prefix("python:")
+        .and_then(|r| r.split_once(':'))
+        .is_some_and(|(module, class)| ident(module) && ident(class) && !class.contains('.'))
+}
 
 /// Whether video under controller `cc` travels over the ack-clocked transport (not RTP).
 pub fn is_window_controller(cc: &str) -> bool {

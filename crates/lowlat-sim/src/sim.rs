@@ -364,6 +364,20 @@ impl Simulation {
         self.flows[i].sender.cc_mode()
     }
 
+    /// The handles of the controllers driven from outside the simulator (`cc = "external"` or
+    /// `"python:module:Class"`), with their flow's id and controller name, in flow order.
+    pub fn external_controllers(&self) -> Vec<(String, String, lowlat_cc::ExternalHandle)> {
+        self.scenario
+            .flows
+            .iter()
+            .zip(&self.flows)
+            .filter_map(|(spec, f)| {
+                let cc = spec.media.as_ref().map(|m| m.cc.clone())?;
+                f.sender.external_controller().map(|h| (spec.id.clone(), cc, h))
+            })
+            .collect()
+    }
+
     /// The propagation delay of flow `flow`'s reverse path.
     pub(crate) fn reverse_propagation(&self, flow: &FlowState) -> lowlat_core::Duration {
         (0..flow.reverse.len)

@@ -1,0 +1,1 @@
+"""Worked examples: ``delay_gradient`` (a Python congestion controller, docs/python-controllers.md)."""

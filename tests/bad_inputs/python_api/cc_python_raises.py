@@ -1,0 +1,2 @@
+# expect: ZeroDivisionError: the user's bug
+run("rmcat-5.1", cc="pycc_examples:Raises")
