@@ -10,6 +10,11 @@ pub trait Tunable {
 
     /// Sets field `key` from `value` (`"0.9"`, `"80 ms"`, `"1 Mbit/s"`, `"3000 B"`, `"true"`).
     fn set(&mut self, key: &str, value: &str) -> Result<(), String>;
+
+    /// Checks every field against its valid range and the relations between fields (the
+    /// config's own `validate`, beside its fields); the error starts with the key:
+    /// `rmax: got "100 kbit/s", expected >= rmin ("150 kbit/s")`.
+    fn check(&self) -> Result<(), String>;
 }
 
 /// Parses one field's value from text.
@@ -95,6 +100,11 @@ macro_rules! tunable {
                     )),
                 }
             }
+
+            fn check(&self) -> Result<(), String> {
+                // The config's inherent `validate` (a compile error if it has none).
+                <$ty>::validate(self)
+            }
         }
     };
 }
@@ -102,6 +112,121 @@ macro_rules! tunable {
 /// Parses `value` as the type of `_current` (the macro's helper).
 pub fn parse_field<T: FieldValue>(_current: &T, value: &str) -> Result<T, String> {
     T::parse_value(value).ok_or_else(|| format!("got {value:?}, expected {}", T::EXPECTED))
+}
+
+/// How a value is shown in a range error: numbers bare, quantities quoted as a scenario writes them.
+pub trait Shown {
+    /// The value as text.
+    fn shown(&self) -> String;
+}
+
+macro_rules! shown_bare {
+    ($($t:ty),*) => {$(impl Shown for $t { fn shown(&self) -> String { self.to_string() } })*};
+}
+shown_bare!(f64, u32, u64, usize);
+
+macro_rules! shown_quoted {
+    ($($t:ty),*) => {$(impl Shown for $t { fn shown(&self) -> String { format!("{:?}", self.to_string()) } })*};
+}
+shown_quoted!(Duration, Bitrate, Bytes);
+
+/// The range checks the configs' `validate` methods are written with. Each returns
+/// `key: got VALUE, expected RANGE`; a NaN fails every check (the conditions are written so).
+pub mod range {
+    use super::Shown;
+
+    fn fail<T: Shown>(key: &str, v: T, expected: String) -> Result<(), String> {
+        Err(format!("{key}: got {}, expected {expected}", v.shown()))
+    }
+
+    /// `lo <= v <= hi`.
+    pub fn within<T: Shown + PartialOrd>(key: &str, v: T, lo: T, hi: T) -> Result<(), String> {
+        if lo <= v && v <= hi {
+            Ok(())
+        } else {
+            let e = format!("{} to {}", lo.shown(), hi.shown());
+            fail(key, v, e)
+        }
+    }
+
+    /// `lo < v <= hi`.
+    pub fn above_up_to<T: Shown + PartialOrd>(key: &str, v: T, lo: T, hi: T) -> Result<(), String> {
+        if lo < v && v <= hi {
+            Ok(())
+        } else {
+            let e = format!("> {} and <= {}", lo.shown(), hi.shown());
+            fail(key, v, e)
+        }
+    }
+
+    /// `lo < v < hi`.
+    pub fn between<T: Shown + PartialOrd>(key: &str, v: T, lo: T, hi: T) -> Result<(), String> {
+        if lo < v && v < hi {
+            Ok(())
+        } else {
+            let e = format!("> {} and < {}", lo.shown(), hi.shown());
+            fail(key, v, e)
+        }
+    }
+
+    /// `v >= other`, another field: `expected >= other_key (OTHER)`.
+    pub fn not_below<T: Shown + PartialOrd>(
+        key: &str,
+        v: T,
+        other_key: &str,
+        other: T,
+    ) -> Result<(), String> {
+        if v >= other {
+            Ok(())
+        } else {
+            let e = format!(">= {other_key} ({})", other.shown());
+            fail(key, v, e)
+        }
+    }
+
+    /// `v > other`, another field.
+    pub fn above<T: Shown + PartialOrd>(key: &str, v: T, other_key: &str, other: T) -> Result<(), String> {
+        if v > other {
+            Ok(())
+        } else {
+            let e = format!("> {other_key} ({})", other.shown());
+            fail(key, v, e)
+        }
+    }
+}
+
+/// The rate range of a rate controller: `0 < min_rate <= start_rate <= max_rate <= 1 Tbit/s`.
+pub fn check_rate_range(min_rate: Bitrate, start_rate: Bitrate, max_rate: Bitrate) -> Result<(), String> {
+    use bounds::MAX_RATE;
+    range::above_up_to("min_rate", min_rate, Bitrate::ZERO, MAX_RATE)?;
+    range::not_below("max_rate", max_rate, "min_rate", min_rate)?;
+    range::within("max_rate", max_rate, min_rate, MAX_RATE)?;
+    range::not_below("start_rate", start_rate, "min_rate", min_rate)?;
+    if start_rate > max_rate {
+        return Err(format!(
+            "start_rate: got {}, expected <= max_rate ({})",
+            start_rate.shown(),
+            max_rate.shown()
+        ));
+    }
+    Ok(())
+}
+
+/// Bounds shared by the configs' checks: beyond them a value means nothing for a real-time
+/// flow and risks overflowing the integer clock or allocating without bound.
+pub mod bounds {
+    use lowlat_core::{Bitrate, Bytes, Duration};
+
+    /// The longest interval, timeout or delay constant (an hour).
+    pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+    /// The highest rate constant (1 Tbit/s).
+    pub const MAX_RATE: Bitrate = Bitrate(1_000_000_000_000);
+    /// The largest size constant (a window of 1 GB).
+    pub const MAX_SIZE: Bytes = Bytes(1_000_000_000);
+    /// The longest filter, window or history, in samples.
+    pub const MAX_SAMPLES: usize = 10_000;
+    /// The largest gain or factor that is not a share.
+    pub const MAX_FACTOR: f64 = 1e6;
 }
 
 #[cfg(test)]

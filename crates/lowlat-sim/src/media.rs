@@ -64,6 +64,8 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
         for (k, v) in params {
             c.set(k, v).map_err(|e| format!("{cc}.{k}: {e}"))?;
         }
+        // Each range and relation, as the config states it (`rmax: got .., expected >= rmin ..`).
+        c.check().map_err(|e| format!("{cc}.{e}"))?;
         Ok(c)
     }
     let cc = media.cc.as_str();
@@ -105,7 +107,6 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
                 params,
                 cc,
             )?;
-            cfg.validate().map_err(|e| format!("{cc}.{e}"))?;
             let fallback =
                 controller(&MediaConfig { cc: cfg.fallback.clone(), ..media.clone() }, start_rate)?;
             Box::new(cfg.build(fallback).map_err(|e| format!("{cc}.{e}"))?)
@@ -174,7 +175,11 @@ impl RtpSender {
     /// The codepoint its packets carry: the flow's `ecn` key when set, else what the controller
     /// asks for (SCReAM v2 in L4S mode sends ECT(1)).
     fn codepoint(&self) -> u8 {
-        if self.ecn != 0 { self.ecn } else { self.cc.ecn_codepoint() }
+        if self.ecn != 0 {
+            self.ecn
+        } else {
+            self.cc.ecn_codepoint()
+        }
     }
 
     /// Whether the controller's window holds back the packet at the head of the queue.

@@ -934,6 +934,11 @@ fn media_config(
     }
     let mut m =
         MediaConfig { cc, source, feedback, pause: None, feedback_format, cc_params: BTreeMap::new() };
+    // "gcc.beta: got -5, ..." -> key `cc_params.gcc.beta`, message "got -5, ...".
+    let cc_error = |e: String| match e.split_once(": ") {
+        Some((k, msg)) => err(&format!("cc_params.{k}"), msg.to_string()),
+        None => err("cc_params", e),
+    };
     for (name, table) in f.cc_params.iter().flatten() {
         if is_window_controller(name) {
             return Err(err(
@@ -955,13 +960,13 @@ fn media_config(
             cc_params: BTreeMap::from([(name.clone(), params.clone())]),
             ..m.clone()
         };
-        crate::media::controller(&probe, probe.source.rmin).map_err(|e| {
-            err(
-                &format!("cc_params.{}", e.split(':').next().unwrap_or(name)),
-                e.split_once(": ").map_or(e.clone(), |x| x.1.to_string()),
-            )
-        })?;
+        crate::media::controller(&probe, probe.source.rmin).map_err(cc_error)?;
         m.cc_params.insert(name.clone(), params);
+    }
+    if !is_window_controller(&m.cc) {
+        // The controller the run will build, at the flow's start rate: its config's ranges and
+        // relations (min_rate <= start_rate <= max_rate, ...) are checked now, not mid-run.
+        crate::media::controller(&m, f.rate.map_or(m.source.rmin, |r| r.0)).map_err(cc_error)?;
     }
     Ok(Some(m))
 }
