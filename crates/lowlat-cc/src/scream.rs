@@ -176,7 +176,7 @@ impl ScreamConfig {
     /// QDELAY_TARGET_LO <= QDELAY_TARGET_HI, the betas in (0, 1], intervals above zero); the
     /// error names the key.
     pub fn validate(&self) -> Result<(), String> {
-        use crate::tunable::bounds::{MAX_FACTOR, MAX_INTERVAL, MAX_RATE, MAX_SIZE};
+        use crate::tunable::bounds::{MAX_FACTOR, MAX_INTERVAL, MAX_RATE, MAX_SIZE, MIN_TIMER};
         use crate::tunable::range::{above_up_to, not_below, within};
         let zero = Duration::ZERO;
         crate::tunable::check_rate_range(self.min_rate, self.start_rate, self.max_rate)?;
@@ -203,7 +203,7 @@ impl ScreamConfig {
             above_up_to(key, beta, 0.0, 1.0)?;
         }
         within("mss", self.mss, Bytes(1), Bytes(65_535))?;
-        above_up_to("rate_adjust_interval", self.rate_adjust_interval, zero, MAX_INTERVAL)?;
+        within("rate_adjust_interval", self.rate_adjust_interval, MIN_TIMER, MAX_INTERVAL)?;
         within("ramp_up_speed", self.ramp_up_speed, Bitrate::ZERO, MAX_RATE)?;
         within("pre_congestion_guard", self.pre_congestion_guard, 0.0, 1.0)?;
         within("tx_queue_size_factor", self.tx_queue_size_factor, 0.0, MAX_FACTOR)?;

@@ -219,6 +219,9 @@ pub mod bounds {
 
     /// The longest interval, timeout or delay constant (an hour).
     pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+    /// The shortest period of a controller's own timer (1 ms): shorter makes the run a busy
+    /// loop of wake-ups (SCReAM's RATE_ADJUST_INTERVAL = 1 ns is two billion events a second).
+    pub const MIN_TIMER: Duration = Duration::from_millis(1);
     /// The highest rate constant (1 Tbit/s).
     pub const MAX_RATE: Bitrate = Bitrate(1_000_000_000_000);
     /// The largest size constant (a window of 1 GB).
