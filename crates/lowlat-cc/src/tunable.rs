@@ -238,6 +238,43 @@ mod tests {
     use crate::{GccConfig, ScreamConfig};
 
     #[test]
+    fn every_default_config_is_valid() {
+        use crate::{FixedRateConfig, NadaConfig, SconeProConfig, ScreamV2Config};
+        GccConfig::default().check().unwrap();
+        NadaConfig::default().check().unwrap();
+        ScreamConfig::default().check().unwrap();
+        ScreamV2Config::default().check().unwrap();
+        FixedRateConfig::default().check().unwrap();
+        SconeProConfig::default().check().unwrap();
+    }
+
+    #[test]
+    fn range_errors_name_the_key_the_value_and_the_range() {
+        use crate::NadaConfig;
+        let mut n = NadaConfig::default();
+        n.set("rmax", "100 kbit/s").unwrap();
+        assert_eq!(n.check().unwrap_err(), r#"rmax: got "100 kbit/s", expected >= rmin ("150 kbit/s")"#);
+        let mut g = GccConfig::default();
+        g.set("beta", "-5").unwrap();
+        assert_eq!(g.check().unwrap_err(), "beta: got -5, expected > 0 and <= 1");
+        let mut g = GccConfig::default();
+        g.set("threshold_min", "700 ms").unwrap();
+        assert_eq!(
+            g.check().unwrap_err(),
+            r#"threshold_max: got "600 ms", expected >= threshold_min ("700 ms")"#
+        );
+        let mut s = ScreamConfig::default();
+        s.set("rate_adjust_interval", "0 ms").unwrap();
+        assert_eq!(s.check().unwrap_err(), r#"rate_adjust_interval: got "0 s", expected "1 ms" to "3600 s""#);
+        let mut s = ScreamConfig::default();
+        s.set("min_rate", "2 Mbit/s").unwrap();
+        assert!(s.check().unwrap_err().starts_with("max_rate: got \"1.5 Mbit/s\", expected >= min_rate"));
+        // A NaN set in code (the parser refuses it) fails every check.
+        let g = GccConfig { k_up: f64::NAN, ..GccConfig::default() };
+        assert!(g.check().unwrap_err().starts_with("k_up: got NaN"));
+    }
+
+    #[test]
     fn constants_are_set_by_name_with_units() {
         let mut c = GccConfig::default();
         c.set("beta", "0.9").unwrap();

@@ -59,6 +59,8 @@ const PADDING: u64 = u64::MAX;
 /// Builds the controller a scenario names, with its `cc_params` overrides for that controller.
 pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
     let (rmin, rmax) = (media.source.rmin, media.source.rmax);
+    // The encoder clamps a flow's `rate` into [rmin, rmax]; the controllers start where it does.
+    let clamped_start = start_rate.max(rmin).min(rmax);
     let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
     fn tuned<C: Tunable>(mut c: C, params: &[(String, String)], cc: &str) -> Result<C, String> {
         for (k, v) in params {
@@ -79,7 +81,12 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
         ),
         "gcc" => Box::new(
             tuned(
-                GccConfig { start_rate, min_rate: rmin, max_rate: rmax, ..GccConfig::default() },
+                GccConfig {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..GccConfig::default()
+                },
                 params,
                 cc,
             )?
@@ -87,7 +94,12 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
         ),
         "scream" => Box::new(
             tuned(
-                ScreamConfig { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamConfig::default() },
+                ScreamConfig {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..ScreamConfig::default()
+                },
                 params,
                 cc,
             )?
@@ -95,7 +107,12 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
         ),
         "scream2" => Box::new(
             tuned(
-                ScreamV2Config { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamV2Config::default() },
+                ScreamV2Config {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..ScreamV2Config::default()
+                },
                 params,
                 cc,
             )?
@@ -103,7 +120,12 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
         ),
         "scone-pro" => {
             let cfg = tuned(
-                SconeProConfig { start_rate, min_rate: rmin, max_rate: rmax, ..SconeProConfig::default() },
+                SconeProConfig {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..SconeProConfig::default()
+                },
                 params,
                 cc,
             )?;
