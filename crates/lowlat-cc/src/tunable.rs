@@ -26,7 +26,7 @@ pub trait FieldValue: Sized {
 }
 
 impl FieldValue for f64 {
-    const EXPECTED: &'static str = "a number";
+    const EXPECTED: &'static str = "a finite number";
     fn parse_value(s: &str) -> Option<f64> {
         s.trim().parse().ok().filter(|v: &f64| v.is_finite())
     }
@@ -282,7 +282,7 @@ mod tests {
         c.set("max_rate", "3 Mbit/s").unwrap();
         assert_eq!((c.beta, c.burst_time, c.max_rate), (0.9, Duration::from_millis(10), Bitrate::mbps(3)));
         let e = c.set("beta", "fast").unwrap_err();
-        assert!(e.contains("expected a number"), "{e}");
+        assert!(e.contains("expected a finite number"), "{e}");
         let e = c.set("gamma", "1").unwrap_err();
         assert!(e.contains("unknown constant") && e.contains("k_up"), "{e}");
         let mut s = ScreamConfig::default();
