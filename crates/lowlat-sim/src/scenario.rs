@@ -558,9 +558,22 @@ impl Scenario {
             ));
         }
         let mut any = false;
-        for m in self.flows.iter_mut().filter_map(|f| f.media.as_mut()) {
+        for f in &mut self.flows {
+            let Some(m) = f.media.as_mut() else { continue };
             m.cc = cc.to_string();
             any = true;
+            if !is_window_controller(cc) {
+                // The scenario's table for `cc` was checked at its own start rate; check the
+                // controller this flow will now build.
+                crate::media::controller(m, f.rate).map_err(|e| {
+                    let (k, msg) = e.split_once(": ").unwrap_or(("", &e));
+                    ScenarioError::new(
+                        &self.source,
+                        format!("cc_params.{k}"),
+                        format!("{msg} (flow {:?})", f.id),
+                    )
+                })?;
+            }
         }
         if !any {
             return Err(ScenarioError::new(
@@ -871,6 +884,10 @@ fn media_config(
             "rmax",
             format!("got rmin {} and rmax {}, expected 0 < rmin <= rmax", source.rmin, source.rmax),
         ));
+    }
+    if source.rmax > lowlat_cc::tunable::bounds::MAX_RATE {
+        let max = lowlat_cc::tunable::bounds::MAX_RATE;
+        return Err(err("rmax", format!("got \"{}\", expected at most \"{max}\"", source.rmax)));
     }
     source.codec = match f.codec.as_deref().unwrap_or("synthetic") {
         "synthetic" => Codec::Synthetic,

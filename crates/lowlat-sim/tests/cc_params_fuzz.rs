@@ -172,6 +172,16 @@ fn try_case(toml: String) -> Result<Outcome, String> {
             match Scenario::parse(&toml, Format::Toml, "fuzz.toml", Path::new(".")) {
                 Err(e) => Outcome::Refused(e.to_string()),
                 Ok(s) => {
+                    // `lowlat run --cc X` on the same scenario: refused cleanly or built.
+                    for (cc, _) in controllers() {
+                        if let Ok(other) = s.clone().with_cc(cc) {
+                            for f in &other.flows {
+                                if let Some(m) = &f.media {
+                                    lowlat_sim::media::controller(m, f.rate).expect("with_cc validated it");
+                                }
+                            }
+                        }
+                    }
                     Simulation::new(s).run();
                     Outcome::Ran
                 }
