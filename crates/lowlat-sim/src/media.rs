@@ -62,10 +62,27 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
     // The encoder clamps a flow's `rate` into [rmin, rmax]; the controllers start where it does.
     let clamped_start = start_rate.max(rmin).min(rmax);
     let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
-    fn tuned<C: Tunable>(mut c: C, params: &[(String, String)], cc: &str) -> Result<C, String> {
+    // Unless `start_rate` is given, a controller starts within its own (possibly tuned) range.
+    let sets_start = params.iter().any(|(k, _)| k == "start_rate");
+    macro_rules! start_within_range {
+        () => {
+            |c: &mut _| {
+                if !sets_start {
+                    c.start_rate = c.start_rate.max(c.min_rate).min(c.max_rate);
+                }
+            }
+        };
+    }
+    fn tuned<C: Tunable>(
+        mut c: C,
+        params: &[(String, String)],
+        cc: &str,
+        adjust: impl FnOnce(&mut C),
+    ) -> Result<C, String> {
         for (k, v) in params {
             c.set(k, v).map_err(|e| format!("{cc}.{k}: {e}"))?;
         }
+        adjust(&mut c);
         // Each range and relation, as the config states it (`rmax: got .., expected >= rmin ..`).
         c.check().map_err(|e| format!("{cc}.{e}"))?;
         Ok(c)
@@ -73,11 +90,17 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
     let cc = media.cc.as_str();
     Ok(match cc {
         "fixed" => Box::new(
-            tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, params, cc)?.build(),
+            tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, params, cc, |_| {})?
+                .build(),
         ),
         "nada" => Box::new(
-            tuned(NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() }, params, cc)?
-                .build(),
+            tuned(
+                NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() },
+                params,
+                cc,
+                |_| {},
+            )?
+            .build(),
         ),
         "gcc" => Box::new(
             tuned(
@@ -89,6 +112,7 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
                 },
                 params,
                 cc,
+                start_within_range!(),
             )?
             .build(),
         ),
@@ -102,6 +126,7 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
                 },
                 params,
                 cc,
+                start_within_range!(),
             )?
             .build(),
         ),
@@ -115,6 +140,7 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
                 },
                 params,
                 cc,
+                start_within_range!(),
             )?
             .build(),
         ),
@@ -128,6 +154,7 @@ pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn Ra
                 },
                 params,
                 cc,
+                start_within_range!(),
             )?;
             let fallback =
                 controller(&MediaConfig { cc: cfg.fallback.clone(), ..media.clone() }, start_rate)?;

@@ -274,3 +274,24 @@ fn random_combinations_of_cc_params_refuse_or_run() {
     assert!(counts.1 > 100, "only {} combinations ran", counts.1);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+#[test]
+fn a_tuned_rate_range_moves_the_start_rate_unless_it_is_given() {
+    for cc in ["gcc", "scream", "scream2", "scone-pro"] {
+        // The flow starts at rmin (150 kbit/s), below the tuned min_rate: it starts at min_rate.
+        let raised = [("min_rate", "\"500 kbit/s\"".to_string())];
+        assert_eq!(try_case(scenario(cc, &raised)), Ok(Outcome::Ran), "{cc}");
+        // An explicit start_rate outside the range is the user's contradiction: named.
+        let given =
+            [("min_rate", "\"500 kbit/s\"".to_string()), ("start_rate", "\"200 kbit/s\"".to_string())];
+        match try_case(scenario(cc, &given)) {
+            Ok(Outcome::Refused(e)) => assert!(
+                e.contains(&format!(
+                    "cc_params.{cc}.start_rate: got \"200 kbit/s\", expected >= min_rate (\"500 kbit/s\")"
+                )),
+                "{e}"
+            ),
+            other => panic!("{cc}: {other:?}"),
+        }
+    }
+}
