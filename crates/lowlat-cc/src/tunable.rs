@@ -1,5 +1,13 @@
 //! Setting a controller's constants by name, so a scenario can override any of them
-//! (`cc_params = { beta = 0.9, qdelay_target_lo = "80 ms" }`).
+//! (`cc_params = { beta = 0.9, qdelay_target_lo = "80 ms" }`), and checking them.
+//!
+//! Each config states its valid ranges in an inherent `validate()` beside its fields, written with
+//! the [`range`] checks and the shared [`bounds`]; [`Tunable::check`] (which the [`tunable!`]
+//! macro wires to it, so a tunable config without `validate` does not compile) is what the
+//! scenario parser calls. Ranges live in code rather than as metadata in the macro because most
+//! of the rules that matter are relations between fields (min <= start <= max, ordered
+//! thresholds, DELTA <= LOGWIN), which a per-field annotation cannot express: one function per
+//! config keeps a field's range and its relations in one place.
 
 use lowlat_core::{Bitrate, Bytes, Duration};
 
