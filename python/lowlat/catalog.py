@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -53,6 +54,24 @@ def find_scenario(name: str) -> Path | None:
     return None
 
 
+def _non_finite(value: Any, path: str) -> tuple[str, float] | None:
+    """The key path (``flows[0].cc_params.nada.kappa``) and value of the first NaN or infinity
+    in a scenario dict: JSON has no such numbers, so the parser would only say "invalid JSON"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub, v in items:
+        found = _non_finite(v, sub)
+        if found is not None:
+            return found
+    return None
+
+
 def resolve(scenario: str | Path | Mapping[str, Any] | ScenarioSource) -> ScenarioSource:
     """Turns a path, a catalog name or a dict into scenario text for the native parser (a
     ScenarioSource is returned as is).
@@ -62,8 +81,13 @@ def resolve(scenario: str | Path | Mapping[str, Any] | ScenarioSource) -> Scenar
     if isinstance(scenario, ScenarioSource):
         return scenario
     if isinstance(scenario, Mapping):
+        bad = _non_finite(scenario, "")
+        if bad is not None:
+            from ._native import ScenarioError
+
+            raise ScenarioError(f"<dict>: {bad[0]}: got {bad[1]}, expected a finite number")
         try:
-            text = json.dumps(scenario)
+            text = json.dumps(scenario, allow_nan=False)
         except (TypeError, ValueError) as e:
             from ._native import ScenarioError
 

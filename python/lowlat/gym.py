@@ -82,7 +82,7 @@ def generated_scenario(rng: np.random.Generator, duration_s: float = 30.0) -> di
 class LowlatEnv(gymnasium.Env):  # type: ignore[misc,unused-ignore]
     """Bandwidth estimation on lowlat's simulator (see the module's documentation)."""
 
-    metadata = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(
         self,

@@ -22,6 +22,14 @@ impl Default for FixedRateConfig {
 crate::tunable!(FixedRateConfig { rate, pacing_factor });
 
 impl FixedRateConfig {
+    /// Checks the constants: a rate above zero, a pacing factor above zero; the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::tunable::bounds::{MAX_FACTOR, MAX_RATE};
+        use crate::tunable::range::above_up_to;
+        above_up_to("rate", self.rate, Bitrate::ZERO, MAX_RATE)?;
+        above_up_to("pacing_factor", self.pacing_factor, 0.0, MAX_FACTOR)
+    }
+
     /// Builds the controller.
     pub fn build(&self) -> FixedRate {
         FixedRate { rate: self.rate, pacing: self.rate.scaled(self.pacing_factor) }

@@ -205,6 +205,45 @@ crate::tunable!(NadaConfig {
 });
 
 impl NadaConfig {
+    /// Checks each constant's range and their relations (RMIN <= RMAX, DELTA <= LOGWIN, the
+    /// divisors XREF, TAU, QTH, PLRREF, PMRREF above zero); the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::tunable::bounds::{MAX_FACTOR, MAX_INTERVAL, MAX_RATE, MAX_SAMPLES};
+        use crate::tunable::range::{above_up_to, not_below, within};
+        let zero = Duration::ZERO;
+        above_up_to("prio", self.prio, 0.0, MAX_FACTOR)?;
+        above_up_to("rmin", self.rmin, Bitrate::ZERO, MAX_RATE)?;
+        not_below("rmax", self.rmax, "rmin", self.rmin)?;
+        within("rmax", self.rmax, self.rmin, MAX_RATE)?;
+        for (key, d) in [("xref", self.xref), ("tau", self.tau), ("delta", self.delta), ("qth", self.qth)] {
+            above_up_to(key, d, zero, MAX_INTERVAL)?;
+        }
+        above_up_to("logwin", self.logwin, zero, MAX_INTERVAL)?;
+        not_below("logwin", self.logwin, "delta", self.delta)?;
+        above_up_to("x_max", self.x_max, zero, MAX_INTERVAL)?;
+        for (key, d) in [("qeps", self.qeps), ("dfilt", self.dfilt), ("qbound", self.qbound)] {
+            within(key, d, zero, MAX_INTERVAL)?;
+        }
+        for (key, d) in [("dloss", self.dloss), ("dmark", self.dmark)] {
+            within(key, d, zero, MAX_INTERVAL)?;
+        }
+        above_up_to("kappa", self.kappa, 0.0, MAX_FACTOR)?;
+        above_up_to("eta", self.eta, 0.0, MAX_FACTOR)?;
+        above_up_to("gamma_max", self.gamma_max, 0.0, 10.0)?;
+        above_up_to("multiloss", self.multiloss, 0.0, MAX_FACTOR)?;
+        within("lambda", self.lambda, 0.0, MAX_FACTOR)?;
+        above_up_to("plrref", self.plrref, 0.0, 1.0)?;
+        above_up_to("pmrref", self.pmrref, 0.0, 1.0)?;
+        above_up_to("fps", self.fps, 0.0, 1000.0)?;
+        within("beta_v", self.beta_v, 0.0, MAX_FACTOR)?;
+        within("beta_s", self.beta_s, 0.0, MAX_FACTOR)?;
+        above_up_to("alpha", self.alpha, 0.0, 1.0)?;
+        within("min_filter_len", self.min_filter_len, 1, MAX_SAMPLES)?;
+        within("rtt_filter_len", self.rtt_filter_len, 1, MAX_SAMPLES)?;
+        within("loss_intervals", self.loss_intervals, 1, MAX_SAMPLES)?;
+        Ok(())
+    }
+
     /// Builds the controller, starting at RMIN.
     pub fn build(&self) -> Nada {
         Nada {

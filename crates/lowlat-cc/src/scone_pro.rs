@@ -90,26 +90,21 @@ crate::tunable!(SconeProConfig {
 pub const FALLBACKS: &[&str] = &["gcc", "nada", "scream", "scream2", "fixed"];
 
 impl SconeProConfig {
-    /// Checks the constants: `Err("key: message")`.
+    /// Checks each constant's range and their relations (min_rate <= start_rate <= max_rate, the
+    /// share in (0, 1], periods above zero, a known fallback): `Err("key: got .., expected ..")`.
     pub fn validate(&self) -> Result<(), String> {
-        if !(self.capacity_share > 0.0 && self.capacity_share <= 1.0) {
-            return Err(format!("capacity_share: got {}, expected a share in (0, 1]", self.capacity_share));
-        }
+        use crate::tunable::bounds::{MAX_INTERVAL, MAX_RATE};
+        use crate::tunable::range::{above_up_to, within};
+        above_up_to("capacity_share", self.capacity_share, 0.0, 1.0)?;
         for (k, d) in [
             ("empty_time", self.empty_time),
             ("signal_timeout", self.signal_timeout),
             ("advice_period", self.advice_period),
         ] {
-            if d == Duration::ZERO {
-                return Err(format!("{k}: got \"0 s\", expected a positive duration"));
-            }
+            above_up_to(k, d, Duration::ZERO, MAX_INTERVAL)?;
         }
-        if self.min_rate > self.max_rate {
-            return Err(format!(
-                "min_rate: got \"{}\", expected at most max_rate (\"{}\")",
-                self.min_rate, self.max_rate
-            ));
-        }
+        within("pacing_floor", self.pacing_floor, Bitrate::ZERO, MAX_RATE)?;
+        crate::tunable::check_rate_range(self.min_rate, self.start_rate, self.max_rate)?;
         if !FALLBACKS.contains(&self.fallback.as_str()) {
             return Err(format!(
                 "fallback: got {:?}, expected one of {}",

@@ -172,6 +172,50 @@ crate::tunable!(ScreamConfig {
 });
 
 impl ScreamConfig {
+    /// Checks each constant's range and their relations (min_rate <= start_rate <= max_rate,
+    /// QDELAY_TARGET_LO <= QDELAY_TARGET_HI, the betas in (0, 1], intervals above zero); the
+    /// error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::tunable::bounds::{MAX_FACTOR, MAX_INTERVAL, MAX_RATE, MAX_SIZE, MIN_TIMER};
+        use crate::tunable::range::{above_up_to, not_below, within};
+        let zero = Duration::ZERO;
+        crate::tunable::check_rate_range(self.min_rate, self.start_rate, self.max_rate)?;
+        above_up_to("qdelay_target_lo", self.qdelay_target_lo, zero, MAX_INTERVAL)?;
+        within("qdelay_target_hi", self.qdelay_target_hi, zero, MAX_INTERVAL)?;
+        not_below("qdelay_target_hi", self.qdelay_target_hi, "qdelay_target_lo", self.qdelay_target_lo)?;
+        above_up_to("qdelay_weight", self.qdelay_weight, 0.0, 1.0)?;
+        within("qdelay_trend_lo", self.qdelay_trend_lo, 0.0, 1.0)?;
+        within("t_resume_fast_increase", self.t_resume_fast_increase, zero, MAX_INTERVAL)?;
+        above_up_to("min_cwnd", self.min_cwnd, Bytes::ZERO, MAX_SIZE)?;
+        above_up_to("max_bytes_in_flight_head_room", self.max_bytes_in_flight_head_room, 0.0, MAX_FACTOR)?;
+        above_up_to("gain", self.gain, 0.0, MAX_FACTOR)?;
+        above_up_to("gain_down", self.gain_down, 0.0, MAX_FACTOR)?;
+        above_up_to("cwnd_validation_margin", self.cwnd_validation_margin, 0.0, MAX_FACTOR)?;
+        above_up_to(
+            "fast_increase_validation_margin",
+            self.fast_increase_validation_margin,
+            0.0,
+            MAX_FACTOR,
+        )?;
+        for (key, beta) in
+            [("beta_loss", self.beta_loss), ("beta_ecn", self.beta_ecn), ("beta_r", self.beta_r)]
+        {
+            above_up_to(key, beta, 0.0, 1.0)?;
+        }
+        within("mss", self.mss, Bytes(1), Bytes(65_535))?;
+        within("rate_adjust_interval", self.rate_adjust_interval, MIN_TIMER, MAX_INTERVAL)?;
+        within("ramp_up_speed", self.ramp_up_speed, Bitrate::ZERO, MAX_RATE)?;
+        within("pre_congestion_guard", self.pre_congestion_guard, 0.0, 1.0)?;
+        within("tx_queue_size_factor", self.tx_queue_size_factor, 0.0, MAX_FACTOR)?;
+        within("rtp_qdelay_th", self.rtp_qdelay_th, zero, MAX_INTERVAL)?;
+        above_up_to("target_rate_scale_rtp_qdelay", self.target_rate_scale_rtp_qdelay, 0.0, 1.0)?;
+        within("rate_pace_min", self.rate_pace_min, Bitrate::ZERO, MAX_RATE)?;
+        above_up_to("feedback_timeout", self.feedback_timeout, zero, MAX_INTERVAL)?;
+        Ok(())
+    }
+}
+
+impl ScreamConfig {
     /// Builds the controller.
     pub fn build(&self) -> Scream {
         Scream {

@@ -223,6 +223,59 @@ crate::tunable!(ScreamV2Config {
     standing_queue_reset,
 });
 
+impl ScreamV2Config {
+    /// Checks each constant's range and their relations (min_rate <= start_rate <= max_rate,
+    /// QDELAY_TARGET_LO <= QDELAY_TARGET_HI, REF_WND_OVERHEAD <= its maximum, the betas and
+    /// gains in (0, 1], intervals above zero); the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::tunable::bounds::{MAX_FACTOR, MAX_INTERVAL, MAX_RATE, MAX_SIZE};
+        use crate::tunable::range::{above_up_to, not_below, within};
+        let zero = Duration::ZERO;
+        crate::tunable::check_rate_range(self.min_rate, self.start_rate, self.max_rate)?;
+        within("initial_ref_wnd", self.initial_ref_wnd, Bytes::ZERO, MAX_SIZE)?;
+        above_up_to("qdelay_target_lo", self.qdelay_target_lo, zero, MAX_INTERVAL)?;
+        within("qdelay_target_hi", self.qdelay_target_hi, zero, MAX_INTERVAL)?;
+        not_below("qdelay_target_hi", self.qdelay_target_hi, "qdelay_target_lo", self.qdelay_target_lo)?;
+        above_up_to("min_ref_wnd", self.min_ref_wnd, Bytes::ZERO, MAX_SIZE)?;
+        for (key, g) in [
+            ("beta_loss", self.beta_loss),
+            ("beta_ecn", self.beta_ecn),
+            ("l4s_avg_g_up", self.l4s_avg_g_up),
+            ("l4s_avg_g_down", self.l4s_avg_g_down),
+            ("qdelay_avg_g", self.qdelay_avg_g),
+            ("acked_rate_fraction", self.acked_rate_fraction),
+        ] {
+            above_up_to(key, g, 0.0, 1.0)?;
+        }
+        within("mss", self.mss, Bytes(1), Bytes(65_535))?;
+        within("rate_pace_min", self.rate_pace_min, Bitrate::ZERO, MAX_RATE)?;
+        above_up_to("ref_wnd_overhead", self.ref_wnd_overhead, 0.0, MAX_FACTOR)?;
+        within("ref_wnd_overhead_max", self.ref_wnd_overhead_max, 0.0, MAX_FACTOR)?;
+        not_below(
+            "ref_wnd_overhead_max",
+            self.ref_wnd_overhead_max,
+            "ref_wnd_overhead",
+            self.ref_wnd_overhead,
+        )?;
+        above_up_to("post_congestion_rtts", self.post_congestion_rtts, 0.0, MAX_FACTOR)?;
+        within("mul_increase_factor", self.mul_increase_factor, 0.0, MAX_FACTOR)?;
+        for (key, d) in [
+            ("virtual_rtt", self.virtual_rtt),
+            ("min_backoff_interval", self.min_backoff_interval),
+            ("feedback_timeout", self.feedback_timeout),
+            ("frame_period", self.frame_period),
+        ] {
+            above_up_to(key, d, zero, MAX_INTERVAL)?;
+        }
+        above_up_to("packet_pacing_headroom", self.packet_pacing_headroom, 0.0, MAX_FACTOR)?;
+        above_up_to("bytes_in_flight_head_room", self.bytes_in_flight_head_room, 0.0, MAX_FACTOR)?;
+        within("rate_adjust_gain1", self.rate_adjust_gain1, 0.0, MAX_FACTOR)?;
+        within("rate_adjust_gain2", self.rate_adjust_gain2, 0.0, 1.0)?;
+        within("loss_rate_threshold", self.loss_rate_threshold, 0.0, 1.0)?;
+        Ok(())
+    }
+}
+
 /// Reference-implementation constants that are structure rather than tuning (ScreamV2Tx.cpp).
 mod k {
     /// Base delay history: 50 buckets of 10 s (kBaseOwdHistSize, kBaseDelayUpdateInterval).

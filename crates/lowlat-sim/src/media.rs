@@ -59,53 +59,103 @@ const PADDING: u64 = u64::MAX;
 /// Builds the controller a scenario names, with its `cc_params` overrides for that controller.
 pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
     let (rmin, rmax) = (media.source.rmin, media.source.rmax);
+    // The encoder clamps a flow's `rate` into [rmin, rmax]; the controllers start where it does.
+    let clamped_start = start_rate.max(rmin).min(rmax);
     let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
-    fn tuned<C: Tunable>(mut c: C, params: &[(String, String)], cc: &str) -> Result<C, String> {
+    // Unless `start_rate` is given, a controller starts within its own (possibly tuned) range.
+    let sets_start = params.iter().any(|(k, _)| k == "start_rate");
+    macro_rules! start_within_range {
+        () => {
+            |c: &mut _| {
+                if !sets_start {
+                    c.start_rate = c.start_rate.max(c.min_rate).min(c.max_rate);
+                }
+            }
+        };
+    }
+    fn tuned<C: Tunable>(
+        mut c: C,
+        params: &[(String, String)],
+        cc: &str,
+        adjust: impl FnOnce(&mut C),
+    ) -> Result<C, String> {
         for (k, v) in params {
             c.set(k, v).map_err(|e| format!("{cc}.{k}: {e}"))?;
         }
+        adjust(&mut c);
+        // Each range and relation, as the config states it (`rmax: got .., expected >= rmin ..`).
+        c.check().map_err(|e| format!("{cc}.{e}"))?;
         Ok(c)
     }
     let cc = media.cc.as_str();
     Ok(match cc {
         "fixed" => Box::new(
-            tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, params, cc)?.build(),
+            tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, params, cc, |_| {})?
+                .build(),
         ),
         "nada" => Box::new(
-            tuned(NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() }, params, cc)?
-                .build(),
+            tuned(
+                NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() },
+                params,
+                cc,
+                |_| {},
+            )?
+            .build(),
         ),
         "gcc" => Box::new(
             tuned(
-                GccConfig { start_rate, min_rate: rmin, max_rate: rmax, ..GccConfig::default() },
+                GccConfig {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..GccConfig::default()
+                },
                 params,
                 cc,
+                start_within_range!(),
             )?
             .build(),
         ),
         "scream" => Box::new(
             tuned(
-                ScreamConfig { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamConfig::default() },
+                ScreamConfig {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..ScreamConfig::default()
+                },
                 params,
                 cc,
+                start_within_range!(),
             )?
             .build(),
         ),
         "scream2" => Box::new(
             tuned(
-                ScreamV2Config { start_rate, min_rate: rmin, max_rate: rmax, ..ScreamV2Config::default() },
+                ScreamV2Config {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..ScreamV2Config::default()
+                },
                 params,
                 cc,
+                start_within_range!(),
             )?
             .build(),
         ),
         "scone-pro" => {
             let cfg = tuned(
-                SconeProConfig { start_rate, min_rate: rmin, max_rate: rmax, ..SconeProConfig::default() },
+                SconeProConfig {
+                    start_rate: clamped_start,
+                    min_rate: rmin,
+                    max_rate: rmax,
+                    ..SconeProConfig::default()
+                },
                 params,
                 cc,
+                start_within_range!(),
             )?;
-            cfg.validate().map_err(|e| format!("{cc}.{e}"))?;
             let fallback =
                 controller(&MediaConfig { cc: cfg.fallback.clone(), ..media.clone() }, start_rate)?;
             Box::new(cfg.build(fallback).map_err(|e| format!("{cc}.{e}"))?)
@@ -197,7 +247,11 @@ impl RtpSender {
     /// The codepoint its packets carry: the flow's `ecn` key when set, else what the controller
     /// asks for (SCReAM v2 in L4S mode sends ECT(1)).
     fn codepoint(&self) -> u8 {
-        if self.ecn != 0 { self.ecn } else { self.cc.ecn_codepoint() }
+        if self.ecn != 0 {
+            self.ecn
+        } else {
+            self.cc.ecn_codepoint()
+        }
     }
 
     /// Whether the controller's window holds back the packet at the head of the queue.

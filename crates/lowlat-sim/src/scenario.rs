@@ -584,9 +584,22 @@ impl Scenario {
             ));
         }
         let mut any = false;
-        for m in self.flows.iter_mut().filter_map(|f| f.media.as_mut()) {
+        for f in &mut self.flows {
+            let Some(m) = f.media.as_mut() else { continue };
             m.cc = cc.to_string();
             any = true;
+            if !is_window_controller(cc) {
+                // The scenario's table for `cc` was checked at its own start rate; check the
+                // controller this flow will now build.
+                crate::media::controller(m, f.rate).map_err(|e| {
+                    let (k, msg) = e.split_once(": ").unwrap_or(("", &e));
+                    ScenarioError::new(
+                        &self.source,
+                        format!("cc_params.{k}"),
+                        format!("{msg} (flow {:?})", f.id),
+                    )
+                })?;
+            }
         }
         if !any {
             return Err(ScenarioError::new(
@@ -906,6 +919,10 @@ fn media_config(
             format!("got rmin {} and rmax {}, expected 0 < rmin <= rmax", source.rmin, source.rmax),
         ));
     }
+    if source.rmax > lowlat_cc::tunable::bounds::MAX_RATE {
+        let max = lowlat_cc::tunable::bounds::MAX_RATE;
+        return Err(err("rmax", format!("got \"{}\", expected at most \"{max}\"", source.rmax)));
+    }
     source.codec = match f.codec.as_deref().unwrap_or("synthetic") {
         "synthetic" => Codec::Synthetic,
         "perfect" => Codec::Perfect,
@@ -968,6 +985,11 @@ fn media_config(
     }
     let mut m =
         MediaConfig { cc, source, feedback, pause: None, feedback_format, cc_params: BTreeMap::new() };
+    // "gcc.beta: got -5, ..." -> key `cc_params.gcc.beta`, message "got -5, ...".
+    let cc_error = |e: String| match e.split_once(": ") {
+        Some((k, msg)) => err(&format!("cc_params.{k}"), msg.to_string()),
+        None => err("cc_params", e),
+    };
     for (name, table) in f.cc_params.iter().flatten() {
         if is_window_controller(name) {
             return Err(err(
@@ -989,13 +1011,13 @@ fn media_config(
             cc_params: BTreeMap::from([(name.clone(), params.clone())]),
             ..m.clone()
         };
-        crate::media::controller(&probe, probe.source.rmin).map_err(|e| {
-            err(
-                &format!("cc_params.{}", e.split(':').next().unwrap_or(name)),
-                e.split_once(": ").map_or(e.clone(), |x| x.1.to_string()),
-            )
-        })?;
+        crate::media::controller(&probe, probe.source.rmin).map_err(cc_error)?;
         m.cc_params.insert(name.clone(), params);
+    }
+    if !is_window_controller(&m.cc) {
+        // The controller the run will build, at the flow's start rate: its config's ranges and
+        // relations (min_rate <= start_rate <= max_rate, ...) are checked now, not mid-run.
+        crate::media::controller(&m, f.rate.map_or(m.source.rmin, |r| r.0)).map_err(cc_error)?;
     }
     Ok(Some(m))
 }

@@ -180,12 +180,30 @@ fn controller_constants_are_overridable_from_the_scenario() {
         |r: &lowlat_sim::RunResult| mean_between(&series(&r.flow_series, "video", "recv_kbps"), 10.0, 30.0);
     assert!(recv(&r) < 1100.0 && recv(&free) > 1700.0, "{} vs {}", recv(&r), recv(&free));
     for (params, needle) in [
-        ("{ gcc = { beta = \"fast\" } }", "cc_params.gcc.beta: got \"fast\", expected a number"),
+        ("{ gcc = { beta = \"fast\" } }", "cc_params.gcc.beta: got \"fast\", expected a finite number"),
         ("{ gcc = { gamma = 1 } }", "cc_params.gcc.gamma: unknown constant"),
         ("{ vegas = { x = 1 } }", "cc_params.vegas: unknown controller"),
         ("{ bbr = { x = 1 } }", "cc_params.bbr: the window controllers take no cc_params yet"),
         ("{ scream = { min_cwnd = 5 } }", "cc_params.scream.min_cwnd: got \"5\", expected a size"),
         ("{ gcc = { initial_probes = [] } }", "cc_params.gcc.initial_probes: expected a number, true/false"),
+        // Ranges and relations, from each Config's validate().
+        (
+            "{ nada = { rmax = \"100 kbit/s\" } }",
+            "cc_params.nada.rmax: got \"100 kbit/s\", expected >= rmin (\"150 kbit/s\")",
+        ),
+        ("{ gcc = { beta = -5 } }", "cc_params.gcc.beta: got -5, expected > 0 and <= 1"),
+        (
+            "{ gcc = { threshold_min = \"1 s\" } }",
+            "cc_params.gcc.threshold_max: got \"600 ms\", expected >= threshold_min (\"1 s\")",
+        ),
+        (
+            "{ scream = { min_rate = \"4 Mbit/s\" } }",
+            "cc_params.scream.max_rate: got \"3 Mbit/s\", expected >= min_rate (\"4 Mbit/s\")",
+        ),
+        (
+            "{ scream = { rate_adjust_interval = \"0 ms\" } }",
+            "cc_params.scream.rate_adjust_interval: got \"0 s\", expected \"1 ms\" to",
+        ),
     ] {
         let e = common::scenario_error(&format!("{base}cc_params = {params}\n")).to_string();
         assert!(e.contains(needle), "{e}");

@@ -331,6 +331,105 @@ crate::tunable!(GccConfig {
     probe_drop_throughput_fraction,
 });
 
+impl GccConfig {
+    /// Checks each constant's range and their relations (min_rate <= start_rate <= max_rate,
+    /// threshold_min <= threshold_initial <= threshold_max, reduce_interval_min <=
+    /// reduce_interval_max, loss_low <= loss_high, capacity_deviation_min <= its maximum, beta
+    /// and the shares in (0, 1], intervals above zero); the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::tunable::bounds::{MAX_FACTOR, MAX_INTERVAL, MAX_RATE, MAX_SAMPLES, MAX_SIZE};
+        use crate::tunable::range::{above_up_to, not_below, within};
+        let zero = Duration::ZERO;
+        crate::tunable::check_rate_range(self.min_rate, self.start_rate, self.max_rate)?;
+        for (key, d) in [
+            ("burst_time", self.burst_time),
+            ("burst_max_duration", self.burst_max_duration),
+            ("threshold_max_jump", self.threshold_max_jump),
+            ("overuse_time", self.overuse_time),
+            ("response_time_extra", self.response_time_extra),
+        ] {
+            within(key, d, zero, MAX_INTERVAL)?;
+        }
+        for (key, d) in [
+            ("stream_timeout", self.stream_timeout),
+            ("threshold_max_dt", self.threshold_max_dt),
+            ("throughput_window", self.throughput_window),
+            ("loss_update_interval", self.loss_update_interval),
+            ("loss_start_phase", self.loss_start_phase),
+            ("loss_decrease_interval", self.loss_decrease_interval),
+            ("probe_wait", self.probe_wait),
+            ("probe_duration", self.probe_duration),
+            ("reduce_interval_min", self.reduce_interval_min),
+        ] {
+            above_up_to(key, d, zero, MAX_INTERVAL)?;
+        }
+        within("reduce_interval_max", self.reduce_interval_max, zero, MAX_INTERVAL)?;
+        not_below(
+            "reduce_interval_max",
+            self.reduce_interval_max,
+            "reduce_interval_min",
+            self.reduce_interval_min,
+        )?;
+        within("trendline_window", self.trendline_window, 2, MAX_SAMPLES)?;
+        within("trendline_smoothing", self.trendline_smoothing, 0.0, 1.0)?;
+        within("trendline_gain", self.trendline_gain, 0.0, MAX_FACTOR)?;
+        within("trendline_sample_cap", self.trendline_sample_cap, 1, MAX_SAMPLES as u32)?;
+        above_up_to("threshold_min", self.threshold_min, zero, MAX_INTERVAL)?;
+        within("threshold_max", self.threshold_max, zero, MAX_INTERVAL)?;
+        not_below("threshold_max", self.threshold_max, "threshold_min", self.threshold_min)?;
+        not_below("threshold_initial", self.threshold_initial, "threshold_min", self.threshold_min)?;
+        not_below("threshold_max", self.threshold_max, "threshold_initial", self.threshold_initial)?;
+        within("k_up", self.k_up, 0.0, MAX_FACTOR)?;
+        within("k_down", self.k_down, 0.0, MAX_FACTOR)?;
+        above_up_to("kalman_q", self.kalman_q, 0.0, MAX_FACTOR)?;
+        above_up_to("kalman_chi", self.kalman_chi, 0.0, 1.0)?;
+        above_up_to("kalman_e0", self.kalman_e0, 0.0, MAX_FACTOR)?;
+        above_up_to("beta", self.beta, 0.0, 1.0)?;
+        for (key, r) in [
+            ("backoff_extra", self.backoff_extra),
+            ("multiplicative_min_increase", self.multiplicative_min_increase),
+            ("additive_min_increase", self.additive_min_increase),
+            ("throughput_cap_extra", self.throughput_cap_extra),
+            ("loss_increase_extra", self.loss_increase_extra),
+        ] {
+            within(key, r, Bitrate::ZERO, MAX_RATE)?;
+        }
+        within("increase_per_second", self.increase_per_second, 1.0, MAX_FACTOR)?;
+        above_up_to("response_time_factor", self.response_time_factor, 0.0, MAX_FACTOR)?;
+        above_up_to("additive_frame_rate", self.additive_frame_rate, 0.0, 1000.0)?;
+        above_up_to("additive_packet_size", self.additive_packet_size, Bytes::ZERO, MAX_SIZE)?;
+        above_up_to("capacity_smoothing", self.capacity_smoothing, 0.0, 1.0)?;
+        above_up_to("capacity_deviation_min", self.capacity_deviation_min, 0.0, MAX_FACTOR)?;
+        within("capacity_deviation_max", self.capacity_deviation_max, 0.0, MAX_FACTOR)?;
+        not_below(
+            "capacity_deviation_max",
+            self.capacity_deviation_max,
+            "capacity_deviation_min",
+            self.capacity_deviation_min,
+        )?;
+        within("capacity_band_std", self.capacity_band_std, 0.0, MAX_FACTOR)?;
+        above_up_to("throughput_cap_factor", self.throughput_cap_factor, 0.0, MAX_FACTOR)?;
+        within("loss_low", self.loss_low, 0.0, 1.0)?;
+        within("loss_high", self.loss_high, 0.0, 1.0)?;
+        not_below("loss_high", self.loss_high, "loss_low", self.loss_low)?;
+        within("loss_min_packets", self.loss_min_packets, 1, MAX_SAMPLES as u64)?;
+        within("loss_increase_factor", self.loss_increase_factor, 1.0, MAX_FACTOR)?;
+        above_up_to("pacing_factor", self.pacing_factor, 0.0, MAX_FACTOR)?;
+        for (i, &p) in self.initial_probes.iter().enumerate() {
+            above_up_to(&format!("initial_probes[{i}]"), p, 0.0, MAX_FACTOR)?;
+        }
+        above_up_to("further_probe_factor", self.further_probe_factor, 0.0, MAX_FACTOR)?;
+        within("further_probe_threshold", self.further_probe_threshold, 0.0, 1.0)?;
+        within("probe_min_packets", self.probe_min_packets, 1, MAX_SAMPLES as u32)?;
+        within("probe_min_received_share", self.probe_min_received_share, 0.0, 1.0)?;
+        above_up_to("probe_max_valid_ratio", self.probe_max_valid_ratio, 0.0, MAX_FACTOR)?;
+        above_up_to("probe_unsaturated_ratio", self.probe_unsaturated_ratio, 0.0, 1.0)?;
+        above_up_to("probe_target_utilization", self.probe_target_utilization, 0.0, 1.0)?;
+        within("probe_drop_throughput_fraction", self.probe_drop_throughput_fraction, 0.0, 1.0)?;
+        Ok(())
+    }
+}
+
 /// Reports whose largest RTT the delay-based part averages (goog_cc `kMaxFeedbackRttWindow`).
 const FEEDBACK_RTT_WINDOW: usize = 32;
 
