@@ -50,6 +50,17 @@ impl Default for ExternalConfig {
 
 crate::tunable!(ExternalConfig { pacing_factor });
 
+impl ExternalConfig {
+    /// Checks each field's range and min <= start <= max (the start is clamped into the
+    /// encoder's range before it gets here); the message names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::tunable::bounds::MAX_FACTOR;
+        use crate::tunable::range::above_up_to;
+        crate::tunable::check_rate_range(self.min_rate, self.start_rate, self.max_rate)?;
+        above_up_to("pacing_factor", self.pacing_factor, 0.0, MAX_FACTOR)
+    }
+}
+
 /// What the reports since the last read say, as a receiver-side estimator sees it: received
 /// bytes and packets, losses, one-way delays and their trend (least-squares slope of delay against
 /// arrival time), all O(1) per packet.
