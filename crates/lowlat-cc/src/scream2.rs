@@ -119,6 +119,11 @@ pub struct ScreamV2Config {
     pub min_backoff_interval: Duration,
     /// PACKET_PACING_HEADROOM (draft and ref 1.5).
     pub packet_pacing_headroom: f64,
+    /// Sending time the pacer may save up while idle (0: every packet waits size / pacing rate
+    /// after the previous one, as the reference's isOkToTransmit/addTransmitted space them; the
+    /// sender's generic token bucket saves 5 ms). A burst of n back-to-back packets queues
+    /// (n - 1) serialisation times at the bottleneck, which a 1 ms L4S step marks.
+    pub pacing_burst: Duration,
     /// BYTES_IN_FLIGHT_HEAD_ROOM: cwnd grows to at most MSS + this x the recent maximum in flight
     /// (draft and ref 2.0).
     pub bytes_in_flight_head_room: f64,
@@ -176,6 +181,7 @@ impl Default for ScreamV2Config {
             packet_pacing_headroom: 1.5,
             bytes_in_flight_head_room: 2.0,
             feedback_timeout: Duration::from_millis(500),
+            pacing_burst: Duration::ZERO,
             frame_period: Duration::from_nanos(33_333_333),
             rate_adjust_gain1: 0.2,
             rate_adjust_gain2: 1.0 / 8.0,
@@ -211,6 +217,7 @@ crate::tunable!(ScreamV2Config {
     mul_increase_factor,
     virtual_rtt,
     min_backoff_interval,
+    pacing_burst,
     packet_pacing_headroom,
     bytes_in_flight_head_room,
     feedback_timeout,
@@ -843,6 +850,10 @@ impl RateController for ScreamV2 {
         let r =
             (self.cfg.packet_pacing_headroom * self.stream_target()).max(self.cfg.rate_pace_min.as_bps_f64());
         Bitrate::from_bps_f64(r)
+    }
+
+    fn pacing_burst(&self) -> Option<Duration> {
+        Some(self.cfg.pacing_burst)
     }
 
     fn ecn_codepoint(&self) -> u8 {

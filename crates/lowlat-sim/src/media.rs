@@ -147,11 +147,13 @@ impl RtpSender {
         rng: Rng,
         mailbox: Mailbox,
     ) -> RtpSender {
+        // Invariant: the scenario validator built this controller once already.
+        let cc = controller(media, start_rate).expect("controller settings were validated");
+        let burst = cc.pacing_burst().unwrap_or(PacerConfig::default().burst);
         RtpSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),
-            pacer: Pacer::new(PacerConfig { mtu_payload: mtu, ..PacerConfig::default() }),
-            // Invariant: the scenario validator built this controller once already.
-            cc: controller(media, start_rate).expect("controller settings were validated"),
+            pacer: Pacer::new(PacerConfig { mtu_payload: mtu, burst, ..PacerConfig::default() }),
+            cc,
             stop,
             pause: media.pause,
             history: VecDeque::new(),
@@ -174,7 +176,11 @@ impl RtpSender {
     /// The codepoint its packets carry: the flow's `ecn` key when set, else what the controller
     /// asks for (SCReAM v2 in L4S mode sends ECT(1)).
     fn codepoint(&self) -> u8 {
-        if self.ecn != 0 { self.ecn } else { self.cc.ecn_codepoint() }
+        if self.ecn != 0 {
+            self.ecn
+        } else {
+            self.cc.ecn_codepoint()
+        }
     }
 
     /// Whether the controller's window holds back the packet at the head of the queue.
