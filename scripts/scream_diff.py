@@ -12,6 +12,7 @@ trace. Both print the received rate and the bottleneck's queueing delay over [--
     python scripts/scream_diff.py --ref /path/to/scream            # or SCREAM_REF=/path/to/scream
     python scripts/scream_diff.py --ref ... --capacities 1 --rtts 100 --jitters 0
     python scripts/scream_diff.py --ref ... --l4s 1      # L4S: ECT(1), CE at >= 1 ms sojourn
+    python scripts/scream_diff.py --ref ... --l4s 1 --no-adaptive-pacing
 
 Needs g++ (or $CXX). Prints a Markdown table (docs/scream-differential.md holds its last output)
 and exits 1 if a grid point misses the acceptance bounds (rate within 10 %, mean queueing delay
@@ -33,6 +34,8 @@ REF_SOURCES = ["ScreamTx.cpp", "ScreamV2Tx.cpp", "ScreamV2TxStream.cpp", "Scream
 RMIN_BPS = 150e3
 RMAX_BPS = 20e6
 FPS = 30
+#: Environment of the reference runs (--no-adaptive-pacing adds SCREAM_DIFF_NO_ADAPTIVE_PACING).
+REF_ENV: dict[str, str] = dict(os.environ)
 
 
 def build_driver(ref: Path, build_dir: Path) -> Path:
@@ -61,7 +64,7 @@ def run_reference(binary: Path, trace: Path, cap: float, rtt: float, jitter: flo
         args += [str(step[0]), str(step[1])] if step else ["1e18", "0"]
     if l4s > 0:
         args.append(str(l4s))
-    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    out = subprocess.run(args, capture_output=True, text=True, check=True, env=REF_ENV).stdout.strip().splitlines()[-1]
     return {k: float(v) for k, v in (kv.split("=") for kv in out.split())}
 
 
@@ -129,7 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--step", help="AT_S,MBPS: the capacity changes to MBPS at AT_S (default: constant)")
     p.add_argument("--l4s", type=float, default=0.0, metavar="MS", help="L4S mode: CE marks at this sojourn, ms (default 0: off, drop-tail)")
+    p.add_argument(
+        "--no-adaptive-pacing",
+        action="store_true",
+        help="run the reference with maxAdaptivePacingRateScale 1.0 (pacing not scaled by frame size, as lowlat)",
+    )
     a = p.parse_args(argv)
+    if a.no_adaptive_pacing:
+        REF_ENV["SCREAM_DIFF_NO_ADAPTIVE_PACING"] = "1"
+
     if not a.ref:
         print("error: give the reference checkout with --ref PATH or SCREAM_REF=PATH", file=sys.stderr)
         return 2

@@ -85,7 +85,10 @@ int main(int argc, char** argv) {
   // The reference simulator's settings, minus its extras (relaxed pacing, its 10000 B start
   // window and 2000 B minimum): the library defaults with the v2 draft's 60 ms target and 0.8 ECN
   // beta, classic (no ECN), as lowlat's ScreamV2Config::default(); isL4s with an L4S step.
-  ScreamV2Tx* tx = new ScreamV2Tx(0.7f, 0.8f, 0.06f, 0, 1.5f, 1.5f, 2.0f, 0.05f, l4s, 3.0f, false, false);
+  // SCREAM_DIFF_NO_ADAPTIVE_PACING=1: maxAdaptivePacingRateScale 1.0 (the pacing rate no longer
+  // scales with frame size), the one pacing mechanism lowlat's controller cannot see.
+  const float adaptivePacing = getenv("SCREAM_DIFF_NO_ADAPTIVE_PACING") ? 1.0f : 1.5f;
+  ScreamV2Tx* tx = new ScreamV2Tx(0.7f, 0.8f, 0.06f, 0, 1.5f, adaptivePacing, 2.0f, 0.05f, l4s, 3.0f, false, false);
   tx->setCwndMinLow(3000);
   tx->enablePacketPacing(true);
   int mssList[1] = {kPayloadMss + kRtpOverHead + kWireExtra};

@@ -32,7 +32,9 @@
 //!   flight, nor while the target is at the media's maximum.
 //! - Rate: 8 x cwnd / min(0.2 s, s_rtt + 1 ms), x (1 - clamp(MSS / cwnd - 0.1, 0, 0.2)), / 1.1, x
 //!   MSS / (MSS + 20), then divided by 1 + f, f in [0, 0.5] integrating how far the RTP queue
-//!   delay exceeds half a frame period. Pacing at 1.5 x that (at least 50 kbit/s); a packet may
+//!   delay exceeds half a frame period. Pacing at 1.5 x that (at least 50 kbit/s), every packet
+//!   size / pacing rate after the previous one (`pacing_burst` 0: nothing saved up while idle, as
+//!   the reference's isOkToTransmit; a burst would be marked by a 1 ms L4S step); a packet may
 //!   leave while bytes in flight + its size stay within cwnd x headroom + MSS.
 //! - Competing loss-based flows: a standing queue (slow minimum of the queue delay above target / 8)
 //!   halves the target for max(100 ms, 5 s_rtt) at most once a minute and then restarts the base
