@@ -72,8 +72,8 @@ def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float
     """lowlat's side of a grid point; `l4s` > 0: SCReAM v2 in L4S mode through an L4S queue that
     marks ECT(1) CE from `l4s` seconds of sojourn, RFC 8888 feedback."""
     rate: dict = {"rate": f"{cap} bit/s"}
-    queue: dict = {"kind": "droptail", "limit": "300 ms"}
-    ecn: dict = {}
+    queue: dict[str, object] = {"kind": "droptail", "limit": "300 ms"}
+    ecn: dict[str, object] = {}
     if l4s > 0:
         queue = {"kind": "l4s", "threshold": f"{l4s * 1000} ms", "limit": "300 ms"}
         ecn = {"ecn": "ect1", "feedback_format": "rfc8888", "cc_params": {"scream2": {"l4s": True}}}
