@@ -11,6 +11,8 @@ trace. Both print the received rate and the bottleneck's queueing delay over [--
 
     python scripts/scream_diff.py --ref /path/to/scream            # or SCREAM_REF=/path/to/scream
     python scripts/scream_diff.py --ref ... --capacities 1 --rtts 100 --jitters 0
+    python scripts/scream_diff.py --ref ... --l4s 1      # L4S: ECT(1), CE at >= 1 ms sojourn
+    python scripts/scream_diff.py --ref ... --l4s 1 --no-adaptive-pacing
 
 Needs g++ (or $CXX). Prints a Markdown table (docs/scream-differential.md holds its last output)
 and exits 1 if a grid point misses the acceptance bounds (rate within 10 %, mean queueing delay
@@ -32,6 +34,8 @@ REF_SOURCES = ["ScreamTx.cpp", "ScreamV2Tx.cpp", "ScreamV2TxStream.cpp", "Scream
 RMIN_BPS = 150e3
 RMAX_BPS = 20e6
 FPS = 30
+#: Environment of the reference runs (--no-adaptive-pacing adds SCREAM_DIFF_NO_ADAPTIVE_PACING).
+REF_ENV: dict[str, str] = dict(os.environ)
 
 
 def build_driver(ref: Path, build_dir: Path) -> Path:
@@ -53,17 +57,26 @@ def build_driver(ref: Path, build_dir: Path) -> Path:
     return binary
 
 
-def run_reference(binary: Path, trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int, step: tuple[float, float] | None = None) -> dict[str, float]:
+def run_reference(binary: Path, trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int, step: tuple[float, float] | None = None, l4s: float = 0.0) -> dict[str, float]:
     args = [str(binary), str(cap), str(rtt), str(jitter), str(duration), str(FPS), str(trace), str(seed)]
     args += [str(RMIN_BPS), str(RMAX_BPS), str(start)]
-    if step:
-        args += [str(step[0]), str(step[1])]
-    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    if step or l4s > 0:
+        args += [str(step[0]), str(step[1])] if step else ["1e18", "0"]
+    if l4s > 0:
+        args.append(str(l4s))
+    out = subprocess.run(args, capture_output=True, text=True, check=True, env=REF_ENV).stdout.strip().splitlines()[-1]
     return {k: float(v) for k, v in (kv.split("=") for kv in out.split())}
 
 
-def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float, seed: int, step: tuple[float, float] | None = None) -> dict:
+def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float, seed: int, step: tuple[float, float] | None = None, l4s: float = 0.0) -> dict:
+    """lowlat's side of a grid point; `l4s` > 0: SCReAM v2 in L4S mode through an L4S queue that
+    marks ECT(1) CE from `l4s` seconds of sojourn, RFC 8888 feedback."""
     rate: dict = {"rate": f"{cap} bit/s"}
+    queue: dict[str, object] = {"kind": "droptail", "limit": "300 ms"}
+    ecn: dict[str, object] = {}
+    if l4s > 0:
+        queue = {"kind": "l4s", "threshold": f"{l4s * 1000} ms", "limit": "300 ms"}
+        ecn = {"ecn": "ect1", "feedback_format": "rfc8888", "cc_params": {"scream2": {"l4s": True}}}
     if step:
         rate = {"schedule": [{"at": "0 s", "rate": f"{cap} bit/s"}, {"at": f"{step[0]} s", "rate": f"{step[1]} bit/s"}]}
     return {
@@ -74,7 +87,7 @@ def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float
             **rate,
             "delay": f"{rtt / 2 * 1000} ms",
             "jitter": f"{jitter * 1000} ms",
-            "queue": {"kind": "droptail", "limit": "300 ms"},
+            "queue": queue,
         },
         "reverse": {"rate": "100 Mbit/s", "delay": f"{rtt / 2 * 1000} ms"},
         "flows": [
@@ -87,15 +100,16 @@ def scenario(trace: Path, cap: float, rtt: float, jitter: float, duration: float
                 "fps": FPS,
                 "codec": "trace",
                 "codec_trace": str(trace),
+                **ecn,
             }
         ],
     }
 
 
-def run_lowlat(trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int, step: tuple[float, float] | None = None) -> dict[str, float]:
+def run_lowlat(trace: Path, cap: float, rtt: float, jitter: float, duration: float, start: float, seed: int, step: tuple[float, float] | None = None, l4s: float = 0.0) -> dict[str, float]:
     import lowlat
 
-    r = lowlat.run(scenario(trace, cap, rtt, jitter, duration, seed, step), progress=False)
+    r = lowlat.run(scenario(trace, cap, rtt, jitter, duration, seed, step, l4s), progress=False)
     f, links = r.flow_series, r.link_series
     v = f[(f["flow"] == "video") & (f["t_s"] >= start)]
     b = links[(links["link"] == "bottleneck") & (links["t_s"] >= start)]
@@ -117,7 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="start", type=float, default=20.0, help="steady state from (default 20 s)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--step", help="AT_S,MBPS: the capacity changes to MBPS at AT_S (default: constant)")
+    p.add_argument("--l4s", type=float, default=0.0, metavar="MS", help="L4S mode: CE marks at this sojourn, ms (default 0: off, drop-tail)")
+    p.add_argument(
+        "--no-adaptive-pacing",
+        action="store_true",
+        help="run the reference with maxAdaptivePacingRateScale 1.0 (pacing not scaled by frame size, as lowlat)",
+    )
     a = p.parse_args(argv)
+    if a.no_adaptive_pacing:
+        REF_ENV["SCREAM_DIFF_NO_ADAPTIVE_PACING"] = "1"
+
     if not a.ref:
         print("error: give the reference checkout with --ref PATH or SCREAM_REF=PATH", file=sys.stderr)
         return 2
@@ -142,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         for cap in (float(x) * 1e6 for x in a.capacities.split(",")):
             for rtt in (float(x) / 1000 for x in a.rtts.split(",")):
                 for jit in (float(x) / 1000 for x in a.jitters.split(",")):
-                    ref_r = run_reference(binary, trace, cap, rtt, jit, a.duration, a.start, a.seed, step)
-                    low = run_lowlat(int_trace, cap, rtt, jit, a.duration, a.start, a.seed, step)
+                    ref_r = run_reference(binary, trace, cap, rtt, jit, a.duration, a.start, a.seed, step, a.l4s / 1000)
+                    low = run_lowlat(int_trace, cap, rtt, jit, a.duration, a.start, a.seed, step, a.l4s / 1000)
                     dr = low["rate_kbps"] / ref_r["rate_kbps"] - 1.0
                     qa, qb = ref_r["qdelay_mean_ms"], low["qdelay_mean_ms"]
                     ratio = qb / qa if qa > 0 else float("inf")

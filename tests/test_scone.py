@@ -27,6 +27,12 @@ def test_reproduce_command_writes_the_tables_and_plots(lowlat_cli, tmp_path):
     # The L4S help marks (SCReAM v2's packets are ECT(1) and reported over RFC 8888).
     l4s = df[(df["help"] == "l4s") & (df["sender"] == "SCReAMv2")]
     assert (l4s["ce_reported"].astype(float) > 0).all(), l4s
+    # ... and SCReAM v2 reacts to them (its L4S mode is on): the AP's queue stays shorter than
+    # without marking. With ECT(1) alone it ignored CE and queued exactly as with no help.
+    plain = df[(df["help"] == "none") & (df["sender"] == "SCReAMv2")].set_index("family")
+    marked = l4s.set_index("family")
+    for fam in ("W1", "ABW"):
+        assert float(marked.loc[fam, "queue_delay_p99_ms"]) < 0.8 * float(plain.loc[fam, "queue_delay_p99_ms"]), (marked, plain)
     for png in ("frame_latency.png", "shootout.png"):
         assert (out / png).stat().st_size > 10_000
 

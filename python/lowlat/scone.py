@@ -84,6 +84,9 @@ def scenario(sender: str, help_: str, capacity: dict[str, Any], wifi: bool, seco
         flow["ecn"] = "ect1"
         if cc != "copa":
             flow["feedback_format"] = "rfc8888"
+        if cc == "scream2":
+            # SCReAM v2 ignores CE unless in L4S mode.
+            flow["cc_params"] = {"scream2": {"l4s": True}}
     bottleneck: dict[str, Any] = {**capacity, "delay": f"{HOP_MS} ms", "queue": queue, "assist": assist, **extra}
     if wifi:
         bottleneck["wifi"] = {}

@@ -16,7 +16,12 @@
 // - the RTP queue is flushed when its oldest packet waited 2 s (lowlat's pacer).
 //
 // Usage: ref_driver CAPACITY_BPS RTT_S JITTER_S DURATION_S FPS TRACE_FILE SEED RMIN RMAX FROM_S
-//        [STEP_AT_S STEP_CAPACITY_BPS]  (the capacity changes at STEP_AT_S)
+//        [STEP_AT_S STEP_CAPACITY_BPS [L4S_STEP_S]]  (the capacity changes at STEP_AT_S; a step
+//        at 1e18 means none)
+// With L4S_STEP_S > 0 the sender runs in L4S mode (isL4s, packets ECT(1)) and the bottleneck marks
+// a packet CE when its sojourn at the start of its service is at least L4S_STEP_S (lowlat's
+// `kind = "l4s"` queue with `threshold`, marking at dequeue); the receiver reports the ECN bits in
+// its RFC 8888 feedback.
 // Prints one line: "rate_kbps=<received rate over [FROM_S, DURATION_S]> qdelay_mean_ms=<mean
 // bottleneck sojourn over the same span> qdelay_p95_ms=<...> rtt_ms=<mean smoothed RTT>".
 #include "ScreamTx.h"
@@ -44,6 +49,7 @@ struct Pkt {
   uint16_t seq;
   bool mark;
   uint32_t ts;
+  uint8_t ecn;    // ECN bits at delivery: 0 Not-ECT, 1 ECT(1), 3 CE
   double enq;     // arrival at the bottleneck
   double arrive;  // delivery at the receiver
 };
@@ -67,6 +73,10 @@ int main(int argc, char** argv) {
   // Optional capacity step: STEP_AT_S STEP_CAPACITY_BPS.
   const double stepAt = argc > 12 ? atof(argv[11]) : 1e18;
   const double stepCapacity = argc > 12 ? atof(argv[12]) : 0.0;
+  // Optional L4S step threshold (seconds of sojourn), after the step arguments.
+  const double l4sStep = argc > 13 ? atof(argv[13]) : 0.0;
+  const bool l4s = l4sStep > 0.0;
+  const bool logEvery = getenv("SCREAM_DIFF_LOG") != nullptr;
   double cap = capacity;
   const double owd = rtt / 2.0;
   std::mt19937_64 rng(seed);
@@ -74,8 +84,11 @@ int main(int argc, char** argv) {
 
   // The reference simulator's settings, minus its extras (relaxed pacing, its 10000 B start
   // window and 2000 B minimum): the library defaults with the v2 draft's 60 ms target and 0.8 ECN
-  // beta, classic (no ECN), as lowlat's ScreamV2Config::default().
-  ScreamV2Tx* tx = new ScreamV2Tx(0.7f, 0.8f, 0.06f, 0, 1.5f, 1.5f, 2.0f, 0.05f, false, 3.0f, false, false);
+  // beta, classic (no ECN), as lowlat's ScreamV2Config::default(); isL4s with an L4S step.
+  // SCREAM_DIFF_NO_ADAPTIVE_PACING=1: maxAdaptivePacingRateScale 1.0 (the pacing rate no longer
+  // scales with frame size), the one pacing mechanism lowlat's controller cannot see.
+  const float adaptivePacing = getenv("SCREAM_DIFF_NO_ADAPTIVE_PACING") ? 1.0f : 1.5f;
+  ScreamV2Tx* tx = new ScreamV2Tx(0.7f, 0.8f, 0.06f, 0, 1.5f, adaptivePacing, 2.0f, 0.05f, l4s, 3.0f, false, false);
   tx->setCwndMinLow(3000);
   tx->enablePacketPacing(true);
   int mssList[1] = {kPayloadMss + kRtpOverHead + kWireExtra};
@@ -96,6 +109,7 @@ int main(int argc, char** argv) {
   int sinceFb = 0;
   double rxBytes = 0.0, sojournSum = 0.0;
   long sojournN = 0;
+  long ceMarks = 0;
   std::vector<double> sojourns;
   double rttSum = 0.0;
   long rttN = 0;
@@ -129,6 +143,10 @@ int main(int argc, char** argv) {
       queue.pop_front();
       queuedBytes -= p.size;
       double start = std::max(linkFree, p.enq);
+      if (l4s && start - p.enq >= l4sStep) {
+        p.ecn = 0x03;
+        ceMarks++;
+      }
       if (start >= from) {
         sojournSum += start - p.enq;
         sojournN++;
@@ -154,7 +172,7 @@ int main(int argc, char** argv) {
       Pkt p = flight.front();
       flight.pop_front();
       if (t >= from) rxBytes += p.size;
-      rx->receive(tNtp, 0, 10, p.size, p.seq, 0x00, p.mark, p.ts);
+      rx->receive(tNtp, 0, 10, p.size, p.seq, p.ecn, p.mark, p.ts);
       sinceFb++;
     }
     // Feedback: every 5 packets but at most every 20 ms, at least every 200 ms.
@@ -192,7 +210,7 @@ int main(int argc, char** argv) {
       if (q->sendPacket(&buf, size, s, seq, mark, ts)) {
         int wire = size + kWireExtra;
         if (queue.empty() || queuedBytes + wire <= kQueueLimitS * cap / 8.0) {
-          queue.push_back(Pkt{wire, seq, mark, ts, t, 0.0});
+          queue.push_back(Pkt{wire, seq, mark, ts, (uint8_t)(l4s ? 0x01 : 0x00), t, 0.0});
           queuedBytes += wire;
         }
         float pace = tx->addTransmitted(tNtp, 10, wire, seq, mark, qd, ts);
@@ -201,11 +219,18 @@ int main(int argc, char** argv) {
       retVal = -1.0f;
     }
     (void)isEvent;
+    // SCREAM_DIFF_LOG=1: the reference's short log every 0.5 s on stderr (for side-by-side
+    // traces: queue delay, sRTT, cwnd, in flight, rates, target).
+    if (logEvery && n % (65536 / 2) == 0) {
+      char s[1000];
+      tx->getShortLog((float)t, s);
+      fprintf(stderr, "t=%.1f %s\n", t, s);
+    }
   }
   std::sort(sojourns.begin(), sojourns.end());
   double p95 = sojourns.empty() ? 0.0 : sojourns[(size_t)(0.95 * (sojourns.size() - 1))];
-  printf("rate_kbps=%.1f qdelay_mean_ms=%.2f qdelay_p95_ms=%.2f rtt_ms=%.1f\n",
+  printf("rate_kbps=%.1f qdelay_mean_ms=%.2f qdelay_p95_ms=%.2f rtt_ms=%.1f ce_marks=%ld\n",
          rxBytes * 8.0 / (duration - from) / 1000.0, sojournN ? 1000.0 * sojournSum / sojournN : 0.0,
-         1000.0 * p95, rttN ? 1000.0 * rttSum / rttN : 0.0);
+         1000.0 * p95, rttN ? 1000.0 * rttSum / rttN : 0.0, ceMarks);
   return 0;
 }

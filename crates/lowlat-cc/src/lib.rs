@@ -90,6 +90,12 @@ pub trait RateController: std::fmt::Debug + Send + Sync {
     /// The rate the pacer should send at.
     fn pacing_rate(&self) -> Bitrate;
 
+    /// How much sending time the pacer may save up while idle (`None`: the sender's default,
+    /// 5 ms). Read once when the sender is built.
+    fn pacing_burst(&self) -> Option<lowlat_core::Duration> {
+        None
+    }
+
     /// The ECN codepoint the sender marks its media packets with (RFC 3168 bits: 0 Not-ECT,
     /// 0b10 ECT(0), 0b01 ECT(1) for L4S); CE comes back as `PacketResult::ecn == 3`.
     fn ecn_codepoint(&self) -> u8 {

@@ -32,7 +32,9 @@
 //!   flight, nor while the target is at the media's maximum.
 //! - Rate: 8 x cwnd / min(0.2 s, s_rtt + 1 ms), x (1 - clamp(MSS / cwnd - 0.1, 0, 0.2)), / 1.1, x
 //!   MSS / (MSS + 20), then divided by 1 + f, f in [0, 0.5] integrating how far the RTP queue
-//!   delay exceeds half a frame period. Pacing at 1.5 x that (at least 50 kbit/s); a packet may
+//!   delay exceeds half a frame period. Pacing at 1.5 x that (at least 50 kbit/s), every packet
+//!   size / pacing rate after the previous one (`pacing_burst` 0: nothing saved up while idle, as
+//!   the reference's isOkToTransmit; a burst would be marked by a 1 ms L4S step); a packet may
 //!   leave while bytes in flight + its size stay within cwnd x headroom + MSS.
 //! - Competing loss-based flows: a standing queue (slow minimum of the queue delay above target / 8)
 //!   halves the target for max(100 ms, 5 s_rtt) at most once a minute and then restarts the base
@@ -119,6 +121,11 @@ pub struct ScreamV2Config {
     pub min_backoff_interval: Duration,
     /// PACKET_PACING_HEADROOM (draft and ref 1.5).
     pub packet_pacing_headroom: f64,
+    /// Sending time the pacer may save up while idle (0: every packet waits size / pacing rate
+    /// after the previous one, as the reference's isOkToTransmit/addTransmitted space them; the
+    /// sender's generic token bucket saves 5 ms). A burst of n back-to-back packets queues
+    /// (n - 1) serialisation times at the bottleneck, which a 1 ms L4S step marks.
+    pub pacing_burst: Duration,
     /// BYTES_IN_FLIGHT_HEAD_ROOM: cwnd grows to at most MSS + this x the recent maximum in flight
     /// (draft and ref 2.0).
     pub bytes_in_flight_head_room: f64,
@@ -176,6 +183,7 @@ impl Default for ScreamV2Config {
             packet_pacing_headroom: 1.5,
             bytes_in_flight_head_room: 2.0,
             feedback_timeout: Duration::from_millis(500),
+            pacing_burst: Duration::ZERO,
             frame_period: Duration::from_nanos(33_333_333),
             rate_adjust_gain1: 0.2,
             rate_adjust_gain2: 1.0 / 8.0,
@@ -211,6 +219,7 @@ crate::tunable!(ScreamV2Config {
     mul_increase_factor,
     virtual_rtt,
     min_backoff_interval,
+    pacing_burst,
     packet_pacing_headroom,
     bytes_in_flight_head_room,
     feedback_timeout,
@@ -896,6 +905,10 @@ impl RateController for ScreamV2 {
         let r =
             (self.cfg.packet_pacing_headroom * self.stream_target()).max(self.cfg.rate_pace_min.as_bps_f64());
         Bitrate::from_bps_f64(r)
+    }
+
+    fn pacing_burst(&self) -> Option<Duration> {
+        Some(self.cfg.pacing_burst)
     }
 
     fn ecn_codepoint(&self) -> u8 {

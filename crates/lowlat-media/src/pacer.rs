@@ -234,4 +234,20 @@ mod tests {
         assert_eq!(p.discarded_packets(), 10);
         assert_eq!(p.queued_bytes(), Bytes::ZERO);
     }
+
+    #[test]
+    fn a_zero_burst_spaces_every_packet_after_idle_time() {
+        // A 12 000 B frame after 1 s of idle at 10 Mbit/s: with the 5 ms bucket the first few
+        // packets leave together; with none, one packet per serialisation time (~1 ms).
+        let rate = Bitrate::mbps(10);
+        let at_once = |burst_ms: u64| {
+            let mut p =
+                Pacer::new(PacerConfig { burst: Duration::from_millis(burst_ms), ..PacerConfig::default() });
+            p.poll_transmit(Time::ZERO, rate);
+            p.enqueue_frame(Time::from_secs(1), &frame(0, 12_000));
+            std::iter::from_fn(|| p.poll_transmit(Time::from_secs(1), rate)).count()
+        };
+        assert_eq!(at_once(0), 1);
+        assert!(at_once(5) >= 5, "{}", at_once(5));
+    }
 }

@@ -220,9 +220,10 @@ impl RtpSender {
                 // Invariant: the scenario validator built this controller once already.
                 (controller(media, start_rate).expect("controller settings were validated"), None)
             };
+        let burst = cc.pacing_burst().unwrap_or(PacerConfig::default().burst);
         RtpSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),
-            pacer: Pacer::new(PacerConfig { mtu_payload: mtu, ..PacerConfig::default() }),
+            pacer: Pacer::new(PacerConfig { mtu_payload: mtu, burst, ..PacerConfig::default() }),
             cc,
             external,
             stop,
