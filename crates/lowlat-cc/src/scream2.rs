@@ -281,6 +281,8 @@ impl ScreamV2Config {
         within("rate_adjust_gain1", self.rate_adjust_gain1, 0.0, MAX_FACTOR)?;
         within("rate_adjust_gain2", self.rate_adjust_gain2, 0.0, 1.0)?;
         within("loss_rate_threshold", self.loss_rate_threshold, 0.0, 1.0)?;
+        // The pacer's token bucket: beyond a second it is no pacing at all.
+        within("pacing_burst", self.pacing_burst, zero, Duration::from_millis(1000))?;
         Ok(())
     }
 }
