@@ -28,6 +28,8 @@ EPILOG = """examples:
   lowlat reproduce scone --out out/scone   Copa vs RTC with SCONE-PRO, and the help shoot-out
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
+  lowlat emulate dumbbell-cbr --listen 127.0.0.1:5000 --forward 127.0.0.1:6000 --out out/emu
+                                            relay real UDP datagrams through the scenario's links
 
 The scenario format is described in docs/scenario-format.md."""
 
@@ -140,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, metavar="N", help="parallel runs (default: all cores)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+
+    # Emulator (issue 16): lowlat emulate, and lowlat bench --relay.
+    add_emulate_parser(sub)
+    bench_parser = sub.choices["bench"]
+    bench_parser.add_argument("--relay", action="store_true", help="also measure the UDP relay of `lowlat emulate`: added delay P50/P99 unshaped, throughput limit, timer error at 100 Mbit/s")
+    bench_parser.add_argument("--relay-only", action="store_true", help="measure only the relay")
 
     args = parser.parse_args(argv)
     if args.command is None:
@@ -284,6 +292,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.relay or args.relay_only:
+        bench_relay_print(args.json)
+        if args.relay_only:
+            return 0
     try:
         rates = [float(r) for r in args.rates.split(",") if r.strip()]
     except ValueError:
@@ -352,6 +364,69 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- emulator (issue 16) ---------------------------------------------------------------------
+
+
+def add_emulate_parser(sub) -> None:
+    p = sub.add_parser(
+        "emulate",
+        help="relay real UDP datagrams through a scenario's links on the wall clock",
+        description="Datagrams reaching --listen cross the scenario's forward path (access, bottleneck "
+        "with its queue/trace/loss/jitter, egress) and leave towards --forward; answers from --forward "
+        "cross the reverse path back to the client that spoke last. Runs for the scenario's duration "
+        "(or --duration), Ctrl-C ends it early; prints the table and with --out writes summary.json "
+        "(plus a `relay` object: malformed, unexpected, overflow counts and the timer error) and the "
+        "series, as `lowlat run` does, measured on the real packets. Loopback or your own hosts only.",
+    )
+    p.add_argument("scenario", help="a scenario file or a catalog name")
+    p.add_argument("--listen", required=True, metavar="IP:PORT", help="where clients send")
+    p.add_argument("--forward", required=True, metavar="IP:PORT", help="where their datagrams go (the server)")
+    p.add_argument("--duration", type=float, metavar="S", help="seconds to run (default: the scenario's duration)")
+    p.add_argument("--flow", metavar="ID", help="the flow whose access/egress links the traffic crosses (default: the first)")
+    p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (with IPv4/UDP headers) to FILE")
+    p.add_argument("--max-datagram", type=int, default=65_507, metavar="BYTES", help="larger datagrams are malformed (default 65507)")
+    p.add_argument("--overhead", type=int, default=0, metavar="BYTES", help="bytes added to each datagram on the links (28: IPv4+UDP headers; default 0)")
+    p.add_argument("--out", metavar="DIR", help="write summary.json, series and plots to DIR")
+    p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    from .emulate import emulate
+
+    print(f"lowlat: relaying {args.listen} -> {args.forward} through {args.scenario} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    result = emulate(
+        args.scenario, args.listen, args.forward, duration_s=args.duration, flow=args.flow,
+        pcap=args.pcap, max_datagram=args.max_datagram, overhead=args.overhead,
+    )
+    print(json.dumps(result.summary, indent=2) if args.json else result.table())
+    if not args.json:
+        r = result.summary["relay"]
+        print(f"\nrelay: received {r['received']}, forwarded {r['forwarded']}, malformed {r['malformed']}, "
+              f"unexpected {r['unexpected']}, overflow {r['overflow']} (forward, reverse)")
+    if args.out:
+        written = result.write(args.out, plots=not args.no_plots)
+        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
+    return 0
+
+
+def bench_relay_print(as_json: bool) -> None:
+    from .emulate import bench_relay
+
+    b = bench_relay()
+    if as_json:
+        print(json.dumps({"relay": b}, indent=2))
+        return
+    print(f"relay unshaped, added delay: one-way P50 {b['relay_owd_p50_us']:.0f} us / P99 {b['relay_owd_p99_us']:.0f} us "
+          f"(loopback alone: {b['direct_owd_p50_us']:.0f} / {b['direct_owd_p99_us']:.0f} us)")
+    print(f"relay unshaped throughput limit: {b['unshaped_pps'] / 1e3:.0f} k datagrams/s, {b['unshaped_bps'] / 1e9:.2f} Gbit/s "
+          f"of 1200-byte datagrams at the sink; the relay forwarded {b['relay_forwarded_pps'] / 1e3:.0f} k/s "
+          f"(two senders sent {b['unshaped_sent']}, the relay read {b['unshaped_read']}, forwarded {b['unshaped_forwarded']}; "
+          f"senders, relay and sink share this machine's cores)")
+    print(f"relay shaped at {b['shaped_bps'] / 1e6:.0f} Mbit/s (90 % load): departure timer error P50 "
+          f"{b['shaped_lateness_p50_us']:.0f} us / P99 {b['shaped_lateness_p99_us']:.0f} us", flush=True)
+
+
 COMMANDS = {
     "run": cmd_run,
     "suite": cmd_suite,
@@ -359,6 +434,7 @@ COMMANDS = {
     "validate": cmd_validate,
     "bench": cmd_bench,
     "reproduce": cmd_reproduce,
+    "emulate": cmd_emulate,
 }
 
 if __name__ == "__main__":

@@ -262,7 +262,8 @@ fn sockaddr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
-fn bigger_buffers(sock: &UdpSocket) {
+/// Asks the kernel for 4 MiB socket buffers (a burst of datagrams waits there, not dropped).
+pub fn bigger_buffers(sock: &UdpSocket) {
     for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
         let v = SOCKET_BUFFER_BYTES;
         // SAFETY: setsockopt reads one c_int from a valid pointer; failure is harmless.
@@ -503,8 +504,7 @@ impl Relay {
         let mut flows = Vec::new();
         let (mut f_id, mut f_t, mut f_send, mut f_recv, mut f_owd) = (vec![], vec![], vec![], vec![], vec![]);
         let mut counters = self.counters;
-        for d in 0..2 {
-            let m = &self.metrics[d];
+        for (d, m) in self.metrics.iter().enumerate() {
             let start = self.first_in[d].unwrap_or(Time::ZERO);
             let rx_end = m.last_rx.max(self.last_in[d]).unwrap_or(end).min(end);
             let span = rx_end.saturating_since(start).as_secs_f64();

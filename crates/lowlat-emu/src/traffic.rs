@@ -68,6 +68,7 @@ pub struct SinkReport {
 /// Receives on `socket` until `stop` is set, counting datagrams and their one-way delays.
 pub fn sink(socket: &UdpSocket, clock: WallClock, stop: &AtomicBool) -> SinkReport {
     socket.set_nonblocking(true).expect("a bound UDP socket can be made non-blocking");
+    crate::relay::bigger_buffers(socket);
     let mut buf = vec![0u8; 65_536];
     let mut r = SinkReport {
         packets: 0,

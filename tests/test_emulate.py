@@ -1,0 +1,95 @@
+"""lowlat emulate: the UDP relay on loopback, both directions, results and errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from lowlat import ScenarioError
+from lowlat.cli import main
+from lowlat.emulate import emulate
+
+SCENARIO = {
+    "name": "emu-echo",
+    "duration": "1.5 s",
+    "bottleneck": {"rate": "2 Mbit/s", "delay": "20 ms"},
+    "reverse": {"rate": "2 Mbit/s", "delay": "30 ms"},
+    "flows": [{"id": "app", "kind": "cbr", "rate": "100 kbit/s", "packet_size": "200 B"}],
+}
+
+
+def _free_port() -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_datagrams_cross_both_paths_with_the_scenarios_delays(tmp_path):
+    echo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    echo.bind(("127.0.0.1", 0))
+    echo.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                data, addr = echo.recvfrom(2048)
+            except OSError:
+                continue
+            echo.sendto(data, addr)
+
+    threading.Thread(target=serve, daemon=True).start()
+    listen = f"127.0.0.1:{_free_port()}"
+    out: dict = {}
+    pcap = tmp_path / "relay.pcap"
+
+    def relay():
+        out["result"] = emulate(SCENARIO, listen, f"127.0.0.1:{echo.getsockname()[1]}", pcap=pcap)
+
+    t = threading.Thread(target=relay)
+    t.start()
+    time.sleep(0.2)
+    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    client.settimeout(0.5)
+    host, port = listen.split(":")
+    rtts = []
+    for i in range(20):
+        sent = time.perf_counter()
+        client.sendto(b"x" * 200, (host, int(port)))
+        try:
+            client.recvfrom(2048)
+            rtts.append(time.perf_counter() - sent)
+        except socket.timeout:
+            pass
+    client.sendto(b"", (host, int(port)))  # empty: malformed
+    t.join()
+    stop.set()
+    r = out["result"]
+    relay_counts = r.summary["relay"]
+    assert relay_counts["malformed"] == [1, 0]
+    assert relay_counts["forwarded"][0] == 20 and relay_counts["forwarded"][1] == len(rtts) > 15
+    # 20 + 30 ms propagation plus 0.8 ms of service each way; a loaded machine adds some.
+    assert 0.050 <= min(rtts) < 0.080
+    flows = {f["id"]: f for f in r.summary["flows"]}
+    assert flows["app"]["owd_ms"]["p50"] == pytest.approx(20.8, abs=1.0)
+    assert flows["app.reverse"]["owd_ms"]["p50"] == pytest.approx(30.8, abs=1.0)
+    assert r.summary["links"][0]["id"] == "bottleneck"
+    written = r.write(tmp_path / "out", plots=False)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["relay"]["forwarded"][0] == 20 and len(written) >= 3
+    # Global header + one record per forwarded datagram (16-byte record header, 28 header bytes).
+    assert pcap.stat().st_size == 24 + sum(relay_counts["forwarded"]) * (16 + 28 + 200)
+
+
+def test_bad_addresses_and_assistance_are_one_line_errors(capsys):
+    assert main(["emulate", "dumbbell-cbr", "--listen", "nonsense", "--forward", "127.0.0.1:9"]) == 2
+    assert "--listen: got 'nonsense'" in capsys.readouterr().err.replace('"', "'")
+    bad = dict(SCENARIO, bottleneck=dict(SCENARIO["bottleneck"], assist="zhuge"))
+    with pytest.raises(ScenarioError, match="assist"):
+        emulate(bad, "127.0.0.1:0", "127.0.0.1:9")
