@@ -24,6 +24,7 @@ pub mod clock;
 pub mod network;
 pub mod pcap;
 pub mod relay;
+pub mod rtp;
 pub mod traffic;
 
 pub use network::Network;
