@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import subprocess
 import threading
 import time
 
@@ -93,3 +95,46 @@ def test_bad_addresses_and_assistance_are_one_line_errors(capsys):
     bad = dict(SCENARIO, bottleneck=dict(SCENARIO["bottleneck"], assist="zhuge"))
     with pytest.raises(ScenarioError, match="assist"):
         emulate(bad, "127.0.0.1:0", "127.0.0.1:9")
+
+
+def test_send_and_receive_rtp_through_the_relay(tmp_path):
+    from lowlat.emulate import receive, send
+
+    scenario = {
+        "name": "rtp-short",
+        "duration": "4 s",
+        "bottleneck": {"rate": "1 Mbit/s", "delay": "20 ms"},
+        "flows": [{"id": "video", "kind": "rtp-video", "cc": "gcc", "rmin": "150 kbit/s", "rmax": "1.5 Mbit/s", "fps": 30}],
+    }
+    listen, server = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    out: dict = {}
+    threads = [
+        threading.Thread(target=lambda: out.__setitem__("relay", emulate(scenario, listen, server, pcap=tmp_path / "rtp.pcap"))),
+        threading.Thread(target=lambda: out.__setitem__("rx", receive(scenario, server))),
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    tx = send(scenario, listen, bind="127.0.0.1:0", duration_s=3.5, cc="nada")
+    for t in threads:
+        t.join()
+    rx, relay = out["rx"], out["relay"].summary["relay"]
+    assert tx["cc"] == "nada" and tx["malformed_feedback"] == 0 and rx["malformed"] == 0
+    assert rx["frames_received"] > 0.8 * tx["frames_sent"] > 60
+    assert rx["feedback_sent"] > 20 and tx["rtt_ms"]["p50"] > 40  # 20 ms each way at least
+    # What the relay forwarded is what arrived (give or take the last in flight when each stopped).
+    assert 0 <= relay["forwarded"][0] - rx["packets_received"] <= 2
+    assert 0 <= rx["feedback_sent"] - relay["forwarded"][1] <= 2
+    assert 20 < rx["frame_delay_ms"]["p50"] < 400
+
+    # Wireshark reads the relay's pcap as RTP and RTCP (transport-cc) without malformed packets.
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed: the pcap decode check needs it")
+    port = server.split(":")[1]
+    cmd = [tshark, "-r", str(tmp_path / "rtp.pcap"), "-d", f"udp.port=={port},rtp", "-T", "fields", "-e", "_ws.col.Protocol", "-e", "_ws.malformed", "-e", "rtcp.rtpfb.fmt"]
+    lines = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.splitlines()
+    protocols = [line.split("\t")[0] for line in lines]
+    assert protocols.count("RTP") == relay["forwarded"][0] and protocols.count("RTCP") == relay["forwarded"][1]
+    assert not any(line.split("\t")[1] for line in lines), "tshark found malformed packets"
+    assert all(line.split("\t")[2] == "15" for line in lines if line.startswith("RTCP")), "transport-cc feedback"

@@ -390,6 +390,41 @@ def add_emulate_parser(sub) -> None:
     p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
 
+    for side in ("send", "receive"):
+        p = sub.add_parser(
+            side,
+            help=f"{side} real RTP video of a scenario's rtp-video flow (lowlat's controllers, real transport-cc / RFC 8888 feedback)",
+            description="The simulator's media endpoints on real sockets: `lowlat receive` listens and answers "
+            "with the flow's feedback_format; `lowlat send` sends the flow's video (source model, pacer, "
+            "controller) and reads the feedback on its own socket. Put `lowlat emulate` between them to "
+            "cross the scenario's links. Prints a JSON summary (receiver: frame delay, fps, one-way delay, "
+            "loss; sender: rate per bin, RTT). Sender and receiver on one host (frame delay uses the sender's clock).",
+        )
+        p.add_argument("scenario", help="a scenario file or a catalog name (its first rtp-video flow, or --flow)")
+        if side == "send":
+            p.add_argument("--to", required=True, metavar="IP:PORT", help="the receiver (or the relay's --listen)")
+            p.add_argument("--bind", default="0.0.0.0:0", metavar="IP:PORT", help="the local address (default any)")
+            p.add_argument("--cc", choices=_native.controllers(), help="override the flow's controller")
+        else:
+            p.add_argument("--listen", required=True, metavar="IP:PORT", help="where the media arrives")
+        p.add_argument("--flow", metavar="ID", help="the rtp-video flow (default: the first)")
+        p.add_argument("--duration", type=float, metavar="S", help="seconds (default: the scenario's duration; the receiver counts from the sender's start)")
+        p.add_argument("--out", metavar="FILE", help="also write the JSON summary to FILE")
+
+
+def cmd_rtp(args: argparse.Namespace) -> int:
+    from .emulate import receive, send
+
+    if args.command == "send":
+        summary = send(args.scenario, args.to, bind=args.bind, flow=args.flow, duration_s=args.duration, cc=args.cc)
+    else:
+        summary = receive(args.scenario, args.listen, flow=args.flow, duration_s=args.duration)
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
 
 def cmd_emulate(args: argparse.Namespace) -> int:
     from .emulate import emulate
@@ -435,6 +470,8 @@ COMMANDS = {
     "bench": cmd_bench,
     "reproduce": cmd_reproduce,
     "emulate": cmd_emulate,
+    "send": cmd_rtp,
+    "receive": cmd_rtp,
 }
 
 if __name__ == "__main__":

@@ -58,6 +58,35 @@ def emulate(
     return Result(json.loads(summary_json), flows, links, summary_json=summary_json)
 
 
+def send(
+    scenario: str | Path | Mapping[str, Any],
+    to: str,
+    *,
+    bind: str = "0.0.0.0:0",
+    flow: str | None = None,
+    duration_s: float | None = None,
+    cc: str | None = None,
+) -> dict[str, Any]:
+    """Sends a scenario's rtp-video flow as real RTP to ``to`` with its controller (or ``cc``) and
+    real transport-cc / RFC 8888 feedback read on the same socket; returns the sender's summary
+    (controller, rate per bin, RTT stats). Runs for the scenario's duration or ``duration_s``."""
+    src = resolve(scenario)
+    return json.loads(_native.rtp_send(src.text, src.format, src.label, src.base_dir, to, bind, flow, duration_s, cc))
+
+
+def receive(
+    scenario: str | Path | Mapping[str, Any],
+    listen: str,
+    *,
+    flow: str | None = None,
+    duration_s: float | None = None,
+) -> dict[str, Any]:
+    """Receives a scenario's rtp-video flow on ``listen``, answering with the flow's feedback format;
+    returns the receiver's summary (frame delay stats, fps, one-way delay, loss, rate per bin)."""
+    src = resolve(scenario)
+    return json.loads(_native.rtp_receive(src.text, src.format, src.label, src.base_dir, listen, flow, duration_s))
+
+
 def bench_relay(seconds: float = 2.0, shaped_mbps: float = 100.0) -> dict[str, float]:
     """The relay's added delay, unshaped throughput limit and timer error (``lowlat bench --relay``)."""
     return dict(_native.bench_relay(seconds, int(shaped_mbps * 1e6)))

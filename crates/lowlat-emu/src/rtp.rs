@@ -362,3 +362,58 @@ fn encode_feedback(
         }
     }
 }
+
+fn ms_stats(samples: impl Iterator<Item = Duration>) -> lowlat_sim::results::Stats {
+    let mut v: Vec<f64> = samples.map(|d| d.as_millis_f64()).collect();
+    lowlat_sim::results::Stats::from_samples(&mut v)
+}
+
+fn kbps_bins(m: &FlowMetrics, rx: bool) -> Vec<f64> {
+    let bin_s = m.bin.as_secs_f64();
+    m.bins.iter().map(|b| (if rx { b.rx_bytes } else { b.tx_bytes }) as f64 * 8.0 / bin_s / 1e3).collect()
+}
+
+impl SenderReport {
+    /// The sender's side of the results: controller, packets, rate per bin, RTT.
+    pub fn summary_json(&self) -> String {
+        let m = &self.metrics;
+        let rtt_over = self.media.rtt.iter().filter(|d| d.as_millis_f64() > 200.0).count();
+        serde_json::to_string_pretty(&serde_json::json!({
+            "side": "sender", "cc": self.cc, "elapsed_s": self.elapsed_s,
+            "packets_sent": m.sent_packets, "bytes_sent": m.sent_bytes,
+            "send_kbps_mean": if self.elapsed_s > 0.0 { m.sent_bytes as f64 * 8.0 / self.elapsed_s / 1e3 } else { 0.0 },
+            "frames_sent": self.media.frames_sent,
+            "rtt_ms": ms_stats(self.media.rtt.iter().copied()),
+            "ratio_rtt_over_200ms": if self.media.rtt.is_empty() { 0.0 } else { rtt_over as f64 / self.media.rtt.len() as f64 },
+            "malformed_feedback": self.malformed_feedback,
+            "bin_s": m.bin.as_secs_f64(), "send_kbps": kbps_bins(m, false),
+        }))
+        .expect("plain data")
+    }
+}
+
+impl ReceiverReport {
+    /// The receiver's side of the results: the simulator's per-frame metrics, one-way delay, rate
+    /// per bin.
+    pub fn summary_json(&self) -> String {
+        let m = &self.metrics;
+        let frames = &self.media.frames;
+        let span = match (frames.first(), frames.last()) {
+            (Some(a), Some(z)) if z.0 > a.0 => (z.0 - a.0).as_secs_f64(),
+            _ => 0.0,
+        };
+        let late = frames.iter().filter(|f| f.1.as_millis_f64() > 400.0).count();
+        let owd = lowlat_sim::results::Stats::from_ns(&m.owd, m.owd_sum_ns, Some(m.owd_max_ns));
+        serde_json::to_string_pretty(&serde_json::json!({
+            "side": "receiver", "packets_received": m.rx_packets, "bytes_received": m.rx_bytes,
+            "loss_ratio": m.max_seq.map_or(0.0, |s| m.lost() as f64 / (s + 1) as f64),
+            "owd_ms": owd, "frames_received": frames.len(),
+            "frame_delay_ms": ms_stats(frames.iter().map(|f| f.1)),
+            "fps_mean": if span > 0.0 { frames.len() as f64 / span } else { 0.0 },
+            "ratio_frame_delay_over_400ms": if frames.is_empty() { 0.0 } else { late as f64 / frames.len() as f64 },
+            "feedback_sent": self.feedback_sent, "malformed": self.malformed,
+            "bin_s": m.bin.as_secs_f64(), "recv_kbps": kbps_bins(m, true),
+        }))
+        .expect("plain data")
+    }
+}

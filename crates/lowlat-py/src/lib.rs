@@ -256,6 +256,82 @@ fn bench_relay(py: Python<'_>, seconds: f64, shaped_bps: u64) -> PyResult<Bound<
     Ok(d)
 }
 
+/// `lowlat send`: RTP video of a scenario's media flow to `dest` from `bind`, with the flow's
+/// controller and real feedback; returns the sender's summary JSON.
+#[pyfunction]
+#[pyo3(signature = (text, format, label, base_dir, dest, bind="0.0.0.0:0", flow=None, duration_s=None, cc=None))]
+#[allow(clippy::too_many_arguments)]
+fn rtp_send(
+    py: Python<'_>,
+    text: &str,
+    format: &str,
+    label: &str,
+    base_dir: &str,
+    dest: &str,
+    bind: &str,
+    flow: Option<&str>,
+    duration_s: Option<f64>,
+    cc: Option<&str>,
+) -> PyResult<String> {
+    let mut scenario = parse(text, format, label, base_dir)?;
+    if let Some(cc) = cc {
+        scenario = scenario.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    }
+    let dest: std::net::SocketAddr = dest.parse().map_err(|_| {
+        EmulatorError::new_err(format!("--to: got {dest:?}, expected IP:PORT such as 127.0.0.1:5000"))
+    })?;
+    let sock =
+        std::net::UdpSocket::bind(bind).map_err(|e| EmulatorError::new_err(format!("--bind {bind}: {e}")))?;
+    let duration = positive_duration(duration_s)?;
+    let report = py
+        .detach(|| {
+            lowlat_emu::rtp::run_sender(&scenario, flow, &sock, dest, duration, || {
+                Python::attach(|py| py.check_signals().is_err())
+            })
+        })
+        .map_err(EmulatorError::new_err)?;
+    Ok(report.summary_json())
+}
+
+/// `lowlat receive`: receives a scenario's media flow on `listen` and answers with real feedback;
+/// returns the receiver's summary JSON.
+#[pyfunction]
+#[pyo3(signature = (text, format, label, base_dir, listen, flow=None, duration_s=None))]
+#[allow(clippy::too_many_arguments)]
+fn rtp_receive(
+    py: Python<'_>,
+    text: &str,
+    format: &str,
+    label: &str,
+    base_dir: &str,
+    listen: &str,
+    flow: Option<&str>,
+    duration_s: Option<f64>,
+) -> PyResult<String> {
+    let scenario = parse(text, format, label, base_dir)?;
+    let sock = std::net::UdpSocket::bind(listen)
+        .map_err(|e| EmulatorError::new_err(format!("--listen {listen}: {e}")))?;
+    let duration = positive_duration(duration_s)?;
+    let report = py
+        .detach(|| {
+            lowlat_emu::rtp::run_receiver(&scenario, flow, &sock, duration, || {
+                Python::attach(|py| py.check_signals().is_err())
+            })
+        })
+        .map_err(EmulatorError::new_err)?;
+    Ok(report.summary_json())
+}
+
+fn positive_duration(s: Option<f64>) -> PyResult<Option<Duration>> {
+    match s {
+        None => Ok(None),
+        Some(d) if d.is_finite() && d > 0.0 => Ok(Some(Duration::from_secs_f64(d))),
+        Some(d) => {
+            Err(EmulatorError::new_err(format!("--duration: got {d}, expected a positive number of seconds")))
+        }
+    }
+}
+
 /// The congestion controllers a video flow can use.
 #[pyfunction]
 fn controllers() -> Vec<&'static str> {
@@ -281,6 +357,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_relay, m)?)?;
+    m.add_function(wrap_pyfunction!(rtp_send, m)?)?;
+    m.add_function(wrap_pyfunction!(rtp_receive, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
