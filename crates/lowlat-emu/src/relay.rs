@@ -182,6 +182,8 @@ impl PayloadStore {
 /// Buffers for one `recvmmsg` call.
 struct RecvBatch {
     cap: usize,
+    /// Control-message space per datagram, for its kernel receive time (u64s for alignment).
+    ctrl: Vec<[u64; 8]>,
     bufs: Vec<u8>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_storage>,
@@ -194,6 +196,7 @@ impl RecvBatch {
         let (addr, hdr) = unsafe { (zeroed::<libc::sockaddr_storage>(), zeroed::<libc::mmsghdr>()) };
         RecvBatch {
             cap,
+            ctrl: vec![[0; 8]; BATCH],
             bufs: vec![0; cap * BATCH],
             iovs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH],
             addrs: vec![addr; BATCH],
@@ -211,8 +214,8 @@ impl RecvBatch {
             h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             h.msg_iov = &mut self.iovs[i];
             h.msg_iovlen = 1;
-            h.msg_control = std::ptr::null_mut();
-            h.msg_controllen = 0;
+            h.msg_control = self.ctrl[i].as_mut_ptr().cast();
+            h.msg_controllen = size_of::<[u64; 8]>() as _;
             h.msg_flags = 0;
             self.hdrs[i].msg_len = 0;
         }
@@ -230,6 +233,25 @@ impl RecvBatch {
         n.max(0) as usize
     }
 
+    /// When the kernel received datagram `i` of the last call (Unix ns), if it said
+    /// (`SO_TIMESTAMPNS`).
+    fn kernel_time_unix_ns(&self, i: usize) -> Option<u64> {
+        let h = &self.hdrs[i].msg_hdr;
+        // SAFETY: the header's control buffer was filled by recvmmsg and its length set by it;
+        // the CMSG macros walk only within it.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(h);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                    return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                }
+                c = libc::CMSG_NXTHDR(h, c);
+            }
+        }
+        None
+    }
+
     /// Datagram `i` of the last call: its sender, its bytes, and whether it was cut short.
     fn get(&self, i: usize) -> (Option<SocketAddr>, &[u8], bool) {
         let h = &self.hdrs[i];
@@ -237,6 +259,87 @@ impl RecvBatch {
         let truncated = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
         (sockaddr(&self.addrs[i]), &self.bufs[i * self.cap..i * self.cap + len], truncated)
     }
+}
+
+/// Datagrams waiting for one `sendmmsg` call.
+#[derive(Default)]
+struct SendBatch {
+    bufs: Vec<Vec<u8>>,
+    dsts: Vec<(libc::sockaddr_storage, libc::socklen_t)>,
+}
+
+impl SendBatch {
+    /// Adds a datagram; true when the batch is full.
+    fn push(&mut self, payload: Vec<u8>, dst: SocketAddr) -> bool {
+        self.bufs.push(payload);
+        self.dsts.push(to_sockaddr(dst));
+        self.bufs.len() >= BATCH
+    }
+
+    /// Sends the batch on `fd`; returns how many datagrams the kernel refused (they are dropped,
+    /// as a full socket buffer drops them).
+    fn flush(&mut self, fd: RawFd) -> u64 {
+        let n = self.bufs.len();
+        if n == 0 {
+            return 0;
+        }
+        let mut iovs: [libc::iovec; BATCH] =
+            [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH];
+        // SAFETY: mmsghdr is a plain C struct for which all-zero is valid.
+        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+        for i in 0..n {
+            iovs[i].iov_base = self.bufs[i].as_mut_ptr().cast();
+            iovs[i].iov_len = self.bufs[i].len();
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_name = (&mut self.dsts[i].0 as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = self.dsts[i].1;
+            h.msg_iov = &mut iovs[i];
+            h.msg_iovlen = 1;
+        }
+        let mut refused = 0;
+        let mut done = 0;
+        while done < n {
+            // SAFETY: headers `done..n` point at buffers, iovecs and addresses alive for the call.
+            let r = unsafe {
+                libc::sendmmsg(fd, hdrs[done..].as_mut_ptr(), (n - done) as libc::c_uint, libc::MSG_DONTWAIT)
+            };
+            if r <= 0 {
+                // The first remaining datagram was refused (full buffer, unreachable): skip it.
+                refused += 1;
+                done += 1;
+            } else {
+                done += r as usize;
+            }
+        }
+        self.dsts.clear();
+        refused
+    }
+}
+
+fn to_sockaddr(a: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut s: libc::sockaddr_storage = unsafe { zeroed() };
+    let len = match a {
+        SocketAddr::V4(v4) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for a sockaddr_in.
+            let sin = unsafe { &mut *(&mut s as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = v4.port().to_be();
+            sin.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&mut s as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = v6.port().to_be();
+            sin6.sin6_flowinfo = v6.flowinfo();
+            sin6.sin6_addr.s6_addr = v6.ip().octets();
+            sin6.sin6_scope_id = v6.scope_id();
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (s, len as libc::socklen_t)
 }
 
 fn sockaddr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
@@ -279,6 +382,22 @@ pub fn bigger_buffers(sock: &UdpSocket) {
     }
 }
 
+/// Asks the kernel to stamp each received datagram with its arrival time, so a relay busy
+/// elsewhere still knows when a datagram really arrived.
+fn kernel_timestamps(sock: &UdpSocket) {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads one c_int from a valid pointer; failure leaves stamps off.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 /// A relay, bound and ready to run.
 pub struct Relay {
     cfg: RelayConfig,
@@ -297,6 +416,8 @@ pub struct Relay {
     lateness: Histogram<u64>,
     pcap: Option<PcapWriter>,
     wakes: u64,
+    /// Datagrams leaving towards the server (0) and the client (1), sent together.
+    sends: [SendBatch; 2],
 }
 
 impl Relay {
@@ -319,6 +440,7 @@ impl Relay {
         for s in [&client_sock, &server_sock] {
             s.set_nonblocking(true).map_err(|e| format!("cannot make a socket non-blocking: {e}"))?;
             bigger_buffers(s);
+            kernel_timestamps(s);
         }
         let bin = scenario.bin;
         Ok(Relay {
@@ -338,6 +460,7 @@ impl Relay {
             lateness: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid"),
             pcap: None,
             wakes: 0,
+            sends: [SendBatch::default(), SendBatch::default()],
         })
     }
 
@@ -356,6 +479,9 @@ impl Relay {
         precise_timers();
         let unix = SystemTime::now();
         let clock = WallClock::start();
+        let unix_at_zero_ns = unix.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        // The latest instant handed to the links: arrivals are never stamped before it.
+        let mut net_now = Time::ZERO;
         if let Some(p) = &self.cfg.pcap {
             self.pcap = Some(
                 PcapWriter::create(p, unix)
@@ -377,12 +503,15 @@ impl Relay {
             }
             if let Some(due) = self.net.poll_timeout().filter(|&t| t <= now) {
                 self.wakes += 1;
+                net_now = net_now.max(now);
                 self.net.handle_timeout(now);
                 let mut sent = false;
                 while let Some((d, pkt)) = self.net.poll_output() {
                     self.emit(d, pkt, &clock);
                     sent = true;
                 }
+                self.flush(0);
+                self.flush(1);
                 if sent {
                     self.lateness.saturating_record((now - due).as_nanos().max(1));
                 }
@@ -394,8 +523,15 @@ impl Relay {
                     let n = batch.recv(fds[d]);
                     let at = clock.now();
                     for i in 0..n {
+                        // The kernel's arrival time, on the relay's clock, within what the links
+                        // already saw and now.
+                        let stamped = batch
+                            .kernel_time_unix_ns(i)
+                            .map_or(at, |ns| Time(ns.saturating_sub(unix_at_zero_ns)))
+                            .clamp(net_now, at.max(net_now));
+                        net_now = stamped;
                         let (src, data, truncated) = batch.get(i);
-                        self.ingress(d, at, src, data, truncated);
+                        self.ingress(d, stamped, src, data, truncated);
                     }
                     got += n;
                     if n < BATCH {
@@ -466,15 +602,10 @@ impl Relay {
         let d = usize::from(dir == Direction::Reverse);
         // Invariant: every packet in the links has its payload held (pushed before input).
         let Some(payload) = self.stores[d].take(pkt.id) else { return };
-        let (sock, src, dst) = match (d, self.client) {
-            (0, c) => (&self.server_sock, c, Some(self.cfg.forward)),
-            (_, c) => (&self.client_sock, Some(self.cfg.forward), c),
+        let (src, dst) = match (d, self.client) {
+            (0, c) => (c, Some(self.cfg.forward)),
+            (_, c) => (Some(self.cfg.forward), c),
         };
-        if let Some(dst) = dst {
-            if sock.send_to(&payload, dst).is_err() {
-                self.counters.send_errors += 1;
-            }
-        }
         let now = clock.now();
         self.counters.forwarded[d] += 1;
         self.metrics[d].on_received(now, pkt.seq, pkt.size as u64, pkt.sent_at);
@@ -482,7 +613,23 @@ impl Relay {
             // A failing disk must not stop the relay; the error shows as a short pcap.
             let _ = p.write(now.as_nanos(), src, dst, &payload);
         }
-        self.stores[d].recycle(payload);
+        match dst {
+            Some(dst) => {
+                if self.sends[d].push(payload, dst) {
+                    self.flush(d);
+                }
+            }
+            None => self.stores[d].recycle(payload),
+        }
+    }
+
+    /// Sends what direction `d` has batched, in one `sendmmsg` call per [`BATCH`].
+    fn flush(&mut self, d: usize) {
+        let fd = if d == 0 { self.server_sock.as_raw_fd() } else { self.client_sock.as_raw_fd() };
+        self.counters.send_errors += self.sends[d].flush(fd);
+        for b in self.sends[d].bufs.drain(..) {
+            self.stores[d].recycle(b);
+        }
     }
 
     fn report(self, end: Time) -> RelayReport {

@@ -6,6 +6,10 @@ use lowlat_emu::relay::{Relay, RelayConfig};
 use lowlat_emu::rtp::{run_receiver, run_sender};
 use lowlat_sim::{Format, Scenario, Simulation};
 use std::net::UdpSocket;
+use std::sync::Mutex;
+
+/// One real-time run at a time: runs in parallel would share the two cores with each other.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const SECONDS: f64 = 12.0;
 
@@ -33,6 +37,7 @@ fn mean_kbps(bins: &[f64], bin_s: f64, from: f64, to: f64) -> f64 {
 }
 
 fn run(cc: &str, format: &str) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let sc = scenario(cc, format);
     let receiver_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let relay = Relay::bind(
