@@ -458,6 +458,8 @@ def bench_relay_print(as_json: bool) -> None:
           f"of 1200-byte datagrams at the sink; the relay forwarded {b['relay_forwarded_pps'] / 1e3:.0f} k/s "
           f"(two senders sent {b['unshaped_sent']}, the relay read {b['unshaped_read']}, forwarded {b['unshaped_forwarded']}; "
           f"senders, relay and sink share this machine's cores)")
+    print(f"relay CPU cost: {b['relay_pps_per_cpu_s'] / 1e3:.0f} k datagrams per CPU second of its thread "
+          f"= {b['relay_pps_per_cpu_s'] * 1200 * 8 / 1e9:.2f} Gbit/s of 1200-byte datagrams on a core of its own")
     print(f"relay shaped at {b['shaped_bps'] / 1e6:.0f} Mbit/s (90 % load): departure timer error P50 "
           f"{b['shaped_lateness_p50_us']:.0f} us / P99 {b['shaped_lateness_p99_us']:.0f} us", flush=True)
 

@@ -30,6 +30,9 @@ pub struct RelayBench {
     /// Datagrams per second the relay forwarded over its run in the flat-out case (what it
     /// handled, whether or not the sink's socket kept up).
     pub relay_forwarded_pps: f64,
+    /// Datagrams forwarded per CPU second of the relay's thread in the flat-out case: its limit on
+    /// a core of its own.
+    pub relay_pps_per_cpu_s: f64,
     /// The shaped case's link rate.
     pub shaped_rate: Bitrate,
     /// How late the relay woke for departures at that rate (90 % load), P50/P99, us.
@@ -114,6 +117,7 @@ pub fn run(seconds: f64, shaped: Bitrate) -> Result<RelayBench, String> {
     b.unshaped_bps = got.bytes as f64 * 8.0 / span;
     b.unshaped_sent_read_forwarded = (sent, report.counters.received[0], report.counters.forwarded[0]);
     b.relay_forwarded_pps = report.counters.forwarded[0] as f64 / seconds;
+    b.relay_pps_per_cpu_s = report.counters.forwarded[0] as f64 / report.cpu_s.max(1e-9);
     let load_rate = Bitrate::bps(shaped.as_bps() / 10 * 9);
     let (_, _, report) = through_relay(&format!("{} bit/s", shaped.as_bps()), Some(load_rate), seconds)?;
     let l = &report.lateness;

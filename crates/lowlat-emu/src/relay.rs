@@ -110,6 +110,16 @@ pub struct RelayReport {
     pub lateness: Histogram<u64>,
     /// Wall seconds the relay ran.
     pub elapsed_s: f64,
+    /// CPU seconds the relay's thread used.
+    pub cpu_s: f64,
+}
+
+/// CPU time this thread has used, seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec to a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 impl RelayReport {
@@ -123,7 +133,7 @@ impl RelayReport {
         v["relay"] = serde_json::json!({
             "received": c.received, "forwarded": c.forwarded, "malformed": c.malformed,
             "overflow": c.overflow, "unexpected": c.unexpected, "no_client": c.no_client,
-            "send_errors": c.send_errors, "in_flight": c.in_flight,
+            "send_errors": c.send_errors, "in_flight": c.in_flight, "cpu_s": self.cpu_s,
             "timer_lateness_us": { "p50": us(0.5), "p99": us(0.99), "max": us(1.0) },
         });
         serde_json::to_string_pretty(&v).expect("plain data")
@@ -477,6 +487,7 @@ impl Relay {
     /// Runs until the duration ends or `should_stop` returns true (asked every 50 ms).
     pub fn run(mut self, mut should_stop: impl FnMut() -> bool) -> Result<RelayReport, String> {
         precise_timers();
+        let cpu_start = thread_cpu_s();
         let unix = SystemTime::now();
         let clock = WallClock::start();
         let unix_at_zero_ns = unix.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
@@ -561,7 +572,9 @@ impl Relay {
         if let Some(p) = &mut self.pcap {
             p.flush().map_err(|e| format!("--pcap: cannot write: {e}"))?;
         }
-        Ok(self.report(stopped))
+        let mut report = self.report(stopped);
+        report.cpu_s = thread_cpu_s() - cpu_start;
+        Ok(report)
     }
 
     /// A datagram read from side `d` (0: the client's, 1: the server's) at `now`.
@@ -756,6 +769,7 @@ impl Relay {
             counters,
             lateness: self.lateness,
             elapsed_s,
+            cpu_s: 0.0,
         }
     }
 }

@@ -247,6 +247,7 @@ fn bench_relay(py: Python<'_>, seconds: f64, shaped_bps: u64) -> PyResult<Bound<
     d.set_item("unshaped_pps", b.unshaped_pps)?;
     d.set_item("unshaped_bps", b.unshaped_bps)?;
     d.set_item("relay_forwarded_pps", b.relay_forwarded_pps)?;
+    d.set_item("relay_pps_per_cpu_s", b.relay_pps_per_cpu_s)?;
     d.set_item("unshaped_sent", b.unshaped_sent_read_forwarded.0)?;
     d.set_item("unshaped_read", b.unshaped_sent_read_forwarded.1)?;
     d.set_item("unshaped_forwarded", b.unshaped_sent_read_forwarded.2)?;
