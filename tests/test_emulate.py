@@ -138,3 +138,22 @@ def test_send_and_receive_rtp_through_the_relay(tmp_path):
     assert protocols.count("RTP") == relay["forwarded"][0] and protocols.count("RTCP") == relay["forwarded"][1]
     assert not any(line.split("\t")[1] for line in lines), "tshark found malformed packets"
     assert all(line.split("\t")[2] == "15" for line in lines if line.startswith("RTCP")), "transport-cc feedback"
+
+
+def test_ctrl_c_ends_the_relay_and_writes_the_results(tmp_path):
+    import os
+    import signal
+    import sys
+
+    listen = f"127.0.0.1:{_free_port()}"
+    cmd = [sys.executable, "-m", "lowlat.cli", "emulate", "dumbbell-cbr", "--listen", listen, "--forward", "127.0.0.1:9", "--out", str(tmp_path), "--no-plots"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert "Ctrl-C to stop" in p.stderr.readline()
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    # dumbbell-cbr lasts 60 s: the run ended at the interrupt.
+    assert 0.8 < summary["sim_duration_s"] < 10
+    assert "relay: received [0, 0]" in out
