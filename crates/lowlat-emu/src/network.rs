@@ -3,10 +3,13 @@
 //! as the simulator's dumbbell (`lowlat_sim::sim`) with the same link names and random streams.
 //!
 //! It moves packets from link to link on whatever `now` it is given, so the relay drives it on the
-//! wall clock and tests drive it on made-up instants. The links are `lowlat-net`'s, unchanged.
+//! wall clock and tests drive it on made-up instants. The links are `lowlat-net`'s, unchanged, and
+//! so is the middlebox at the bottleneck (`lowlat_sim::assist`, as in the simulator): Zhuge with
+//! in-band feedback for an RTP flow, whose reports leave at the bottleneck's site towards the
+//! sender, while the client's own feedback is dropped there.
 
 use lowlat_core::{Packet, PacketKind, Time};
-use lowlat_net::middlebox::Direction;
+use lowlat_net::middlebox::{Direction, FeedbackPayload, Verdict};
 use lowlat_net::{Link, LinkConfig};
 use lowlat_sim::Scenario;
 use std::collections::VecDeque;
@@ -38,7 +41,17 @@ pub struct Network {
     delivered: VecDeque<(Direction, Packet)>,
     /// Per link: the instant it asked to be woken (cached: asking is cheap, but it is asked often).
     wake: Vec<Option<Time>>,
+    /// The relayed flow's index in the scenario (what the middlebox knows it by).
+    flow: u32,
+    /// Reverse packets the middlebox dropped or kept (their ids).
+    taken: VecDeque<u64>,
+    /// Feedback the middlebox built for the sender: its bytes (RTCP).
+    assist_out: VecDeque<Vec<u8>>,
 }
+
+/// Index of the bottleneck (whose queue holds the middlebox) and of the reverse link.
+const BOTTLENECK: usize = 0;
+const REVERSE: usize = 1;
 
 /// The direction a packet of `kind` travels.
 fn direction(kind: PacketKind) -> Direction {
@@ -53,19 +66,41 @@ impl Network {
     /// links alone if it has none). Errors on an unknown flow id or on network assistance, which
     /// the emulator does not run on real packets yet.
     pub fn from_scenario(scenario: &Scenario, flow: Option<&str>) -> Result<Network, String> {
-        if scenario.assist != "none" {
-            return Err(format!(
-                "{}: bottleneck.assist = {:?}: the emulator does not run network assistance on real \
-                 packets yet; expected \"none\"",
-                scenario.source, scenario.assist
-            ));
-        }
         let f = match flow {
             Some(id) => Some(scenario.flows.iter().find(|f| f.id == id).ok_or_else(|| {
                 let ids: Vec<&str> = scenario.flows.iter().map(|f| f.id.as_str()).collect();
                 format!("{}: no flow {id:?}; expected one of {ids:?}", scenario.source)
             })?),
             None => scenario.flows.first(),
+        };
+        let index = f.map_or(0, |f| scenario.flows.iter().position(|g| g.id == f.id).unwrap_or(0));
+        let middlebox = match scenario.assist.as_str() {
+            "none" => None,
+            "zhuge" => {
+                let roles = lowlat_sim::assist::flow_roles(scenario, false);
+                if !matches!(roles.get(index), Some(lowlat_assist::FlowRole::InBand(_))) {
+                    return Err(format!(
+                        "{}: bottleneck.assist = \"zhuge\" on real packets needs the relayed flow to be an \
+                         rtp-video flow with a rate controller (Zhuge's in-band feedback)",
+                        scenario.source
+                    ));
+                }
+                if f.is_some_and(|f| f.access.is_some() || f.reverse) {
+                    return Err(format!(
+                        "{}: bottleneck.assist = \"zhuge\" on real packets: the relayed flow may not have an \
+                         access link or reverse = true yet",
+                        scenario.source
+                    ));
+                }
+                lowlat_sim::assist::assist_middlebox(scenario)
+            }
+            other => {
+                return Err(format!(
+                    "{}: bottleneck.assist = {other:?}: the emulator runs \"zhuge\" (in-band) on real \
+                     packets, not this one yet; expected \"none\" or \"zhuge\"",
+                    scenario.source
+                ))
+            }
         };
         let (seed, bin) = (scenario.seed, scenario.bin);
         let mut links = Vec::new();
@@ -106,6 +141,9 @@ impl Network {
         if f.is_some_and(|f| f.reverse) {
             std::mem::swap(&mut fwd, &mut back);
         }
+        if let Some(mb) = middlebox {
+            links[BOTTLENECK].set_middlebox(mb);
+        }
         let wake = vec![None; links.len()];
         Ok(Network {
             links,
@@ -114,7 +152,55 @@ impl Network {
             reverse: back,
             delivered: VecDeque::with_capacity(256),
             wake,
+            flow: index as u32,
+            taken: VecDeque::new(),
+            assist_out: VecDeque::new(),
         })
+    }
+
+    /// The relayed flow's index in the scenario: the flow id its packets must carry.
+    pub fn flow_index(&self) -> u32 {
+        self.flow
+    }
+
+    /// The id of a reverse packet the middlebox dropped or kept (its payload can go).
+    pub fn poll_taken(&mut self) -> Option<u64> {
+        self.taken.pop_front()
+    }
+
+    /// Feedback the middlebox built for the sender (RTCP bytes), to send it from the site.
+    pub fn poll_assist_feedback(&mut self) -> Option<Vec<u8>> {
+        self.assist_out.pop_front()
+    }
+
+    /// What the middlebox at the bottleneck's site releases or builds now.
+    fn drain_site(&mut self, now: Time) {
+        if self.links[BOTTLENECK].middlebox().is_none() {
+            return;
+        }
+        while let Some((dir, pkt)) = self.links[BOTTLENECK].poll_inject(now) {
+            match dir {
+                Direction::Forward => self.links[BOTTLENECK].inject_forward(now, pkt),
+                Direction::Reverse => self.after_site(now, pkt),
+            }
+        }
+        while let Some(fb) = self.links[BOTTLENECK].poll_feedback(now) {
+            if let FeedbackPayload::Rtcp(bytes) = fb.payload {
+                self.assist_out.push_back(bytes);
+            }
+        }
+        self.wake[BOTTLENECK] = self.links[BOTTLENECK].poll_timeout();
+    }
+
+    /// A reverse packet continues from the site (the end of the reverse link).
+    fn after_site(&mut self, now: Time, mut pkt: Packet) {
+        let path = self.reverse;
+        let site = (0..path.len).find(|&h| path.get(h) == Some(REVERSE)).unwrap_or(0);
+        pkt.hop = site + 1;
+        match path.get(pkt.hop) {
+            Some(next) => self.enter(next, now, pkt),
+            None => self.delivered.push_back((Direction::Reverse, pkt)),
+        }
     }
 
     /// The links, in the order of [`Network::link_names`].
@@ -144,6 +230,9 @@ impl Network {
     fn enter(&mut self, link: usize, now: Time, pkt: Packet) {
         self.links[link].handle_input(now, pkt);
         self.wake[link] = self.links[link].poll_timeout();
+        if link == BOTTLENECK {
+            self.drain_site(now);
+        }
     }
 
     /// Runs every link due by `now`; packets leaving a link go on to the next hop at `now` or out
@@ -158,6 +247,18 @@ impl Network {
                 progressed = true;
                 self.links[i].handle_timeout(now);
                 while let Some(mut pkt) = self.links[i].poll_output(now) {
+                    // Feedback leaving the reverse link passes the bottleneck's site.
+                    if i == REVERSE
+                        && pkt.kind == PacketKind::Feedback
+                        && self.links[BOTTLENECK].middlebox().is_some()
+                    {
+                        let verdict = self.links[BOTTLENECK].handle_reverse(now, &mut pkt);
+                        if verdict != Verdict::Pass {
+                            self.taken.push_back(pkt.id);
+                            self.drain_site(now);
+                            continue;
+                        }
+                    }
                     let path = self.path(direction(pkt.kind));
                     pkt.hop += 1;
                     match path.get(pkt.hop) {
@@ -166,6 +267,9 @@ impl Network {
                     }
                 }
                 self.wake[i] = self.links[i].poll_timeout();
+                if i == BOTTLENECK {
+                    self.drain_site(now);
+                }
             }
             if !progressed {
                 return;
@@ -222,7 +326,9 @@ mod tests {
             .unwrap_err()
             .contains("no flow \"nope\""));
         let err = Network::from_scenario(&scenario("assist = \"zhuge\""), None).unwrap_err();
-        assert!(err.contains("assist"), "{err}");
+        assert!(err.contains("rtp-video"), "{err}");
+        let err = Network::from_scenario(&scenario("assist = \"fastack\""), None).unwrap_err();
+        assert!(err.contains("\"fastack\""), "{err}");
     }
 
     #[test]

@@ -97,6 +97,8 @@ pub struct RelayCounters {
     pub send_errors: u64,
     /// Datagrams still inside the emulated links when the run ended.
     pub in_flight: [u64; 2],
+    /// Feedback datagrams the middlebox (Zhuge) wrote and sent to the client.
+    pub assist_feedback: u64,
 }
 
 /// The results of a relay run.
@@ -134,10 +136,29 @@ impl RelayReport {
             "received": c.received, "forwarded": c.forwarded, "malformed": c.malformed,
             "overflow": c.overflow, "unexpected": c.unexpected, "no_client": c.no_client,
             "send_errors": c.send_errors, "in_flight": c.in_flight, "cpu_s": self.cpu_s,
+            "assist_feedback": c.assist_feedback,
             "timer_lateness_us": { "p50": us(0.5), "p99": us(0.99), "max": us(1.0) },
         });
         serde_json::to_string_pretty(&v).expect("plain data")
     }
+}
+
+/// What Zhuge did, as the simulator reports it.
+fn zhuge_summary(any: &dyn std::any::Any) -> Option<lowlat_sim::results::AssistSummary> {
+    let z = any.downcast_ref::<lowlat_assist::Zhuge>()?;
+    let log = z.predictions();
+    let n = log.len();
+    let err_ms = |r: &lowlat_assist::PredictionRecord| {
+        (r.predicted.as_nanos() as f64 - r.actual.as_nanos() as f64).abs() * 1e-6
+    };
+    Some(lowlat_sim::results::AssistSummary {
+        name: "zhuge".into(),
+        predictions: n as u64,
+        prediction_mae_ms: (n > 0).then(|| log.iter().map(err_ms).sum::<f64>() / n as f64),
+        predictions_within_10ms: (n > 0)
+            .then(|| log.iter().filter(|r| err_ms(r) <= 10.0).count() as f64 / n as f64),
+        dropped_client_feedback: z.dropped_client_feedback(),
+    })
 }
 
 /// Payloads of one direction waiting for their packets to leave the links, in packet-id order
@@ -421,6 +442,10 @@ pub struct Relay {
     first_in: [Option<Time>; 2],
     last_in: [Option<Time>; 2],
     seq: [u64; 2],
+    /// Whether a middlebox sits at the bottleneck (forward datagrams must then be RTP).
+    assisted: bool,
+    /// The last transport-wide sequence number seen, unwrapped.
+    transport_seq: Option<u64>,
     next_id: u64,
     counters: RelayCounters,
     lateness: Histogram<u64>,
@@ -437,6 +462,7 @@ impl Relay {
             return Err(format!("max datagram: got {}, expected 1 to 65535 bytes", cfg.max_datagram));
         }
         let net = Network::from_scenario(&scenario, cfg.flow.as_deref())?;
+        let assisted = net.links().first().is_some_and(|l| l.middlebox().is_some());
         let client_sock =
             UdpSocket::bind(cfg.listen).map_err(|e| format!("--listen {}: cannot bind: {e}", cfg.listen))?;
         let local: IpAddr = match cfg.forward.ip() {
@@ -465,6 +491,8 @@ impl Relay {
             first_in: [None; 2],
             last_in: [None; 2],
             seq: [0; 2],
+            assisted,
+            transport_seq: None,
             next_id: 0,
             counters: RelayCounters::default(),
             lateness: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid"),
@@ -523,6 +551,7 @@ impl Relay {
                 }
                 self.flush(0);
                 self.flush(1);
+                self.drain_site(now);
                 if sent {
                     self.lateness.saturating_record((now - due).as_nanos().max(1));
                 }
@@ -588,6 +617,17 @@ impl Relay {
             self.counters.malformed[d] += 1;
             return;
         }
+        // A middlebox at the bottleneck reads the RTP header's transport-wide sequence number.
+        let mut transport_seq = None;
+        if d == 0 && self.assisted {
+            match lowlat_wire::RtpHeader::decode(data, lowlat_wire::rtp::DEFAULT_TRANSPORT_SEQ_ID) {
+                Ok((h, _, _)) if h.transport_seq.is_some() => transport_seq = h.transport_seq,
+                _ => {
+                    self.counters.malformed[d] += 1;
+                    return;
+                }
+            }
+        }
         if d == 0 {
             self.client = src;
         } else if self.client.is_none() {
@@ -601,13 +641,46 @@ impl Relay {
         }
         self.next_id += 1;
         let size = Bytes(data.len() as u64 + u64::from(self.cfg.overhead));
-        let mut pkt = Packet::new(id, FlowId(0), size, self.seq[d], now);
+        // With a middlebox, the packet's sequence number is its real transport-wide one (what an
+        // AP reads from the RTP header extension); the relay's own count rides in `app`.
+        let seq = match transport_seq {
+            Some(s16) => {
+                let prev = self.transport_seq.unwrap_or(u64::from(s16));
+                let seq = (prev as i64 + i64::from(s16.wrapping_sub(prev as u16) as i16)).max(0) as u64;
+                self.transport_seq = Some(prev.max(seq));
+                seq
+            }
+            None => self.seq[d],
+        };
+        let mut pkt = Packet::new(id, FlowId(self.net.flow_index()), size, seq, now);
+        pkt.app = self.seq[d];
         self.seq[d] += 1;
         pkt.kind = if d == 0 { PacketKind::Data } else { PacketKind::Feedback };
         self.metrics[d].on_sent(now, size.0);
         self.first_in[d].get_or_insert(now);
         self.last_in[d] = Some(now);
         self.net.handle_input(now, pkt);
+        self.drain_site(now);
+    }
+
+    /// Frees what the middlebox took from the reverse path and sends the feedback it wrote to
+    /// the client, from the relay's listening socket (the AP speaks for the receiver).
+    fn drain_site(&mut self, now: Time) {
+        while let Some(id) = self.net.poll_taken() {
+            if let Some(b) = self.stores[1].take(id) {
+                self.stores[1].recycle(b);
+            }
+        }
+        while let Some(bytes) = self.net.poll_assist_feedback() {
+            let Some(client) = self.client else { continue };
+            if self.client_sock.send_to(&bytes, client).is_err() {
+                self.counters.send_errors += 1;
+            }
+            self.counters.assist_feedback += 1;
+            if let Some(p) = &mut self.pcap {
+                let _ = p.write(now.as_nanos(), self.cfg.forward, client, &bytes);
+            }
+        }
     }
 
     /// A packet left the emulated path: its payload goes out of the other side.
@@ -621,7 +694,7 @@ impl Relay {
         };
         let now = clock.now();
         self.counters.forwarded[d] += 1;
-        self.metrics[d].on_received(now, pkt.seq, pkt.size as u64, pkt.sent_at);
+        self.metrics[d].on_received(now, pkt.app, pkt.size as u64, pkt.sent_at);
         if let (Some(p), Some(src), Some(dst)) = (&mut self.pcap, src, dst) {
             // A failing disk must not stop the relay; the error shows as a short pcap.
             let _ = p.write(now.as_nanos(), src, dst, &payload);
@@ -749,7 +822,12 @@ impl Relay {
                     events: self.wakes + counters.received[0] + counters.received[1],
                     flows,
                     links,
-                    assist: None,
+                    assist: self
+                        .net
+                        .links()
+                        .first()
+                        .and_then(|l| l.middlebox()?.as_any())
+                        .and_then(zhuge_summary),
                     warnings,
                 },
                 flow_series: Table {

@@ -14,12 +14,16 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const SECONDS: f64 = 12.0;
 
 fn scenario(cc: &str, format: &str) -> Scenario {
+    scenario_with(cc, format, "")
+}
+
+fn scenario_with(cc: &str, format: &str, bottleneck_extra: &str) -> Scenario {
     let s = |f: f64| SECONDS * f;
     let text = format!(
         "name = \"rmcat-5.1-short\"\nduration = \"{SECONDS} s\"\nseed = 1\n[bottleneck]\n\
          schedule = [{{ at = \"0 s\", rate = \"1 Mbit/s\" }}, {{ at = \"{} s\", rate = \"2.5 Mbit/s\" }}, \
          {{ at = \"{} s\", rate = \"0.6 Mbit/s\" }}, {{ at = \"{} s\", rate = \"1 Mbit/s\" }}]\n\
-         delay = \"50 ms\"\nqueue = {{ kind = \"droptail\", limit = \"300 ms\" }}\n\
+         delay = \"50 ms\"\nqueue = {{ kind = \"droptail\", limit = \"300 ms\" }}\n{bottleneck_extra}\n\
          [reverse]\nrate = \"1 Mbit/s\"\ndelay = \"50 ms\"\n\
          [[flows]]\nid = \"video\"\nkind = \"rtp-video\"\ncc = \"{cc}\"\nrmin = \"150 kbit/s\"\nrmax = \"1.5 Mbit/s\"\n\
          fps = 30\nfeedback_format = \"{format}\"\n",
@@ -98,4 +102,44 @@ fn gcc_with_transport_cc_through_the_relay() {
 #[test]
 fn nada_with_rfc8888_through_the_relay() {
     run("nada", "rfc8888");
+}
+
+#[test]
+fn zhuge_writes_real_feedback_for_real_rtp() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let sc = scenario_with("gcc", "transport-cc", "assist = \"zhuge\"");
+    let receiver_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), receiver_sock.local_addr().unwrap());
+    cfg.duration = Some(lowlat_core::Duration::from_secs_f64(4.0));
+    let relay = Relay::bind(sc.clone(), cfg).unwrap();
+    let listen = relay.listen_addr();
+    let relay_thread = std::thread::spawn(move || relay.run(|| false).unwrap());
+    let rsc = sc.clone();
+    let d = Some(lowlat_core::Duration::from_secs_f64(3.8));
+    let receiver = std::thread::spawn(move || run_receiver(&rsc, None, &receiver_sock, d, || false).unwrap());
+    let sender_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sent = run_sender(&sc, None, &sender_sock, listen, d, || false).unwrap();
+    let got = receiver.join().unwrap();
+    let relay = relay_thread.join().unwrap();
+    let assist = relay.result.summary.assist.clone().expect("zhuge summary");
+    let c = relay.counters;
+    eprintln!(
+        "zhuge: {c:?}; {assist:?}; rtt samples {}; frames {} of {}",
+        sent.media.rtt.len(),
+        got.media.frames.len(),
+        sent.media.frames_sent
+    );
+    // The receiver's feedback never reaches the sender: the AP drops it and writes its own.
+    assert_eq!(c.forwarded[1], 0);
+    assert!(
+        assist.dropped_client_feedback + c.in_flight[1] + 2 >= got.feedback_sent && got.feedback_sent > 10
+    );
+    assert!(c.assist_feedback > 10, "the AP wrote feedback");
+    assert_eq!(
+        (c.malformed[0], sent.malformed_feedback),
+        (0, 0),
+        "RTP parsed at the AP, its RTCP at the sender"
+    );
+    assert!(sent.media.rtt.len() as u64 >= c.assist_feedback / 2, "the controller used the AP's reports");
+    assert!(assist.predictions > 100 && got.media.frames.len() > 60);
 }

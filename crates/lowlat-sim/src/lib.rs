@@ -3,6 +3,7 @@
 //! - [`scenario`]: scenarios as data (TOML/JSON), validated before anything runs.
 //! - [`engine`]: the totally ordered event queue (time, then scheduling order).
 //! - [`sim`]: the dumbbell topology and the driver that moves packets between sans-IO components.
+//! - [`assist`]: the middlebox a scenario puts at the bottleneck, for any driver.
 //! - [`app`]: the [`app::Endpoint`] trait: the applications at either end of a flow.
 //! - [`media`]: RTP video flows: the sender and receiver endpoints around a rate controller.
 //! - [`traffic`]: CBR and Poisson sources and the per-flow measurements.
@@ -20,6 +21,7 @@
 //! ```
 
 pub mod app;
+pub mod assist;
 pub mod bench;
 pub mod engine;
 pub mod media;
