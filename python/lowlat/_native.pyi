@@ -1,5 +1,7 @@
 """Type stubs of the native core (``lowlat._native``, built from crates/lowlat-py)."""
 
+from typing import Any
+
 class ScenarioError(ValueError):
     """A scenario that failed validation (one line: file, key, what was expected)."""
 
@@ -11,6 +13,37 @@ def bench_dumbbell(rate_bps: int, duration_s: float, flow: str = "cbr") -> tuple
 def controllers() -> list[str]: ...
 def queue_variants() -> list[str]: ...
 def version() -> str: ...
+
+class EmulatorError(ScenarioError): ...
+
+def emulate(
+    text: str,
+    format: str,
+    label: str,
+    base_dir: str,
+    listen: str,
+    forward: str,
+    duration_s: float | None = None,
+    flow: str | None = None,
+    pcap: str | None = None,
+    max_datagram: int = 65_507,
+    overhead: int = 0,
+) -> tuple[str, dict[str, Any], dict[str, Any]]: ...
+def bench_relay(seconds: float, shaped_bps: int) -> dict[str, float]: ...
+def rtp_send(
+    text: str,
+    format: str,
+    label: str,
+    base_dir: str,
+    dest: str,
+    bind: str = "0.0.0.0:0",
+    flow: str | None = None,
+    duration_s: float | None = None,
+    cc: str | None = None,
+) -> str: ...
+def rtp_receive(
+    text: str, format: str, label: str, base_dir: str, listen: str, flow: str | None = None, duration_s: float | None = None
+) -> str: ...
 
 class Simulation:
     def __init__(

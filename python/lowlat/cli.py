@@ -36,6 +36,8 @@ EPILOG = """examples:
                                             a sweep spec's runs on all cores; rerun to resume
   lowlat validate my-scenario.toml          check a scenario file without running it
   lowlat bench                              the simulator's standard benchmark
+  lowlat emulate dumbbell-cbr --listen 127.0.0.1:5000 --forward 127.0.0.1:6000 --out out/emu
+                                            relay real UDP datagrams through the scenario's links
 
 Documents (in lowlat's source tree and its sdist): docs/scenario-format.md (the scenario
 format), docs/architecture.md (the architecture and the results contract), README.md."""
@@ -316,6 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--cc", metavar="CC,...", help="controllers of parts a and d (default cubic,bbr)")
     q.add_argument("--sizes", metavar="MB,...", help="download sizes of part a in MB (default 2,10,100)")
 
+    # Emulator (issue 16): lowlat emulate / send / receive, and lowlat bench --relay.
+    add_emulate_parser(sub)
+    bench_parser = sub.choices["bench"]
+    bench_parser.add_argument("--relay", action="store_true", help="also measure the UDP relay of `lowlat emulate`: added delay P50/P99 unshaped, throughput limit, timer error at 100 Mbit/s")
+    bench_parser.add_argument("--relay-only", action="store_true", help="measure only the relay")
+
     return parser
 
 
@@ -556,6 +564,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.relay or args.relay_only:
+        bench_relay_print(args.json)
+        if args.relay_only:
+            return 0
     rates = numbers(args.rates, "--rates", "Mbit/s above 0, at most 10000000 (10 Tbit/s)", above=0, maximum=1e7)
     tcp = choices(args.tcp, "--tcp", TCP_CONTROLLERS) if args.tcp.strip() else []
     rmcat = choices(args.rmcat_cc, "--rmcat-cc", _native.controllers()) if args.rmcat_cc.strip() else []
@@ -668,6 +680,106 @@ def _bench_satellite(quiet: bool) -> dict[str, Any]:
 #: Window controllers of the TCP variant of the benchmark.
 TCP_CONTROLLERS = ["newreno", "cubic", "bbr", "copa"]
 
+# --- emulator (issue 16) ---------------------------------------------------------------------
+
+
+def add_emulate_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "emulate",
+        help="relay real UDP datagrams through a scenario's links on the wall clock",
+        description="Datagrams reaching --listen cross the scenario's forward path (access, bottleneck "
+        "with its queue/trace/loss/jitter, egress) and leave towards --forward; answers from --forward "
+        "cross the reverse path back to the client that spoke last. Runs for the scenario's duration "
+        "(or --duration), Ctrl-C ends it early; prints the table and with --out writes summary.json "
+        "(plus a `relay` object: malformed, unexpected, overflow counts and the timer error) and the "
+        "series, as `lowlat run` does, measured on the real packets. Loopback or your own hosts only.",
+    )
+    p.add_argument("scenario", help="a scenario file or a catalog name")
+    p.add_argument("--listen", required=True, metavar="IP:PORT", help="where clients send")
+    p.add_argument("--forward", required=True, metavar="IP:PORT", help="where their datagrams go (the server)")
+    p.add_argument("--duration", type=float, metavar="S", help="seconds to run (default: the scenario's duration)")
+    p.add_argument("--flow", metavar="ID", help="the flow whose access/egress links the traffic crosses (default: the first)")
+    p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (with IPv4/UDP headers) to FILE")
+    p.add_argument("--max-datagram", type=int, default=65_507, metavar="BYTES", help="larger datagrams are malformed (default 65507)")
+    p.add_argument("--overhead", type=int, default=0, metavar="BYTES", help="bytes added to each datagram on the links (28: IPv4+UDP headers; default 0)")
+    p.add_argument("--out", metavar="DIR", help="write summary.json, series and plots to DIR")
+    p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+
+    for side in ("send", "receive"):
+        p = sub.add_parser(
+            side,
+            help=f"{side} real RTP video of a scenario's rtp-video flow (lowlat's controllers, real transport-cc / RFC 8888 feedback)",
+            description="The simulator's media endpoints on real sockets: `lowlat receive` listens and answers "
+            "with the flow's feedback_format; `lowlat send` sends the flow's video (source model, pacer, "
+            "controller) and reads the feedback on its own socket. Put `lowlat emulate` between them to "
+            "cross the scenario's links. Prints a JSON summary (receiver: frame delay, fps, one-way delay, "
+            "loss; sender: rate per bin, RTT). Sender and receiver on one host (frame delay uses the sender's clock).",
+        )
+        p.add_argument("scenario", help="a scenario file or a catalog name (its first rtp-video flow, or --flow)")
+        if side == "send":
+            p.add_argument("--to", required=True, metavar="IP:PORT", help="the receiver (or the relay's --listen)")
+            p.add_argument("--bind", default="0.0.0.0:0", metavar="IP:PORT", help="the local address (default any)")
+            p.add_argument("--cc", choices=_native.controllers(), help="override the flow's controller")
+        else:
+            p.add_argument("--listen", required=True, metavar="IP:PORT", help="where the media arrives")
+        p.add_argument("--flow", metavar="ID", help="the rtp-video flow (default: the first)")
+        p.add_argument("--duration", type=float, metavar="S", help="seconds (default: the scenario's duration; the receiver counts from the sender's start)")
+        p.add_argument("--out", metavar="FILE", help="also write the JSON summary to FILE")
+
+
+def cmd_rtp(args: argparse.Namespace) -> int:
+    from .emulate import receive, send
+
+    if args.command == "send":
+        summary = send(args.scenario, args.to, bind=args.bind, flow=args.flow, duration_s=args.duration, cc=args.cc)
+    else:
+        summary = receive(args.scenario, args.listen, flow=args.flow, duration_s=args.duration)
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    from .emulate import emulate
+
+    print(f"lowlat: relaying {args.listen} -> {args.forward} through {args.scenario} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    result = emulate(
+        args.scenario, args.listen, args.forward, duration_s=args.duration, flow=args.flow,
+        pcap=args.pcap, max_datagram=args.max_datagram, overhead=args.overhead,
+    )
+    print(json.dumps(result.summary, indent=2) if args.json else result.table())
+    if not args.json:
+        r = result.summary["relay"]
+        print(f"\nrelay: received {r['received']}, forwarded {r['forwarded']}, malformed {r['malformed']}, "
+              f"unexpected {r['unexpected']}, overflow {r['overflow']} (forward, reverse)")
+    if args.out:
+        written = result.write(args.out, plots=not args.no_plots)
+        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
+    return 0
+
+
+def bench_relay_print(as_json: bool) -> None:
+    from .emulate import bench_relay
+
+    b = bench_relay()
+    if as_json:
+        print(json.dumps({"relay": b}, indent=2))
+        return
+    print(f"relay unshaped, added delay: one-way P50 {b['relay_owd_p50_us']:.0f} us / P99 {b['relay_owd_p99_us']:.0f} us "
+          f"(loopback alone: {b['direct_owd_p50_us']:.0f} / {b['direct_owd_p99_us']:.0f} us)")
+    print(f"relay unshaped throughput limit: {b['unshaped_pps'] / 1e3:.0f} k datagrams/s, {b['unshaped_bps'] / 1e9:.2f} Gbit/s "
+          f"of 1200-byte datagrams at the sink; the relay forwarded {b['relay_forwarded_pps'] / 1e3:.0f} k/s "
+          f"(two senders sent {b['unshaped_sent']}, the relay read {b['unshaped_read']}, forwarded {b['unshaped_forwarded']}; "
+          f"senders, relay and sink share this machine's cores)")
+    print(f"relay CPU cost: {b['relay_pps_per_cpu_s'] / 1e3:.0f} k datagrams per CPU second of its thread "
+          f"= {b['relay_pps_per_cpu_s'] * 1200 * 8 / 1e9:.2f} Gbit/s of 1200-byte datagrams on a core of its own")
+    print(f"relay shaped at {b['shaped_bps'] / 1e6:.0f} Mbit/s (90 % load): departure timer error P50 "
+          f"{b['shaped_lateness_p50_us']:.0f} us / P99 {b['shaped_lateness_p99_us']:.0f} us", flush=True)
+
+
 COMMANDS = {
     "run": cmd_run,
     "suite": cmd_suite,
@@ -676,6 +788,9 @@ COMMANDS = {
     "validate": cmd_validate,
     "bench": cmd_bench,
     "reproduce": cmd_reproduce,
+    "emulate": cmd_emulate,
+    "send": cmd_rtp,
+    "receive": cmd_rtp,
 }
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 //! - [`scenario`]: scenarios as data (TOML/JSON), validated before anything runs.
 //! - [`engine`]: the totally ordered event queue (time, then scheduling order).
 //! - [`sim`]: the dumbbell topology and the driver that moves packets between sans-IO components.
+//! - [`assist`]: the middlebox a scenario puts at the bottleneck, for any driver.
 //! - [`app`]: the [`app::Endpoint`] trait: the applications at either end of a flow.
 //! - [`downloads`]: downloads one after another over connections that remember the path
 //!   (Careful Resume, 0-RTT-BDP, 0-RTT).
@@ -24,6 +25,7 @@
 //! ```
 
 pub mod app;
+pub mod assist;
 pub mod bench;
 pub mod capture;
 pub mod downloads;

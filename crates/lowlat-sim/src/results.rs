@@ -338,6 +338,68 @@ fn assist_results(sim: &Simulation) -> Option<(AssistSummary, Table)> {
     Some((s, table))
 }
 
+/// The links' lines of the summary and their series (`link, t_s, capacity_kbps, throughput_kbps,
+/// queue_delay_ms, queue_delay_max_ms, drops`) over `[0, end)` in bins of `bin`: what any driver
+/// of the links (the simulator, the emulator) reports from their own statistics.
+pub fn link_results(
+    links: &[lowlat_net::Link],
+    names: &[String],
+    end: Time,
+    bin: lowlat_core::Duration,
+) -> (Vec<LinkSummary>, Table) {
+    let dur_s = end.as_secs_f64();
+    let bin_ns = bin.as_nanos().max(1);
+    let nbins = end.as_nanos().div_ceil(bin_ns) as usize;
+    let mut rows = Vec::new();
+    let (mut l_id, mut l_t, mut l_cap, mut l_thr, mut l_q, mut l_qmax, mut l_drops) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for (link, name) in links.iter().zip(names) {
+        let s = link.stats();
+        let cap_bytes = link.capacity().capacity_bytes(Time::ZERO, end);
+        rows.push(LinkSummary {
+            id: name.clone(),
+            capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
+            utilization: if cap_bytes > 0.0 { s.tx_bytes as f64 / cap_bytes } else { 0.0 },
+            queue_delay_ms: Stats::from_ns(&s.sojourn.histogram(), s.sojourn_sum_ns, Some(s.sojourn_max_ns)),
+            drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
+            random_losses: s.random_losses,
+            max_queue_bytes: s.max_queue_bytes,
+            ecn_marks: link.queue().ecn_marks(),
+        });
+        for i in 0..nbins {
+            let b = s.bins.get(i).copied().unwrap_or_default();
+            let t0 = Time(i as u64 * bin_ns);
+            let t1 = Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
+            let width = (t1 - t0).as_secs_f64();
+            l_id.push(name.clone());
+            l_t.push(t0.as_secs_f64());
+            l_cap.push(link.capacity().capacity_bytes(t0, t1) * 8.0 / width / 1e3);
+            l_thr.push(b.tx_bytes as f64 * 8.0 / width / 1e3);
+            l_q.push(if b.dequeued > 0 {
+                b.sojourn_sum_ns as f64 / b.dequeued as f64 * 1e-6
+            } else {
+                f64::NAN
+            });
+            l_qmax.push(if b.dequeued > 0 { b.sojourn_max_ns as f64 * 1e-6 } else { f64::NAN });
+            l_drops.push(i64::try_from(b.drops).unwrap_or(i64::MAX));
+        }
+    }
+
+    let col = |n: &str, v: Vec<f64>| (n.to_string(), Column::F64(v));
+    let series = Table {
+        columns: vec![
+            ("link".into(), Column::Str(l_id)),
+            col("t_s", l_t),
+            col("capacity_kbps", l_cap),
+            col("throughput_kbps", l_thr),
+            col("queue_delay_ms", l_q),
+            col("queue_delay_max_ms", l_qmax),
+            ("drops".into(), Column::I64(l_drops)),
+        ],
+    };
+    (rows, series)
+}
+
 impl RunResult {
     pub(crate) fn collect(sim: &Simulation) -> RunResult {
         let sc = &sim.scenario;
@@ -424,44 +486,7 @@ impl RunResult {
             }
         }
 
-        let mut links = Vec::new();
-        let (mut l_id, mut l_t, mut l_cap, mut l_thr, mut l_q, mut l_qmax, mut l_drops) =
-            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-        for (link, name) in sim.links.iter().zip(&sim.link_names) {
-            let s = link.stats();
-            let cap_bytes = link.capacity().capacity_bytes(Time::ZERO, end);
-            links.push(LinkSummary {
-                id: name.clone(),
-                capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
-                utilization: if cap_bytes > 0.0 { s.tx_bytes as f64 / cap_bytes } else { 0.0 },
-                queue_delay_ms: Stats::from_ns(
-                    &s.sojourn.histogram(),
-                    s.sojourn_sum_ns,
-                    Some(s.sojourn_max_ns),
-                ),
-                drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
-                random_losses: s.random_losses,
-                max_queue_bytes: s.max_queue_bytes,
-                ecn_marks: link.queue().ecn_marks(),
-            });
-            for i in 0..nbins {
-                let b = s.bins.get(i).copied().unwrap_or_default();
-                let t0 = Time(i as u64 * bin_ns);
-                let t1 = Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
-                let width = (t1 - t0).as_secs_f64();
-                l_id.push(name.clone());
-                l_t.push(t0.as_secs_f64());
-                l_cap.push(link.capacity().capacity_bytes(t0, t1) * 8.0 / width / 1e3);
-                l_thr.push(b.tx_bytes as f64 * 8.0 / width / 1e3);
-                l_q.push(if b.dequeued > 0 {
-                    b.sojourn_sum_ns as f64 / b.dequeued as f64 * 1e-6
-                } else {
-                    f64::NAN
-                });
-                l_qmax.push(if b.dequeued > 0 { b.sojourn_max_ns as f64 * 1e-6 } else { f64::NAN });
-                l_drops.push(i64::try_from(b.drops).unwrap_or(i64::MAX));
-            }
-        }
+        let (links, link_series) = link_results(&sim.links, &sim.link_names, end, sc.bin);
 
         let assist = assist_results(sim);
         let summary = Summary {
@@ -490,17 +515,7 @@ impl RunResult {
                     ("frames".into(), Column::I64(f_frames)),
                 ],
             },
-            link_series: Table {
-                columns: vec![
-                    ("link".into(), Column::Str(l_id)),
-                    col("t_s", l_t),
-                    col("capacity_kbps", l_cap),
-                    col("throughput_kbps", l_thr),
-                    col("queue_delay_ms", l_q),
-                    col("queue_delay_max_ms", l_qmax),
-                    ("drops".into(), Column::I64(l_drops)),
-                ],
-            },
+            link_series,
             predictions: assist.map(|a| a.1).unwrap_or_default(),
         }
     }

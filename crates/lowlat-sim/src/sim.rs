@@ -37,48 +37,11 @@ fn download_delays(scenario: &Scenario, f: &crate::scenario::FlowConfig) -> down
     downloads::PathDelays { rtt: data + back + edges + edges, request: back + edges }
 }
 
-/// How the middlebox treats each flow, from what its packets are (as an AP tells from headers).
-fn flow_roles(scenario: &Scenario, fast_ack: bool) -> Vec<FlowRole> {
-    scenario
-        .flows
-        .iter()
-        .map(|f| match (&f.media, &f.transport) {
-            // Web downloads open connections of their own: FastAck would need one receiver each.
-            (_, Some(t)) if (t.web.is_some() || t.downloads.is_some()) && fast_ack => FlowRole::Pass,
-            (_, Some(_)) => FlowRole::OutOfBand,
-            (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => FlowRole::OutOfBand,
-            (Some(m), None) => FlowRole::InBand(match m.feedback_format {
-                FeedbackFormat::TransportCc => InBandFormat::TransportCc,
-                FeedbackFormat::Rfc8888 => InBandFormat::Rfc8888,
-            }),
-            (None, None) => FlowRole::Pass,
-        })
-        .collect()
-}
-
-/// The middlebox the scenario puts at the bottleneck's queue, if any.
-fn assist_middlebox(scenario: &Scenario) -> Option<Box<dyn Middlebox>> {
-    match scenario.assist.as_str() {
-        "zhuge" => Some(Box::new(Zhuge::new(
-            scenario.zhuge.clone(),
-            &flow_roles(scenario, false),
-            stream(scenario.seed, "assist.zhuge"),
-        ))),
-        "fastack" => Some(Box::new(FastAck::new(&flow_roles(scenario, true), ReceiverConfig::default()))),
-        // The AP signals the senders of RTP media flows (the ones with a rate controller to tell).
-        "scone-rtc" | "scone" => {
-            let media: Vec<bool> =
-                flow_roles(scenario, false).iter().map(|r| matches!(r, FlowRole::InBand(_))).collect();
-            Some(Box::new(SconeAp::new(scenario.scone.clone(), &media)))
-        }
-        _ => None,
-    }
-}
-use lowlat_assist::{FastAck, FlowRole, InBandFormat, SconeAp, SconeSignal, Zhuge};
-use lowlat_media::receiver::FeedbackFormat;
+use crate::assist::assist_middlebox;
+use lowlat_assist::SconeSignal;
 use lowlat_net::link::{Link, LinkConfig};
-use lowlat_net::middlebox::{Direction, FeedbackPayload, Middlebox, Verdict};
-use lowlat_transport::{AckFrame, ReceiverConfig};
+use lowlat_net::middlebox::{Direction, FeedbackPayload, Verdict};
+use lowlat_transport::AckFrame;
 use lowlat_wire::{CcfbReport, NumReportsConvention, TransportCcFeedback};
 use std::collections::HashMap;
 

@@ -1,0 +1,354 @@
+//! A scenario's network for one relayed flow: the forward path (access up, bottleneck, egress
+//! down) and the reverse path (egress up, reverse, access down), built from the same scenario keys
+//! as the simulator's dumbbell (`lowlat_sim::sim`) with the same link names and random streams.
+//!
+//! It moves packets from link to link on whatever `now` it is given, so the relay drives it on the
+//! wall clock and tests drive it on made-up instants. The links are `lowlat-net`'s, unchanged, and
+//! so is the middlebox at the bottleneck (`lowlat_sim::assist`, as in the simulator): Zhuge with
+//! in-band feedback for an RTP flow, whose reports leave at the bottleneck's site towards the
+//! sender, while the client's own feedback is dropped there.
+
+use lowlat_core::{Packet, PacketKind, Time};
+use lowlat_net::middlebox::{Direction, FeedbackPayload, Verdict};
+use lowlat_net::{Link, LinkConfig};
+use lowlat_sim::Scenario;
+use std::collections::VecDeque;
+
+/// Link indices of one direction, in order.
+#[derive(Clone, Copy, Debug, Default)]
+struct Path {
+    links: [u8; 3],
+    len: u8,
+}
+
+impl Path {
+    fn push(&mut self, link: usize) {
+        self.links[self.len as usize] = link as u8;
+        self.len += 1;
+    }
+    fn get(&self, hop: u8) -> Option<usize> {
+        (hop < self.len).then(|| self.links[hop as usize] as usize)
+    }
+}
+
+/// The links of one relayed flow and the packets they deliver.
+#[derive(Debug)]
+pub struct Network {
+    links: Vec<Link>,
+    names: Vec<String>,
+    forward: Path,
+    reverse: Path,
+    delivered: VecDeque<(Direction, Packet)>,
+    /// Per link: the instant it asked to be woken (cached: asking is cheap, but it is asked often).
+    wake: Vec<Option<Time>>,
+    /// The relayed flow's index in the scenario (what the middlebox knows it by).
+    flow: u32,
+    /// Reverse packets the middlebox dropped or kept (their ids).
+    taken: VecDeque<u64>,
+    /// Feedback the middlebox built for the sender: its bytes (RTCP).
+    assist_out: VecDeque<Vec<u8>>,
+}
+
+/// Index of the bottleneck (whose queue holds the middlebox) and of the reverse link.
+const BOTTLENECK: usize = 0;
+const REVERSE: usize = 1;
+
+/// The direction a packet of `kind` travels.
+fn direction(kind: PacketKind) -> Direction {
+    match kind {
+        PacketKind::Data => Direction::Forward,
+        PacketKind::Feedback => Direction::Reverse,
+    }
+}
+
+impl Network {
+    /// The paths of flow `flow` of `scenario` (its first flow if `None`; bottleneck and reverse
+    /// links alone if it has none). Errors on an unknown flow id or on network assistance, which
+    /// the emulator does not run on real packets yet.
+    pub fn from_scenario(scenario: &Scenario, flow: Option<&str>) -> Result<Network, String> {
+        let f = match flow {
+            Some(id) => Some(scenario.flows.iter().find(|f| f.id == id).ok_or_else(|| {
+                let ids: Vec<&str> = scenario.flows.iter().map(|f| f.id.as_str()).collect();
+                format!("{}: no flow {id:?}; expected one of {ids:?}", scenario.source)
+            })?),
+            None => scenario.flows.first(),
+        };
+        let index = f.map_or(0, |f| scenario.flows.iter().position(|g| g.id == f.id).unwrap_or(0));
+        let middlebox = match scenario.assist.as_str() {
+            "none" => None,
+            "zhuge" => {
+                let roles = lowlat_sim::assist::flow_roles(scenario, false);
+                if !matches!(roles.get(index), Some(lowlat_assist::FlowRole::InBand(_))) {
+                    return Err(format!(
+                        "{}: bottleneck.assist = \"zhuge\" on real packets needs the relayed flow to be an \
+                         rtp-video flow with a rate controller (Zhuge's in-band feedback)",
+                        scenario.source
+                    ));
+                }
+                if f.is_some_and(|f| f.access.is_some() || f.reverse) {
+                    return Err(format!(
+                        "{}: bottleneck.assist = \"zhuge\" on real packets: the relayed flow may not have an \
+                         access link or reverse = true yet",
+                        scenario.source
+                    ));
+                }
+                lowlat_sim::assist::assist_middlebox(scenario)
+            }
+            other => {
+                return Err(format!(
+                    "{}: bottleneck.assist = {other:?}: the emulator runs \"zhuge\" (in-band) on real \
+                     packets, not this one yet; expected \"none\" or \"zhuge\"",
+                    scenario.source
+                ))
+            }
+        };
+        let (seed, bin) = (scenario.seed, scenario.bin);
+        let mut links = Vec::new();
+        let mut names = Vec::new();
+        let mut add = |cfg: &LinkConfig, name: String| -> usize {
+            links.push(Link::new(cfg, seed, &name, bin));
+            names.push(name);
+            links.len() - 1
+        };
+        // The same order, names and therefore random streams as the simulator's dumbbell.
+        let bottleneck = add(&scenario.bottleneck, "bottleneck".into());
+        let reverse = add(&scenario.reverse, "reverse".into());
+        let (mut fwd, mut back) = (Path::default(), Path::default());
+        let access = f.and_then(|f| {
+            f.access.as_ref().map(|c| {
+                (add(c, format!("flow.{}.access.up", f.id)), add(c, format!("flow.{}.access.down", f.id)))
+            })
+        });
+        let egress = f.and_then(|f| {
+            f.egress.as_ref().map(|c| {
+                (add(c, format!("flow.{}.egress.down", f.id)), add(c, format!("flow.{}.egress.up", f.id)))
+            })
+        });
+        if let Some((up, _)) = access {
+            fwd.push(up);
+        }
+        fwd.push(bottleneck);
+        if let Some((down, _)) = egress {
+            fwd.push(down);
+        }
+        if let Some((_, up)) = egress {
+            back.push(up);
+        }
+        back.push(reverse);
+        if let Some((_, down)) = access {
+            back.push(down);
+        }
+        if f.is_some_and(|f| f.reverse) {
+            std::mem::swap(&mut fwd, &mut back);
+        }
+        if let Some(mb) = middlebox {
+            links[BOTTLENECK].set_middlebox(mb);
+        }
+        let wake = vec![None; links.len()];
+        Ok(Network {
+            links,
+            names,
+            forward: fwd,
+            reverse: back,
+            delivered: VecDeque::with_capacity(256),
+            wake,
+            flow: index as u32,
+            taken: VecDeque::new(),
+            assist_out: VecDeque::new(),
+        })
+    }
+
+    /// The relayed flow's index in the scenario: the flow id its packets must carry.
+    pub fn flow_index(&self) -> u32 {
+        self.flow
+    }
+
+    /// The id of a reverse packet the middlebox dropped or kept (its payload can go).
+    pub fn poll_taken(&mut self) -> Option<u64> {
+        self.taken.pop_front()
+    }
+
+    /// Feedback the middlebox built for the sender (RTCP bytes), to send it from the site.
+    pub fn poll_assist_feedback(&mut self) -> Option<Vec<u8>> {
+        self.assist_out.pop_front()
+    }
+
+    /// What the middlebox at the bottleneck's site releases or builds now.
+    fn drain_site(&mut self, now: Time) {
+        if self.links[BOTTLENECK].middlebox().is_none() {
+            return;
+        }
+        while let Some((dir, pkt)) = self.links[BOTTLENECK].poll_inject(now) {
+            match dir {
+                Direction::Forward => self.links[BOTTLENECK].inject_forward(now, pkt),
+                Direction::Reverse => self.after_site(now, pkt),
+            }
+        }
+        while let Some(fb) = self.links[BOTTLENECK].poll_feedback(now) {
+            if let FeedbackPayload::Rtcp(bytes) = fb.payload {
+                self.assist_out.push_back(bytes);
+            }
+        }
+        self.wake[BOTTLENECK] = self.links[BOTTLENECK].poll_timeout();
+    }
+
+    /// A reverse packet continues from the site (the end of the reverse link).
+    fn after_site(&mut self, now: Time, mut pkt: Packet) {
+        let path = self.reverse;
+        let site = (0..path.len).find(|&h| path.get(h) == Some(REVERSE)).unwrap_or(0);
+        pkt.hop = site + 1;
+        match path.get(pkt.hop) {
+            Some(next) => self.enter(next, now, pkt),
+            None => self.delivered.push_back((Direction::Reverse, pkt)),
+        }
+    }
+
+    /// The links, in the order of [`Network::link_names`].
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// `bottleneck`, `reverse`, `flow.<id>.access.up`, ... as in the simulator.
+    pub fn link_names(&self) -> &[String] {
+        &self.names
+    }
+
+    fn path(&self, d: Direction) -> Path {
+        match d {
+            Direction::Forward => self.forward,
+            Direction::Reverse => self.reverse,
+        }
+    }
+
+    /// A packet enters its direction's path at `now` (`kind` Data: forward, Feedback: reverse).
+    pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
+        pkt.hop = 0;
+        let first = self.path(direction(pkt.kind)).get(0).expect("every path holds a bottleneck");
+        self.enter(first, now, pkt);
+    }
+
+    fn enter(&mut self, link: usize, now: Time, pkt: Packet) {
+        self.links[link].handle_input(now, pkt);
+        self.wake[link] = self.links[link].poll_timeout();
+        if link == BOTTLENECK {
+            self.drain_site(now);
+        }
+    }
+
+    /// Runs every link due by `now`; packets leaving a link go on to the next hop at `now` or out
+    /// of the network ([`Network::poll_output`]).
+    pub fn handle_timeout(&mut self, now: Time) {
+        loop {
+            let mut progressed = false;
+            for i in 0..self.links.len() {
+                if self.wake[i].is_none_or(|t| t > now) {
+                    continue;
+                }
+                progressed = true;
+                self.links[i].handle_timeout(now);
+                while let Some(mut pkt) = self.links[i].poll_output(now) {
+                    // Feedback leaving the reverse link passes the bottleneck's site.
+                    if i == REVERSE
+                        && pkt.kind == PacketKind::Feedback
+                        && self.links[BOTTLENECK].middlebox().is_some()
+                    {
+                        let verdict = self.links[BOTTLENECK].handle_reverse(now, &mut pkt);
+                        if verdict != Verdict::Pass {
+                            self.taken.push_back(pkt.id);
+                            self.drain_site(now);
+                            continue;
+                        }
+                    }
+                    let path = self.path(direction(pkt.kind));
+                    pkt.hop += 1;
+                    match path.get(pkt.hop) {
+                        Some(next) => self.enter(next, now, pkt),
+                        None => self.delivered.push_back((direction(pkt.kind), pkt)),
+                    }
+                }
+                self.wake[i] = self.links[i].poll_timeout();
+                if i == BOTTLENECK {
+                    self.drain_site(now);
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// The next packet that left the network: which way it went, and the packet.
+    pub fn poll_output(&mut self) -> Option<(Direction, Packet)> {
+        self.delivered.pop_front()
+    }
+
+    /// When [`Network::handle_timeout`] is next needed.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.wake.iter().flatten().min().copied()
+    }
+
+    /// The propagation delay of direction `d`'s links.
+    pub fn path_delay(&self, d: Direction) -> lowlat_core::Duration {
+        let p = self.path(d);
+        (0..p.len)
+            .filter_map(|h| p.get(h))
+            .map(|l| self.links[l].delay())
+            .fold(lowlat_core::Duration::ZERO, |a, b| a + b)
+    }
+
+    /// Packets inside the links of direction `d` (queued, in service or propagating).
+    pub fn packets_inside(&self, d: Direction) -> usize {
+        let p = self.path(d);
+        (0..p.len).filter_map(|h| p.get(h)).map(|l| self.links[l].packets_inside()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_core::{Bytes, FlowId};
+    use lowlat_sim::Format;
+
+    fn scenario(extra: &str) -> Scenario {
+        let text = format!(
+            "name = \"t\"\nduration = \"2 s\"\n[bottleneck]\nrate = \"1 Mbit/s\"\ndelay = \"10 ms\"\n{extra}\n\
+             [[flows]]\nid = \"f\"\nkind = \"cbr\"\nrate = \"1 Mbit/s\"\npacket_size = \"1250 B\"\n\
+             access = {{ rate = \"1 Gbit/s\", delay = \"1 ms\" }}\n"
+        );
+        Scenario::parse(&text, Format::Toml, "t.toml", std::path::Path::new(".")).unwrap()
+    }
+
+    #[test]
+    fn paths_match_the_simulators_dumbbell() {
+        let n = Network::from_scenario(&scenario(""), None).unwrap();
+        assert_eq!(n.link_names(), ["bottleneck", "reverse", "flow.f.access.up", "flow.f.access.down"]);
+        assert!(Network::from_scenario(&scenario(""), Some("nope"))
+            .unwrap_err()
+            .contains("no flow \"nope\""));
+        let err = Network::from_scenario(&scenario("assist = \"zhuge\""), None).unwrap_err();
+        assert!(err.contains("rtp-video"), "{err}");
+        let err = Network::from_scenario(&scenario("assist = \"fastack\""), None).unwrap_err();
+        assert!(err.contains("\"fastack\""), "{err}");
+    }
+
+    #[test]
+    fn a_packet_crosses_access_then_bottleneck_in_their_times() {
+        let mut n = Network::from_scenario(&scenario(""), None).unwrap();
+        // 1250 B at 1 Mbit/s: 10 ms of service; plus 10 ms propagation; access: 10 us + 1 ms.
+        n.handle_input(Time::ZERO, Packet::new(0, FlowId(0), Bytes(1250), 0, Time::ZERO));
+        let mut t = Time::ZERO;
+        while n.poll_output().is_none() {
+            t = n.poll_timeout().expect("the packet is inside");
+            n.handle_timeout(t);
+            if let Some((d, p)) = n.delivered.front() {
+                assert_eq!((*d, p.id), (Direction::Forward, 0));
+            }
+        }
+        assert_eq!(t, Time(10_000 + 1_000_000 + 10_000_000 + 10_000_000));
+        let mut fb = Packet::new(1, FlowId(0), Bytes(125), 0, t);
+        fb.kind = PacketKind::Feedback;
+        n.handle_input(t, fb);
+        assert_eq!(n.packets_inside(Direction::Reverse), 1);
+        assert_eq!(n.packets_inside(Direction::Forward), 0);
+    }
+}

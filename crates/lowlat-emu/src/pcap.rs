@@ -1,0 +1,115 @@
+//! A pcap writer (the classic format with nanosecond timestamps, link type IPv4) for the datagrams
+//! the relay forwards: each is written with the IPv4 and UDP headers it would carry on the
+//! emulated wire, so Wireshark/tshark decode the payload (RTP, RTCP) by port.
+
+use std::io::{self, BufWriter, Write};
+use std::net::{SocketAddr, SocketAddrV4};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Magic of a pcap file with nanosecond timestamps.
+const MAGIC_NS: u32 = 0xa1b2_3c4d;
+/// LINKTYPE_IPV4: each record starts with an IPv4 header.
+const LINKTYPE_IPV4: u32 = 228;
+/// IPv4 (20) + UDP (8) header bytes.
+const HEADERS: usize = 28;
+
+/// Writes datagrams to a pcap file.
+#[derive(Debug)]
+pub struct PcapWriter {
+    out: BufWriter<std::fs::File>,
+    /// Unix time of the relay's clock zero, ns.
+    epoch_unix_ns: u128,
+    ip_id: u16,
+    /// Datagrams not written because an address is not IPv4.
+    pub skipped: u64,
+}
+
+impl PcapWriter {
+    /// Creates `path`; record times are `epoch_unix` plus the relay's clock.
+    pub fn create(path: &Path, epoch_unix: SystemTime) -> io::Result<PcapWriter> {
+        let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+        out.write_all(&MAGIC_NS.to_le_bytes())?;
+        out.write_all(&2u16.to_le_bytes())?;
+        out.write_all(&4u16.to_le_bytes())?;
+        out.write_all(&0i32.to_le_bytes())?;
+        out.write_all(&0u32.to_le_bytes())?;
+        out.write_all(&65_535u32.to_le_bytes())?;
+        out.write_all(&LINKTYPE_IPV4.to_le_bytes())?;
+        let epoch_unix_ns = epoch_unix.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Ok(PcapWriter { out, epoch_unix_ns, ip_id: 0, skipped: 0 })
+    }
+
+    /// Records `payload` sent from `src` to `dst` at `at_ns` on the relay's clock.
+    pub fn write(&mut self, at_ns: u64, src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> io::Result<()> {
+        let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (src, dst) else {
+            self.skipped += 1;
+            return Ok(());
+        };
+        let payload = &payload[..payload.len().min(65_535 - HEADERS)];
+        let total = HEADERS + payload.len();
+        let t = self.epoch_unix_ns + u128::from(at_ns);
+        self.out.write_all(&((t / 1_000_000_000) as u32).to_le_bytes())?;
+        self.out.write_all(&((t % 1_000_000_000) as u32).to_le_bytes())?;
+        self.out.write_all(&(total as u32).to_le_bytes())?;
+        self.out.write_all(&(total as u32).to_le_bytes())?;
+        self.ip_id = self.ip_id.wrapping_add(1);
+        self.out.write_all(&ipv4_udp_headers(src, dst, payload.len(), self.ip_id))?;
+        self.out.write_all(payload)
+    }
+
+    /// Writes out what is buffered.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The IPv4 header (checksummed, TTL 64, don't fragment) and the UDP header (checksum 0: none,
+/// which IPv4 allows) of a datagram of `len` payload bytes.
+fn ipv4_udp_headers(src: SocketAddrV4, dst: SocketAddrV4, len: usize, id: u16) -> [u8; HEADERS] {
+    let mut h = [0u8; HEADERS];
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&((HEADERS + len) as u16).to_be_bytes());
+    h[4..6].copy_from_slice(&id.to_be_bytes());
+    h[6] = 0x40;
+    h[8] = 64;
+    h[9] = 17;
+    h[12..16].copy_from_slice(&src.ip().octets());
+    h[16..20].copy_from_slice(&dst.ip().octets());
+    let sum = h[..20].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum::<u32>();
+    let folded = (sum & 0xffff) + (sum >> 16);
+    let checksum = !(((folded & 0xffff) + (folded >> 16)) as u16);
+    h[10..12].copy_from_slice(&checksum.to_be_bytes());
+    h[20..22].copy_from_slice(&src.port().to_be_bytes());
+    h[22..24].copy_from_slice(&dst.port().to_be_bytes());
+    h[24..26].copy_from_slice(&((8 + len) as u16).to_be_bytes());
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ip_header_checksums_to_zero_and_records_are_framed() {
+        let h =
+            ipv4_udp_headers("127.0.0.1:5000".parse().unwrap(), "127.0.0.2:6000".parse().unwrap(), 100, 7);
+        let sum = h[..20].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum::<u32>();
+        assert_eq!(((sum & 0xffff) + (sum >> 16)) as u16, 0xffff, "one's-complement sum of a valid header");
+        assert_eq!(u16::from_be_bytes([h[2], h[3]]), 128);
+        assert_eq!(u16::from_be_bytes([h[24], h[25]]), 108);
+
+        let path = std::env::temp_dir().join(format!("lowlat-pcap-{}.pcap", std::process::id()));
+        let mut w = PcapWriter::create(&path, UNIX_EPOCH).unwrap();
+        w.write(1_500_000_000, "127.0.0.1:1".parse().unwrap(), "127.0.0.1:2".parse().unwrap(), &[1, 2, 3])
+            .unwrap();
+        w.write(0, "[::1]:1".parse().unwrap(), "[::1]:2".parse().unwrap(), &[1]).unwrap();
+        w.flush().unwrap();
+        let b = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(b.len(), 24 + 16 + 31);
+        assert_eq!(u32::from_le_bytes(b[24..28].try_into().unwrap()), 1);
+        assert_eq!(u32::from_le_bytes(b[28..32].try_into().unwrap()), 500_000_000);
+        assert_eq!(w.skipped, 1);
+    }
+}
