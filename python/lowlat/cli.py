@@ -467,9 +467,10 @@ def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
         raise _native.ScenarioError(f"--parts: got {args.parts!r}, expected some of the letters a, b, c, d")
     seeds = [int(s) for s in _list(args.seeds, "seeds", float)] if args.seeds else None
     ccs = _list(args.cc, "cc") if args.cc else None
-    bad = [c for c in ccs or [] if c not in ("newreno", "cubic", "bbr", "copa")]
+    window = _native.window_controllers()
+    bad = [c for c in ccs or [] if c not in window]
     if bad:
-        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected window controllers (newreno, cubic, bbr, copa)")
+        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected window controllers ({', '.join(window)})")
     sizes = _list(args.sizes, "sizes", float) if args.sizes else None
     if sizes and any(s <= 0 for s in sizes):
         raise _native.ScenarioError(f"--sizes: got {args.sizes!r}, expected positive sizes in MB")
@@ -557,7 +558,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     rates = numbers(args.rates, "--rates", "Mbit/s above 0, at most 10000000 (10 Tbit/s)", above=0, maximum=1e7)
-    tcp = choices(args.tcp, "--tcp", TCP_CONTROLLERS) if args.tcp.strip() else []
+    tcp = choices(args.tcp, "--tcp", _native.window_controllers()) if args.tcp.strip() else []
     rmcat = choices(args.rmcat_cc, "--rmcat-cc", _native.controllers()) if args.rmcat_cc.strip() else []
     if args.gym_steps < 0:
         raise UserError(f"--gym-steps: got {args.gym_steps}, expected a whole number of at least 0")
@@ -664,9 +665,6 @@ def _bench_satellite(quiet: bool) -> dict[str, Any]:
         )
     return c
 
-
-#: Window controllers of the TCP variant of the benchmark.
-TCP_CONTROLLERS = ["newreno", "cubic", "bbr", "copa"]
 
 COMMANDS = {
     "run": cmd_run,
