@@ -430,7 +430,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.talk == "satellite":
         return cmd_reproduce_satellite(args)
-    from . import scone, zhuge
+    from .reproduce import scone, zhuge
 
     ks = [int(k) for k in _list(args.ks, "ks", float)] if args.ks else None
     if ks and any(k < 1 for k in ks):
@@ -461,7 +461,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
-    from . import satellite
+    from .reproduce import satellite
 
     if not args.parts or set(args.parts) - set("abcd"):
         raise _native.ScenarioError(f"--parts: got {args.parts!r}, expected some of the letters a, b, c, d")
@@ -640,7 +640,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _bench_satellite(quiet: bool) -> dict[str, Any]:
     """The 1 GB download of `reproduce satellite`'s lossy table (loss 0), timed."""
-    from .satellite import lossy_scenario
+    from .reproduce.satellite import lossy_scenario
 
     r = run(lossy_scenario(0.0, "cubic", 1), progress=False)
     s = r.summary
