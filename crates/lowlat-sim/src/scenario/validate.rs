@@ -173,6 +173,9 @@ impl Scenario {
                 m.pause = Some((Time::ZERO + p.from.0, Time::ZERO + p.to.0));
             }
             let ecn = flow_ecn(f, kind, media.as_ref(), &key, label)?;
+            if let Some(w) = media.as_ref().and_then(|m| ecn_ignored_warning(m, ecn, &key("ecn"))) {
+                warnings.push(w);
+            }
             let access = f.access.as_ref().map(|a| access_config(a, &key("access"), label)).transpose()?;
             let egress = f.egress.as_ref().map(|a| access_config(a, &key("egress"), label)).transpose()?;
             flows.push(FlowConfig {
@@ -369,6 +372,23 @@ fn media_config(
 }
 
 /// The ECN codepoint flow `f` sends with, checked.
+/// SCReAM v2 reacts to CE only with `l4s` or `ecn` on: ECT packets without either are marked by
+/// the network and ignored by the sender, a silent wrong answer worth a warning.
+fn ecn_ignored_warning(m: &MediaConfig, ecn: Ecn, key: &str) -> Option<String> {
+    if m.cc != "scream2" || !ecn.is_ect() {
+        return None;
+    }
+    let on = |k: &str| {
+        m.cc_params.get("scream2").is_some_and(|p| p.iter().any(|(key, v)| key == k && v == "true"))
+    };
+    (!on("l4s") && !on("ecn")).then(|| {
+        format!(
+            "{key}: the packets are ECN-capable but scream2 ignores CE marks unless \
+             cc_params.scream2.l4s (or .ecn) = true"
+        )
+    })
+}
+
 fn flow_ecn(
     f: &FlowSpec,
     kind: TrafficKind,
