@@ -7,6 +7,12 @@ cd "$(dirname "$0")"
 echo "==> installing lowlat (pip install '.[test]')"
 python3 -m pip install --quiet --disable-pip-version-check ".[test]"
 
+# Ray runs the sweep backend test (local and Ray backends give identical rows). It is an optional
+# extra (lowlat[ray]); where it cannot be installed that test reports itself skipped.
+echo "==> installing the Ray backend (pip install 'ray>=2.9')"
+python3 -m pip install --quiet --disable-pip-version-check "ray>=2.9" \
+  || echo "Ray could not be installed: the Ray backend test will be skipped" >&2
+
 # Wireshark's dissector checks the wire codecs and `lowlat run --pcap` (crates/lowlat-wire/tests/
 # wireshark.rs). Installed when we may (root with apt-get; the README says so); without it those
 # checks report themselves skipped.
