@@ -8,7 +8,9 @@
 //!
 //! The format is documented for users in `docs/scenario-format.md`.
 
-use lowlat_assist::{BurstRule, CapacitySource, InBandReports, SconeConfig, SconeMode, ZhugeConfig, ZhugeVariant};
+use lowlat_assist::{
+    BurstRule, CapacitySource, InBandReports, SconeConfig, SconeMode, ZhugeConfig, ZhugeVariant,
+};
 use lowlat_core::{Bitrate, Bytes, Duration, Ecn, ParseUnitError, Time};
 use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
