@@ -98,6 +98,7 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
     /// Counters per time bin.
     pub bins: Vec<LinkBin>,
+    cursor: crate::histogram::BinCursor,
 }
 
 impl LinkStats {
@@ -115,11 +116,12 @@ impl LinkStats {
             sojourn_max_ns: 0,
             max_queue_bytes: 0,
             bins: Vec::new(),
+            cursor: crate::histogram::BinCursor::new(bin),
         }
     }
 
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
-        let i = (t.as_nanos() / self.bin.as_nanos().max(1)) as usize;
+        let i = self.cursor.index(t);
         if i >= self.bins.len() {
             self.bins.resize(i + 1, LinkBin::default());
         }

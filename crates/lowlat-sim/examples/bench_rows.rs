@@ -24,6 +24,38 @@ fn main() {
     for cc in ["gcc", "nada", "scream", "scream2"] {
         rows.push((format!("rmcat-5.1-{cc}"), Box::new(move || catalog("rmcat-5.1", cc))));
     }
+    // Zhuge at a Wi-Fi AP (the paper's ABW-drop shape): GCC video, 30 -> 10 Mbit/s at 20 s.
+    for assist in ["zhuge", "none"] {
+        let text = format!(
+            r#"
+duration = "{seconds} s"
+seed = 3
+[bottleneck]
+schedule = [ {{ at = "0 s", rate = "30 Mbit/s" }}, {{ at = "20 s", rate = "10 Mbit/s" }} ]
+delay = "1 ms"
+wifi = {{}}
+queue = {{ kind = "droptail", limit = "1000 packets" }}
+assist = "{assist}"
+[reverse]
+rate = "30 Mbit/s"
+delay = "1 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "gcc"
+fps = 24
+rmin = "300 kbit/s"
+rmax = "8 Mbit/s"
+access = {{ delay = "19 ms" }}
+"#
+        );
+        rows.push((
+            format!("ap-gcc-{assist}"),
+            Box::new(move || {
+                Scenario::parse(&text, lowlat_sim::Format::Toml, "<ap>", Path::new(".")).unwrap()
+            }),
+        ));
+    }
     for (name, mk) in rows.iter().filter(|(n, _)| n.contains(&filter)) {
         let mut best = f64::MAX;
         let mut last = None;
