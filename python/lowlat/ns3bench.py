@@ -4,7 +4,7 @@ The same topology as ``lowlat_sim::bench``: sender -(10 Gbit/s, 0 ms)- R1 =(bott
 drop-tail of 300 ms worth of 1500-byte packets)= R2 -(10 Gbit/s, 0 ms)- receiver. The CBR row is a
 UDP on/off source at a constant 95 % of the bottleneck with 1500-byte IP packets; the CUBIC row is
 one unbounded ``BulkSend`` over ``ns3::TcpCubic`` with 1448-byte segments (1500-byte IP packets with
-the timestamp option). ns-3's point-to-point devices add a 2-byte PPP header on the wire, the only
+the timestamp option) and socket buffers large enough not to limit the window. ns-3's point-to-point devices add a 2-byte PPP header on the wire, the only
 difference in bytes from lowlat's run.
 
 ns-3 runs in a child Python process (``python -m lowlat.ns3bench``) so its C++ interpreter's start-up
@@ -39,6 +39,12 @@ def run_dumbbell(rate_mbps: float, flow: str, seconds: float) -> dict[str, Any]:
     tcp = flow == "cubic"
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.StringValue("ns3::TcpCubic"))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(1448))
+    # Socket buffers of a path's worth (RTT plus the 300 ms queue at the bottleneck rate, twice):
+    # ns-3's default 128 KiB would cap the window at about 20 Mbit/s over 50 ms, where lowlat's
+    # sender is not limited by the receiver.
+    buffer = max(131_072, int(2 * rate_mbps * 1e6 * 0.35 / 8))
+    ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(buffer))
+    ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(buffer))
     nodes = ns.NodeContainer()
     nodes.Create(4)
 
