@@ -1,6 +1,9 @@
 """The `lowlat` command: runs, writes the results contract, fails cleanly on bad input."""
 
+import importlib.util
 import json
+
+import pytest
 
 
 def test_run_prints_table_and_writes_results(lowlat_cli, tmp_path):
@@ -102,3 +105,27 @@ def test_run_compares_controllers_on_rmcat_5_1(lowlat_cli, tmp_path):
 
 def test_unknown_controller_is_a_clean_error(lowlat_cli):
     _assert_clean_failure(lowlat_cli("run", "rmcat-5.1", "--cc", "nada,bogus"), "bogus", "nada")
+
+
+def test_bench_compare_ns3_skips_with_a_message_without_ns3(monkeypatch, capsys):
+    from lowlat import cli, ns3bench
+
+    monkeypatch.setattr(ns3bench, "available", lambda: False)
+    args = ["bench", "--rates", "10", "--duration", "1", "--rmcat-cc", "", "--no-satellite", "--gym-steps", "0"]
+    assert cli.main([*args, "--compare-ns3"]) == 0
+    out = capsys.readouterr()
+    assert "ns-3 comparison skipped: the ns3 package is not installed" in out.err
+    assert "bench-dumbbell-cbr-10M" in out.out and "faster" not in out.out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ns") is None, reason="the ns3 package is not installed")
+def test_bench_compare_ns3_runs_the_same_dumbbells_in_ns3(lowlat_cli):
+    p = lowlat_cli("bench", "--json", "--rates", "10", "--duration", "2", "--rmcat-cc", "", "--no-satellite",
+                   "--gym-steps", "0", "--compare-ns3")
+    assert p.returncode == 0, p.stderr
+    rows = [c for c in json.loads(p.stdout)["cases"] if "ns3_ratio" in c]
+    assert [c["case"] for c in rows] == ["bench-dumbbell-cbr-10M", "bench-dumbbell-cubic-10M"]
+    for c in rows:
+        assert c["ns3_ratio"] == pytest.approx(c["ns3_wall_s"] / c["wall_s"])
+        # The same dumbbell: both deliver about the same packets (CBR: 2 s at 9.5 Mbit/s).
+        assert abs(c["ns3_delivered_packets"] - c["delivered_packets"]) < 0.05 * c["delivered_packets"]

@@ -230,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the satellite row (one 1 GB CUBIC download over 10 Mbit/s, 600 ms, about 870 000 packets)",
     )
     p.add_argument(
+        "--compare-ns3",
+        action="store_true",
+        help="also run the CBR and CUBIC dumbbells in ns-3 (the ns3 package: pip install 'lowlat[bench]') "
+        "and print lowlat's speed-up on each row; skipped with a message when ns3 is not installed",
+    )
+    p.add_argument(
         "--gym-steps",
         type=int,
         default=20_000,
@@ -626,6 +632,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"events {c['events']:>8}  {c['sim_s_per_wall_s']:8.0f} sim s/s",
                 flush=True,
             )
+    if args.compare_ns3:
+        _compare_ns3(cases, args)
     if not args.no_satellite:
         cases.append(_bench_satellite(args.json))
     if args.gym_steps > 0:
@@ -645,9 +653,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"lowlat_version": _native.version(), "cases": cases}, indent=2))
     else:
-        print("reference: ns-3 3.44 delivers about 23 000 packets per wall second on this topology at 100 Mbit/s;")
-        print("           its TCP variant (one bulk flow, 120 s) takes about 12 s at 10 Mbit/s and 270 s at 100 Mbit/s")
+        if not args.compare_ns3:
+            print("compare with ns-3 on this machine: lowlat bench --compare-ns3 (needs pip install 'lowlat[bench]')")
     return 0
+
+
+def _compare_ns3(cases: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """Runs the dumbbell rows that have an ns-3 counterpart in ns-3 and records the ratios."""
+    from . import ns3bench
+
+    if not ns3bench.available():
+        print("ns-3 comparison skipped: the ns3 package is not installed (pip install 'lowlat[bench]')", file=sys.stderr)
+        return
+    rows = [c for c in cases if c["case"].startswith("bench-dumbbell-")]
+    flow_of = {c["case"]: c["case"].split("-")[2] for c in rows}
+    rows = [c for c in rows if flow_of[c["case"]] in ns3bench.FLOWS]
+    if not rows:
+        print("ns-3 comparison skipped: no CBR or CUBIC row to compare (--tcp without cubic?)", file=sys.stderr)
+        return
+    if not args.json:
+        print(f"ns-3: running {len(rows)} rows in ns-3 (a child process; its start-up takes seconds)...", flush=True)
+    try:
+        results = ns3bench.run_cases([(c["bottleneck_mbps"], flow_of[c["case"]]) for c in rows], args.duration)
+    except RuntimeError as e:
+        raise UserError(f"--compare-ns3: {e}") from e
+    for c, n in zip(rows, results):
+        c["ns3_wall_s"] = n["wall_s"]
+        c["ns3_delivered_packets"] = n["delivered_packets"]
+        c["ns3_ratio"] = n["wall_s"] / c["wall_s"]
+        if not args.json:
+            print(
+                f"{c['case']:<26} lowlat {c['wall_s']:8.3f} s  ns-3 {n['wall_s']:8.3f} s  "
+                f"lowlat is {c['ns3_ratio']:6.1f}x faster  (delivered: lowlat {c['delivered_packets']}, "
+                f"ns-3 {n['delivered_packets']})",
+                flush=True,
+            )
 
 
 def _bench_satellite(quiet: bool) -> dict[str, Any]:

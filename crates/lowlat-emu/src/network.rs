@@ -203,6 +203,12 @@ impl Network {
         }
     }
 
+    /// Completes every transmission that ended by `now` on every link (links complete lazily):
+    /// call before reading their statistics.
+    pub fn settle(&mut self, now: Time) {
+        self.links.iter_mut().for_each(|l| l.settle(now));
+    }
+
     /// The links, in the order of [`Network::link_names`].
     pub fn links(&self) -> &[Link] {
         &self.links

@@ -718,7 +718,8 @@ impl Relay {
         }
     }
 
-    fn report(self, end: Time) -> RelayReport {
+    fn report(mut self, end: Time) -> RelayReport {
+        self.net.settle(end);
         let sc = &self.scenario;
         let bin = sc.bin;
         let bin_ns = bin.as_nanos().max(1);

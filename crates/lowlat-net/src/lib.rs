@@ -28,7 +28,7 @@ pub mod trace;
 pub mod wifi;
 
 pub use capacity::{Capacity, DeliveryTrace, RateSchedule, Server};
-pub use histogram::NsHistogram;
+pub use histogram::{BinCursor, NsHistogram};
 pub use jitter::NoReorderJitter;
 pub use link::{Link, LinkConfig, LinkStats};
 pub use loss::LossModel;

@@ -10,6 +10,15 @@
 //! A link keeps at most one packet in service and a FIFO of packets in propagation; because the
 //! jitter model never reorders, that FIFO stays sorted by delivery time. Forwarding allocates
 //! nothing once the queues have grown to their working size.
+//!
+//! Fewer wake-ups: a link with no middlebox and no jitter has nothing to show anyone at the
+//! instant a transmission ends (no middlebox hears of it, and the packet only reappears once it
+//! has propagated), so it does not ask to be woken then: [`Link::poll_timeout`] names the
+//! earliest delivery, `finish + delay`, and the transmissions that ended meanwhile are completed
+//! in order, at their own finish times, by the next call (arrival, timeout or [`Link::settle`]).
+//! The queue sees the same dequeues at the same instants, so every result is the same; only the
+//! driver's event count drops (one event per packet per hop instead of two). Read
+//! [`Link::stats`] after [`Link::settle`] to see the transmissions that ended before `now`.
 
 use crate::capacity::{Capacity, Server};
 use crate::histogram::NsHistogram;
@@ -89,6 +98,7 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
     /// Counters per time bin.
     pub bins: Vec<LinkBin>,
+    cursor: crate::histogram::BinCursor,
 }
 
 impl LinkStats {
@@ -106,11 +116,12 @@ impl LinkStats {
             sojourn_max_ns: 0,
             max_queue_bytes: 0,
             bins: Vec::new(),
+            cursor: crate::histogram::BinCursor::new(bin),
         }
     }
 
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
-        let i = (t.as_nanos() / self.bin.as_nanos().max(1)) as usize;
+        let i = self.cursor.index(t);
         if i >= self.bins.len() {
             self.bins.resize(i + 1, LinkBin::default());
         }
@@ -173,6 +184,8 @@ pub struct Link {
     middlebox: Option<Box<dyn Middlebox>>,
     aqm_drops_seen: u64,
     stats: LinkStats,
+    /// Completes transmissions lazily (see the module docs): no middlebox and no jitter.
+    lazy_completion: bool,
 }
 
 impl Link {
@@ -193,11 +206,14 @@ impl Link {
             middlebox: None,
             aqm_drops_seen: 0,
             stats: LinkStats::new(bin),
+            lazy_completion: config.jitter == Duration::ZERO,
         }
     }
 
     /// Puts a middlebox at this link's queue.
     pub fn set_middlebox(&mut self, middlebox: Box<dyn Middlebox>) {
+        // The middlebox hears of each transmission's end when it happens.
+        self.lazy_completion = false;
         self.middlebox = Some(middlebox);
     }
 
@@ -332,6 +348,12 @@ impl Link {
         }
     }
 
+    /// Completes every transmission that ended by `now` (the ones a lazily completing link has
+    /// not been woken for): call before reading [`Link::stats`] at the end of a run.
+    pub fn settle(&mut self, now: Time) {
+        self.advance(now);
+    }
+
     /// The instant `poll_timeout` asked for (or any later one) has come.
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
@@ -366,6 +388,10 @@ impl Link {
     pub fn poll_timeout(&self) -> Option<Time> {
         // Written out by hand: this runs once or twice per packet per hop.
         let mut next = match self.in_service {
+            Some(s) if s.finish != Time::MAX && self.lazy_completion => {
+                // Its delivery, the first thing anyone sees of it (and of the ones after it).
+                Some(Time(s.finish.as_nanos().saturating_add(self.delay.as_nanos())))
+            }
             Some(s) if s.finish != Time::MAX => Some(s.finish),
             _ => None,
         };

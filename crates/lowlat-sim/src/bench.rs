@@ -2,9 +2,8 @@
 //!
 //! sender -(10 Gbit/s, 0 ms)- R1 =(bottleneck, 25 ms each way, drop-tail 300 ms)= R2
 //! -(10 Gbit/s, 0 ms)- receiver; 1500-byte packets; a CBR flow at 95 % of the bottleneck, or
-//! (the TCP variant) one unbounded ack-clocked bulk flow; 120 simulated seconds. The reference:
-//! ns-3 3.44 delivers about 23 000 packets per wall second on this topology at 100 Mbit/s, and
-//! takes about 12 s (10 Mbit/s) and 270 s (100 Mbit/s) for the TCP variant.
+//! (the TCP variant) one unbounded ack-clocked bulk flow; 120 simulated seconds. `lowlat bench
+//! --compare-ns3` runs the same dumbbells in ns-3 (python/lowlat/ns3bench.py) and prints the ratios.
 
 use crate::scenario::{Format, Scenario};
 use crate::sim::Simulation;

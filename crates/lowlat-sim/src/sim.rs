@@ -119,6 +119,8 @@ pub struct Simulation {
     events_at_now: u64,
     /// The pcap being written, when asked for.
     capture: Option<crate::capture::Capture>,
+    /// The last instant [`Simulation::advance`] processed events up to (links settle to it).
+    horizon: Option<Time>,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -296,6 +298,7 @@ impl Simulation {
             wall: std::time::Duration::ZERO,
             events_at_now: 0,
             capture: None,
+            horizon: None,
         }
     }
 
@@ -401,6 +404,7 @@ impl Simulation {
             }
         }
         self.now = self.now.max(until);
+        self.horizon = Some(self.horizon.map_or(horizon, |h| h.max(horizon)));
         self.wall += started.elapsed();
     }
 
@@ -411,7 +415,11 @@ impl Simulation {
     }
 
     /// The results of the run so far (normally called once [`Simulation::is_done`]).
-    pub fn finish(self) -> RunResult {
+    pub fn finish(mut self) -> RunResult {
+        // Links complete transmissions lazily: count the ones that ended within the run.
+        if let Some(h) = self.horizon {
+            self.links.iter_mut().for_each(|l| l.settle(h));
+        }
         RunResult::collect(&self)
     }
 

@@ -128,6 +128,7 @@ pub struct FlowMetrics {
     pub feedback_sent_bytes: u64,
     /// Feedback packets that reached the sender.
     pub feedback_received_packets: u64,
+    cursor: lowlat_net::BinCursor,
 }
 
 impl FlowMetrics {
@@ -148,11 +149,12 @@ impl FlowMetrics {
             feedback_sent_packets: 0,
             feedback_sent_bytes: 0,
             feedback_received_packets: 0,
+            cursor: lowlat_net::BinCursor::new(bin),
         }
     }
 
     fn bin_at(&mut self, t: Time) -> &mut FlowBin {
-        let i = (t.as_nanos() / self.bin.as_nanos().max(1)) as usize;
+        let i = self.cursor.index(t);
         if i >= self.bins.len() {
             self.bins.resize(i + 1, FlowBin::default());
         }

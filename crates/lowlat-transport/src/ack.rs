@@ -4,8 +4,11 @@
 use lowlat_core::Duration;
 use smallvec::SmallVec;
 
-/// The ranges of one frame: up to four inline, so the common ACK allocates nothing.
-pub type AckRanges = SmallVec<[(u64, u64); 4]>;
+/// The ranges of one frame, inline up to the receiver's default `max_ranges` (32): once a loss
+/// leaves holes the receiver keeps reporting them (retransmissions take new packet numbers, so
+/// the holes never fill), and with four inline ranges every ACK of a lossy bulk flow allocated
+/// (0.5 allocations per data packet on the CUBIC benchmark). Copying 512 bytes is cheaper.
+pub type AckRanges = SmallVec<[(u64, u64); 32]>;
 
 /// The ECN counts of an ACK_ECN frame: packets received with each codepoint since the start
 /// (RFC 9000 §13.4.1), cumulative so a lost ACK loses no information.
