@@ -282,3 +282,100 @@ impl ShellPump {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_sim::Format;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    /// A datagram socket pair: each write is read whole, one per read, as from a TUN device.
+    /// The first end (the pump's) is non-blocking, as a TUN descriptor is.
+    fn pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair writes two descriptors into a valid array.
+        assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl on a valid descriptor.
+        unsafe { libc::fcntl(a.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        (a, b)
+    }
+
+    fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, len: usize) -> Vec<u8> {
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[12..16].copy_from_slice(&src.octets());
+        p[16..20].copy_from_slice(&dst.octets());
+        p
+    }
+
+    fn send(fd: &OwnedFd, p: &[u8]) {
+        // SAFETY: writes p.len() bytes from a live buffer.
+        assert_eq!(unsafe { libc::write(fd.as_raw_fd(), p.as_ptr().cast(), p.len()) }, p.len() as isize);
+    }
+
+    /// Blocks until a packet arrives on `fd` (at most 2 s); its bytes.
+    fn recv(fd: &OwnedFd) -> Vec<u8> {
+        assert!(wait_readable(&[fd.as_raw_fd()], Some(2_000_000_000)), "nothing arrived");
+        let mut b = vec![0u8; 2048];
+        // SAFETY: reads at most b.len() bytes into a live buffer.
+        let n = unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), b.len()) };
+        b.truncate(n.max(0) as usize);
+        b
+    }
+
+    #[test]
+    fn only_ipv4_between_the_tunnel_addresses_crosses_with_the_paths_delays() {
+        let text =
+            "name = \"t\"\nduration = \"5 s\"\n[bottleneck]\nrate = \"10 Mbit/s\"\ndelay = \"15 ms\"\n\
+                    [reverse]\nrate = \"10 Mbit/s\"\ndelay = \"5 ms\"\n\
+                    [[flows]]\nid = \"f\"\nkind = \"cbr\"\nrate = \"1 Mbit/s\"\n";
+        let sc = Scenario::parse(text, Format::Toml, "t.toml", std::path::Path::new(".")).unwrap();
+        let (inside, app) = pair();
+        let (outside, host) = pair();
+        let (me, peer) = (Ipv4Addr::new(10, 251, 0, 2), Ipv4Addr::new(10, 251, 0, 1));
+        let pump = ShellPump::new(sc, inside, outside, me, peer).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let runner = std::thread::spawn(move || pump.run(|| flag.load(Ordering::Relaxed)));
+
+        send(&app, &ipv4(me, Ipv4Addr::new(192, 0, 2, 9), 100)); // elsewhere: never leaves
+        send(&app, &[0x60; 60]); // IPv6
+        let t = Instant::now();
+        let out = ipv4(me, peer, 1250);
+        send(&app, &out);
+        assert_eq!(recv(&host), out, "the packet crosses unchanged");
+        // 1250 B at 10 Mbit/s (1 ms) plus 15 ms.
+        let fwd = t.elapsed().as_secs_f64() * 1e3;
+        assert!(fwd >= 16.0, "forward {fwd} ms");
+        send(&host, &ipv4(Ipv4Addr::new(192, 0, 2, 9), me, 100)); // not from the host side
+        let t = Instant::now();
+        let back = ipv4(peer, me, 125);
+        send(&host, &back);
+        assert_eq!(recv(&app), back);
+        let rev = t.elapsed().as_secs_f64() * 1e3;
+        assert!(rev >= 5.0, "reverse {rev} ms");
+        stop.store(true, Ordering::Relaxed);
+        let report = runner.join().unwrap();
+        let c = report.counters;
+        assert_eq!((c.received, c.unexpected, c.forwarded), ([3, 2], [2, 1], [1, 1]));
+        assert!(report.summary_json.contains("\"owd_ms\""));
+    }
+
+    #[test]
+    fn assistance_and_bad_tun_names_are_one_line_errors() {
+        assert!(open_tun("", None).unwrap_err().contains("1 to 15"));
+        assert!(open_tun("a-very-long-tun-name", None).unwrap_err().contains("1 to 15"));
+        let text =
+            "name = \"t\"\nduration = \"5 s\"\n[bottleneck]\nrate = \"10 Mbit/s\"\ndelay = \"15 ms\"\n\
+                    assist = \"fastack\"\n[[flows]]\nid = \"f\"\nkind = \"cbr\"\nrate = \"1 Mbit/s\"\n";
+        let sc = Scenario::parse(text, Format::Toml, "t.toml", std::path::Path::new(".")).unwrap();
+        let ((a, _), (b, _)) = (pair(), pair());
+        let err = ShellPump::new(sc, a, b, Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST).err().unwrap();
+        assert!(err.contains("assist") && !err.contains('\n'), "{err}");
+    }
+}
