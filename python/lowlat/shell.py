@@ -44,6 +44,12 @@ def check_permitted() -> str | None:
         return "lowlat shell needs /dev/net/tun (the tun kernel module), which this machine lacks"
     if shutil.which("ip") is None:
         return "lowlat shell needs the `ip` command (iproute2)"
+    if shutil.which("unshare") is not None:
+        # Root in a container may still be refused new namespaces: ask the kernel once.
+        r = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+        if r.returncode != 0:
+            msg = (r.stderr.strip().splitlines() or ["refused"])[-1]
+            return f"lowlat shell: this machine does not permit new network namespaces (unshare -n: {msg})"
     return None
 
 
