@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import statistics
 import sys
 import threading
@@ -118,6 +120,7 @@ def test_echo_and_cbr_through_the_shell_show_the_delay_and_the_rate(tmp_path):
             SCENARIO,
             ["sh", "-c", f'"{sys.executable}" {script} {echo.getsockname()[1]} {sink.getsockname()[1]} > {out}'],
             timeout_s=30,
+            pcap=tmp_path / "shell.pcap",
         )
         time.sleep(0.5)  # the queue's last packets
     finally:
@@ -142,3 +145,12 @@ def test_echo_and_cbr_through_the_shell_show_the_delay_and_the_rate(tmp_path):
           f"forward one-way P50 {sh['owd_ms']['forward']['p50']:.1f} ms, {summary['links'][0]}")
     assert 3.8e6 <= rate <= 4.1e6, rate
     assert summary["links"][0]["drops"] > 0, "the excess was dropped at the bottleneck"
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed: the pcap decode check needs it")
+    fields = subprocess.run(
+        ["tshark", "-r", str(tmp_path / "shell.pcap"), "-T", "fields", "-e", "frame.protocols", "-e", "_ws.malformed"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    # Every packet that crossed, as whole IPv4/UDP packets: the echoes both ways and the CBR.
+    assert len(fields) == sh["forwarded"][0] + sh["forwarded"][1]
+    assert all(f.startswith("ip:udp") and "malformed" not in f for f in fields), fields[:3]

@@ -78,4 +78,5 @@ class Simulation:
 def shell_pump(
     text: str, format: str, label: str, base_dir: str, netns: str, inside_tun: str, host_tun: str,
     inside_addr: str, host_addr: str, ready: Callable[[], None], should_stop: Callable[[], bool],
+    pcap: str | None = None,
 ) -> str: ...

@@ -66,10 +66,12 @@ def shell(
     *,
     env: Mapping[str, str] | None = None,
     timeout_s: float | None = None,
+    pcap: str | Path | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Runs ``cmd`` behind the scenario's links until it exits (or ``timeout_s``, or Ctrl-C: it is
     then terminated). Returns its exit status and the pump's summary (counters, one-way delay per
-    direction, the links' summaries). Raises ``EmulatorError`` with one line where namespaces or
+    direction, the links' summaries); ``pcap``: write every packet that crossed there (raw IPv4,
+    as it left the emulated path). Raises ``EmulatorError`` with one line where namespaces or
     TUN devices are not permitted."""
     if not cmd:
         raise _native.EmulatorError("lowlat shell: no command; expected `lowlat shell SCENARIO -- CMD...`")
@@ -108,6 +110,7 @@ def shell(
         summary_json = _native.shell_pump(
             src.text, src.format, src.label, src.base_dir, f"/run/netns/{netns}",
             INSIDE_TUN, host_tun, inside, host, ready, should_stop,
+            str(pcap) if pcap is not None else None,
         )
     finally:
         if proc is not None and proc.poll() is None:
@@ -143,6 +146,7 @@ def add_shell_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="stop CMD after S seconds")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", metavar="FILE", help="also write the summary JSON to FILE")
+    p.add_argument("--pcap", metavar="FILE", help="write every packet that crossed (whole IPv4 packets) to FILE")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: the command to run")
 
 
@@ -153,7 +157,7 @@ def cmd_shell(args: Any) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    status, summary = shell(args.scenario, cmd, timeout_s=args.timeout)
+    status, summary = shell(args.scenario, cmd, timeout_s=args.timeout, pcap=args.pcap)
     text = json.dumps(summary, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")

@@ -12,6 +12,7 @@
 
 use crate::clock::{precise_timers, wait_readable, WallClock, SPIN_NS};
 use crate::network::Network;
+use crate::pcap::PcapWriter;
 use crate::relay::PayloadStore;
 use hdrhistogram::Histogram;
 use lowlat_core::{Bytes, Duration, FlowId, Packet, PacketKind, Time};
@@ -122,6 +123,7 @@ pub struct ShellPump {
     owd: [Histogram<u64>; 2],
     seq: [u64; 2],
     next_id: u64,
+    pcap: Option<PcapWriter>,
 }
 
 /// What a shell run measured.
@@ -162,12 +164,26 @@ impl ShellPump {
             owd: [hist(), hist()],
             seq: [0; 2],
             next_id: 0,
+            pcap: None,
         })
+    }
+
+    /// Also writes every packet that crosses, as it leaves the emulated path, to a pcap at
+    /// `path` (raw IPv4 records).
+    pub fn with_pcap(mut self, path: &std::path::Path) -> Result<ShellPump, String> {
+        let w = PcapWriter::create(path, std::time::SystemTime::now())
+            .map_err(|e| format!("--pcap {}: cannot create: {e}", path.display()))?;
+        self.pcap = Some(w);
+        Ok(self)
     }
 
     /// Runs until `should_stop` says so (asked every 20 ms).
     pub fn run(mut self, mut should_stop: impl FnMut() -> bool) -> ShellReport {
         precise_timers();
+        if let Some(p) = &mut self.pcap {
+            // The records' times count from the pump's clock zero.
+            p.set_epoch(std::time::SystemTime::now());
+        }
         let clock = WallClock::start();
         let raw: [RawFd; 2] = [self.fds[0].as_raw_fd(), self.fds[1].as_raw_fd()];
         let mut buf = vec![0u8; MAX_PACKET];
@@ -249,6 +265,10 @@ impl ShellPump {
         let d = usize::from(dir == Direction::Reverse);
         let Some(payload) = self.stores[d].take(pkt.id) else { return };
         self.counters.forwarded[d] += 1;
+        if let Some(p) = &mut self.pcap {
+            // A failing disk must not stop the pump; the error shows as a short pcap.
+            let _ = p.write_packet(now.as_nanos(), &payload);
+        }
         self.owd[d].saturating_record(now.saturating_since(pkt.sent_at).as_nanos().max(1));
         let fd = self.fds[1 - d].as_raw_fd();
         // SAFETY: writes payload.len() bytes from a live buffer.
@@ -259,7 +279,10 @@ impl ShellPump {
         self.stores[d].recycle(payload);
     }
 
-    fn report(self, end: Time) -> ShellReport {
+    fn report(mut self, end: Time) -> ShellReport {
+        if let Some(p) = &mut self.pcap {
+            let _ = p.flush();
+        }
         let (links, _) = link_results(self.net.links(), self.net.link_names(), end, self.scenario.bin);
         let ms = |h: &Histogram<u64>, q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 * 1e-6);
         let owd = |h: &Histogram<u64>| serde_json::json!({ "p50": ms(h, 0.5), "p95": ms(h, 0.95), "p99": ms(h, 0.99), "max": ms(h, 1.0) });

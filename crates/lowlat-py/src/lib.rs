@@ -407,7 +407,8 @@ fn emulate<'py>(
 /// The link shell's pump (`lowlat shell`): opens TUN `inside_tun` in the network namespace at
 /// `netns` and `host_tun` here, then `ready()` (the caller configures addresses and starts the
 /// command), then pumps IP packets between them through the scenario's paths until
-/// `should_stop()` is true or Ctrl-C. Returns summary.json.
+/// `should_stop()` is true or Ctrl-C; with `pcap`, writes the packets that crossed there.
+/// Returns summary.json.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn shell_pump(
@@ -423,6 +424,7 @@ fn shell_pump(
     host_addr: &str,
     ready: Bound<'_, PyAny>,
     should_stop: Bound<'_, PyAny>,
+    pcap: Option<String>,
 ) -> PyResult<String> {
     let scenario = parse(text, format, label, base_dir)?;
     let ip = |a: &str| {
@@ -432,8 +434,11 @@ fn shell_pump(
     let (inside_ip, host_ip) = (ip(inside_addr)?, ip(host_addr)?);
     let inside = lowlat_emu::shell::open_tun(inside_tun, Some(netns)).map_err(EmulatorError::new_err)?;
     let outside = lowlat_emu::shell::open_tun(host_tun, None).map_err(EmulatorError::new_err)?;
-    let pump = lowlat_emu::shell::ShellPump::new(scenario, inside, outside, inside_ip, host_ip)
+    let mut pump = lowlat_emu::shell::ShellPump::new(scenario, inside, outside, inside_ip, host_ip)
         .map_err(EmulatorError::new_err)?;
+    if let Some(p) = pcap {
+        pump = pump.with_pcap(std::path::Path::new(&p)).map_err(EmulatorError::new_err)?;
+    }
     ready.call0()?;
     let stop = should_stop.unbind();
     let report = py.detach(|| {
