@@ -154,3 +154,12 @@ def test_echo_and_cbr_through_the_shell_show_the_delay_and_the_rate(tmp_path):
     # Every packet that crossed, as whole IPv4/UDP packets: the echoes both ways and the CBR.
     assert len(fields) == sh["forwarded"][0] + sh["forwarded"][1]
     assert all(f.startswith("ip:udp") and "malformed" not in f for f in fields), fields[:3]
+
+
+@needs_shell
+def test_the_cli_reads_options_after_the_scenario_and_returns_the_commands_status(tmp_path, capsys):
+    pcap, out = tmp_path / "s.pcap", tmp_path / "s.json"
+    assert main(["shell", "dumbbell-cbr", "--pcap", str(pcap), "--out", str(out), "--", "sh", "-c", "exit 3"]) == 3
+    assert pcap.exists() and '"exit_status": 3' in out.read_text()
+    assert main(["shell", "dumbbell-cbr", "--bogus", "--", "true"]) == 2
+    assert "cannot read options" in capsys.readouterr().err

@@ -143,20 +143,41 @@ def add_shell_parser(sub: Any) -> None:
         "bottleneck.assist must be \"none\" (use lowlat emulate for Zhuge).",
     )
     p.add_argument("scenario", help="a scenario file or a catalog name")
+    _options(p)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: the command to run")
+
+
+def _options(p: Any) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="stop CMD after S seconds")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", metavar="FILE", help="also write the summary JSON to FILE")
     p.add_argument("--pcap", metavar="FILE", help="write every packet that crossed (whole IPv4 packets) to FILE")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: the command to run")
 
 
 def cmd_shell(args: Any) -> int:
     """The ``lowlat shell`` command: CMD's exit status (the summary on stderr, or stdout with --json)."""
     import sys
 
+    import argparse
+
     cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+    if "--" in cmd:
+        # Options written after SCENARIO land in the remainder (argparse stops at the first
+        # positional's end): parse what comes before `--` as the shell's own options.
+        cut = cmd.index("--")
+        own, cmd = cmd[:cut], cmd[cut + 1 :]
+        if own:
+            q = argparse.ArgumentParser(prog="lowlat shell", add_help=False, exit_on_error=False)
+            _options(q)
+            try:
+                extra, rest = q.parse_known_args(own)
+            except (argparse.ArgumentError, SystemExit):
+                rest = own
+            if rest:
+                raise _native.EmulatorError(f"lowlat shell: cannot read options {own}; expected --timeout S, --pcap FILE, --out FILE, --json before `--`") from None
+            for k, v in vars(extra).items():
+                if v not in (None, False):
+                    setattr(args, k, v)
     status, summary = shell(args.scenario, cmd, timeout_s=args.timeout, pcap=args.pcap)
     text = json.dumps(summary, indent=2)
     if args.out:
