@@ -1,6 +1,6 @@
 """Type stubs of the native core (``lowlat._native``, built from crates/lowlat-py)."""
 
-from typing import Any
+from typing import Any, Callable
 
 class ScenarioError(ValueError):
     """A scenario that failed validation (one line: file, key, what was expected)."""
@@ -76,3 +76,8 @@ class Simulation:
     def finish(
         self,
     ) -> tuple[str, dict[str, list[object]], dict[str, list[object]], dict[str, list[object]]]: ...
+def shell_pump(
+    text: str, format: str, label: str, base_dir: str, netns: str, inside_tun: str, host_tun: str,
+    inside_addr: str, host_addr: str, ready: Callable[[], None], should_stop: Callable[[], bool],
+    pcap: str | None = None,
+) -> str: ...

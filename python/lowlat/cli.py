@@ -329,6 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench_parser = sub.choices["bench"]
     bench_parser.add_argument("--relay", action="store_true", help="also measure the UDP relay of `lowlat emulate`: added delay P50/P99 unshaped, throughput limit, timer error at 100 Mbit/s")
     bench_parser.add_argument("--relay-only", action="store_true", help="measure only the relay")
+    # Link shell (issue 16): lowlat shell SCENARIO -- CMD... (parser and command in shell.py).
+    from .shell import add_shell_parser
+
+    add_shell_parser(sub)
 
     return parser
 
@@ -830,6 +834,10 @@ COMMANDS = {
     "send": cmd_rtp,
     "receive": cmd_rtp,
 }
+# Link shell (issue 16).
+from .shell import cmd_shell as _cmd_shell  # noqa: E402
+
+COMMANDS["shell"] = _cmd_shell
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,6 +12,7 @@
 //! - [`pcap`]: the pcap writer.
 //! - [`traffic`]: a paced CBR sender and a counting sink for real sockets (tests, `lowlat bench`).
 //! - [`bench`]: the relay's added delay, throughput limit and timer error.
+//! - [`shell`]: the link shell (`lowlat shell`): IP packets between two TUN devices through the paths.
 //!
 //! The event loop is a single thread on `ppoll(2)`, not an async runtime: tokio's and mio's
 //! timeouts have millisecond granularity, and a link at 100 Mbit/s needs its departures within
@@ -25,6 +26,7 @@ pub mod network;
 pub mod pcap;
 pub mod relay;
 pub mod rtp;
+pub mod shell;
 pub mod traffic;
 
 pub use network::Network;

@@ -58,6 +58,23 @@ impl PcapWriter {
         self.out.write_all(payload)
     }
 
+    /// Makes record times count from `epoch_unix` (the caller's clock zero).
+    pub fn set_epoch(&mut self, epoch_unix: SystemTime) {
+        self.epoch_unix_ns = epoch_unix.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    }
+
+    /// Records a whole IPv4 packet (`lowlat shell`: what crossed between the TUN devices) at
+    /// `at_ns` on the pump's clock, as it is.
+    pub fn write_packet(&mut self, at_ns: u64, packet: &[u8]) -> io::Result<()> {
+        let packet = &packet[..packet.len().min(65_535)];
+        let t = self.epoch_unix_ns + u128::from(at_ns);
+        self.out.write_all(&((t / 1_000_000_000) as u32).to_le_bytes())?;
+        self.out.write_all(&((t % 1_000_000_000) as u32).to_le_bytes())?;
+        self.out.write_all(&(packet.len() as u32).to_le_bytes())?;
+        self.out.write_all(&(packet.len() as u32).to_le_bytes())?;
+        self.out.write_all(packet)
+    }
+
     /// Writes out what is buffered.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()

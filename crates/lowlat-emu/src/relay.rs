@@ -164,7 +164,7 @@ fn zhuge_summary(any: &dyn std::any::Any) -> Option<lowlat_sim::results::AssistS
 /// Payloads of one direction waiting for their packets to leave the links, in packet-id order
 /// (links never reorder, so a packet leaving means every older one still held was dropped).
 #[derive(Debug)]
-struct PayloadStore {
+pub(crate) struct PayloadStore {
     held: VecDeque<(u64, Vec<u8>)>,
     free: Vec<Vec<u8>>,
     bytes: usize,
@@ -172,11 +172,11 @@ struct PayloadStore {
 }
 
 impl PayloadStore {
-    fn new(budget: usize) -> PayloadStore {
+    pub(crate) fn new(budget: usize) -> PayloadStore {
         PayloadStore { held: VecDeque::with_capacity(1024), free: Vec::new(), bytes: 0, budget }
     }
 
-    fn push(&mut self, id: u64, data: &[u8]) -> bool {
+    pub(crate) fn push(&mut self, id: u64, data: &[u8]) -> bool {
         if self.bytes + data.len() > self.budget {
             return false;
         }
@@ -188,7 +188,7 @@ impl PayloadStore {
         true
     }
 
-    fn take(&mut self, id: u64) -> Option<Vec<u8>> {
+    pub(crate) fn take(&mut self, id: u64) -> Option<Vec<u8>> {
         while let Some(&(front, _)) = self.held.front() {
             if front > id {
                 return None;
@@ -203,7 +203,7 @@ impl PayloadStore {
         None
     }
 
-    fn recycle(&mut self, b: Vec<u8>) {
+    pub(crate) fn recycle(&mut self, b: Vec<u8>) {
         if self.free.len() < FREE_BUFFERS && b.capacity() <= FREE_BUFFER_MAX {
             self.free.push(b);
         }

@@ -402,6 +402,54 @@ fn emulate<'py>(
     ))
 }
 
+/// The link shell's pump (`lowlat shell`): opens TUN `inside_tun` in the network namespace at
+/// `netns` and `host_tun` here, then `ready()` (the caller configures addresses and starts the
+/// command), then pumps IP packets between them through the scenario's paths until
+/// `should_stop()` is true or Ctrl-C; with `pcap`, writes the packets that crossed there.
+/// Returns summary.json.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn shell_pump(
+    py: Python<'_>,
+    text: &str,
+    format: &str,
+    label: &str,
+    base_dir: &str,
+    netns: &str,
+    inside_tun: &str,
+    host_tun: &str,
+    inside_addr: &str,
+    host_addr: &str,
+    ready: Bound<'_, PyAny>,
+    should_stop: Bound<'_, PyAny>,
+    pcap: Option<String>,
+) -> PyResult<String> {
+    let scenario = parse(text, format, label, base_dir)?;
+    let ip = |a: &str| {
+        a.parse::<std::net::Ipv4Addr>()
+            .map_err(|_| EmulatorError::new_err(format!("address: got {a:?}, expected an IPv4 address")))
+    };
+    let (inside_ip, host_ip) = (ip(inside_addr)?, ip(host_addr)?);
+    let inside = lowlat_emu::shell::open_tun(inside_tun, Some(netns)).map_err(EmulatorError::new_err)?;
+    let outside = lowlat_emu::shell::open_tun(host_tun, None).map_err(EmulatorError::new_err)?;
+    let mut pump = lowlat_emu::shell::ShellPump::new(scenario, inside, outside, inside_ip, host_ip)
+        .map_err(EmulatorError::new_err)?;
+    if let Some(p) = pcap {
+        pump = pump.with_pcap(std::path::Path::new(&p)).map_err(EmulatorError::new_err)?;
+    }
+    ready.call0()?;
+    let stop = should_stop.unbind();
+    let report = py.detach(|| {
+        pump.run(|| {
+            Python::attach(|py| {
+                py.check_signals().is_err()
+                    || stop.bind(py).call0().and_then(|v| v.is_truthy()).unwrap_or(true)
+            })
+        })
+    });
+    Ok(report.summary_json)
+}
+
 /// The relay's figures for `lowlat bench --relay` (each case `seconds` long; the shaped case at
 /// `shaped_bps`), as a dict.
 #[pyfunction]
@@ -533,6 +581,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EmulatorError", m.py().get_type::<EmulatorError>())?;
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(emulate, m)?)?;
+    m.add_function(wrap_pyfunction!(shell_pump, m)?)?;
     m.add_function(wrap_pyfunction!(bench_relay, m)?)?;
     m.add_function(wrap_pyfunction!(rtp_send, m)?)?;
     m.add_function(wrap_pyfunction!(rtp_receive, m)?)?;
