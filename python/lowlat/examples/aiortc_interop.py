@@ -114,7 +114,7 @@ async def _call(relay_port: int, start_relay: Any, media_s: float) -> dict[str, 
     pc1.addTrack(NumberedVideo())
     done = asyncio.Event()
 
-    @pc2.on("track")  # type: ignore[misc,unused-ignore]
+    @pc2.on("track")  # type: ignore[misc,untyped-decorator,unused-ignore]
     def on_track(track: Any) -> None:
         async def consume() -> None:
             nonlocal bad
