@@ -136,6 +136,10 @@ CONDITIONS: dict[str, Any] = {
     "rmax": "100 Mbit/s",  # GccController max_configured_bitrate_bps_; GameServer kMaxEncodeBps
     "packet_size": "1460 B",  # NetworkPacket::MAX_PACKET_SIZE
     "abw_mbps": 30.0,  # ktrace_gen.sh: 30Mbps, then 30/k (scaled like every trace line)
+    # *-exp-trace.conf: --policy=rtx (RTXOnlyPolicy: lost packets retransmitted, no FEC) with
+    # --ddl=1000 (1 s frame deadline): the RTP flows run with NACK/RTX (Copa's transport
+    # retransmits on its own).
+    "nack": True,
 }
 WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
 HOP_MS = CONDITIONS["last_hop_ms"]
@@ -223,6 +227,7 @@ def scenario(
                 "rmax": c["rmax"],
                 "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
+                **({"nack": c["nack"]} if cc == "gcc" else {}),
             }
         ],
     }

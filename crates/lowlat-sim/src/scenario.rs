@@ -8,7 +8,9 @@
 //!
 //! The format is documented for users in `docs/scenario-format.md`.
 
-use lowlat_assist::{BurstRule, CapacitySource, InBandReports, SconeConfig, SconeMode, ZhugeConfig, ZhugeVariant};
+use lowlat_assist::{
+    BurstRule, CapacitySource, InBandReports, SconeConfig, SconeMode, ZhugeConfig, ZhugeVariant,
+};
 use lowlat_core::{Bitrate, Bytes, Duration, Ecn, ParseUnitError, Time};
 use lowlat_media::receiver::{FeedbackFormat, FeedbackSchedule};
 use lowlat_media::source::{Codec, FrameSizeTrace, VideoSourceConfig};
@@ -316,6 +318,9 @@ pub struct FlowSpec {
     pub feedback: Option<String>,
     /// Video: `"transport-cc"` (default) or `"rfc8888"`.
     pub feedback_format: Option<String>,
+    /// Video: retransmission of lost packets on RTCP generic NACK (RFC 4585) with RTX (RFC 4588),
+    /// as WebRTC negotiates for video; default `false` (see docs/scenario-format.md).
+    pub nack: Option<bool>,
     /// Video: constants per controller, `{ gcc = { beta = 0.9 }, scream = { ... } }`; the table
     /// of the controller that runs applies.
     pub cc_params: Option<BTreeMap<String, BTreeMap<String, ParamValue>>>,
@@ -485,6 +490,8 @@ pub struct MediaConfig {
     pub pause: Option<(Time, Time)>,
     /// The RTCP feedback format (its encoded size is what travels).
     pub feedback_format: FeedbackFormat,
+    /// Whether lost packets are asked for again with NACK and retransmitted (RTX).
+    pub nack: bool,
     /// Constant overrides per controller name: `(constant, value as text)`.
     pub cc_params: BTreeMap<String, Vec<(String, String)>>,
 }
@@ -885,6 +892,7 @@ fn media_config(
             ("codec_trace", f.codec_trace.is_some()),
             ("feedback", f.feedback.is_some()),
             ("feedback_format", f.feedback_format.is_some()),
+            ("nack", f.nack.is_some()),
             ("cc_params", f.cc_params.is_some()),
         ] {
             if given {
@@ -972,9 +980,11 @@ fn media_config(
     };
     if is_window_controller(&cc) {
         // Over the transport, ACKs are the feedback: RTCP settings would silently do nothing.
-        for (k, given) in
-            [("feedback", f.feedback.is_some()), ("feedback_format", f.feedback_format.is_some())]
-        {
+        for (k, given) in [
+            ("feedback", f.feedback.is_some()),
+            ("feedback_format", f.feedback_format.is_some()),
+            ("nack", f.nack.is_some()),
+        ] {
             if given {
                 return Err(err(
                     k,
@@ -983,8 +993,9 @@ fn media_config(
             }
         }
     }
+    let nack = f.nack.unwrap_or(false);
     let mut m =
-        MediaConfig { cc, source, feedback, pause: None, feedback_format, cc_params: BTreeMap::new() };
+        MediaConfig { cc, source, feedback, pause: None, feedback_format, nack, cc_params: BTreeMap::new() };
     // "gcc.beta: got -5, ..." -> key `cc_params.gcc.beta`, message "got -5, ...".
     let cc_error = |e: String| match e.split_once(": ") {
         Some((k, msg)) => err(&format!("cc_params.{k}"), msg.to_string()),
