@@ -5,7 +5,8 @@ import json
 
 import pandas as pd
 
-from lowlat import run, satellite, validate
+from lowlat import run, validate
+from lowlat.reproduce import satellite
 
 
 def test_parts_b_and_d_hold_the_seed_ordering_and_the_cost_of_being_wrong(tmp_path):

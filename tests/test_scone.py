@@ -3,7 +3,7 @@ sender with every help, and a scheme that helps measurably doing so."""
 
 import pandas as pd
 
-from lowlat import scone, zhuge
+from lowlat.reproduce import scone, zhuge
 
 
 def test_reproduce_command_writes_the_tables_and_plots(lowlat_cli, tmp_path):

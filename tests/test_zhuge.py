@@ -3,7 +3,7 @@ other runs, and the generated traces shaped like their families."""
 
 import pandas as pd
 
-from lowlat import zhuge
+from lowlat.reproduce import zhuge
 
 
 def test_reproduce_command_writes_every_table(lowlat_cli, tmp_path):

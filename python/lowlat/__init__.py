@@ -9,6 +9,9 @@ catalog, running with progress, results as pandas DataFrames, plots and the ``lo
 >>> result.flow_series.head()
 """
 
+import importlib
+from types import ModuleType
+
 from ._native import ScenarioError
 from .api import run, validate
 from .catalog import scenarios, find_scenario
@@ -19,3 +22,12 @@ __all__ = ["run", "validate", "scenarios", "find_scenario", "Result", "ScenarioE
 from ._native import version as _version
 
 __version__ = _version()
+
+#: The reproductions' old module names (``from lowlat import zhuge``), now in :mod:`lowlat.reproduce`.
+_MOVED = {"zhuge", "scone", "satellite"}
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _MOVED:
+        return importlib.import_module(f".reproduce.{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -438,7 +438,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.talk == "satellite":
         return cmd_reproduce_satellite(args)
-    from . import scone, zhuge
+    from .reproduce import scone, zhuge
 
     ks = [int(k) for k in _list(args.ks, "ks", float)] if args.ks else None
     if ks and any(k < 1 for k in ks):
@@ -469,15 +469,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
-    from . import satellite
+    from .reproduce import satellite
 
     if not args.parts or set(args.parts) - set("abcd"):
         raise _native.ScenarioError(f"--parts: got {args.parts!r}, expected some of the letters a, b, c, d")
     seeds = [int(s) for s in _list(args.seeds, "seeds", float)] if args.seeds else None
     ccs = _list(args.cc, "cc") if args.cc else None
-    bad = [c for c in ccs or [] if c not in ("newreno", "cubic", "bbr", "copa")]
+    window = _native.window_controllers()
+    bad = [c for c in ccs or [] if c not in window]
     if bad:
-        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected window controllers (newreno, cubic, bbr, copa)")
+        raise _native.ScenarioError(f"--cc: got {bad[0]!r}, expected window controllers ({', '.join(window)})")
     sizes = _list(args.sizes, "sizes", float) if args.sizes else None
     if sizes and any(s <= 0 for s in sizes):
         raise _native.ScenarioError(f"--sizes: got {args.sizes!r}, expected positive sizes in MB")
@@ -569,7 +570,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.relay_only:
             return 0
     rates = numbers(args.rates, "--rates", "Mbit/s above 0, at most 10000000 (10 Tbit/s)", above=0, maximum=1e7)
-    tcp = choices(args.tcp, "--tcp", TCP_CONTROLLERS) if args.tcp.strip() else []
+    tcp = choices(args.tcp, "--tcp", _native.window_controllers()) if args.tcp.strip() else []
     rmcat = choices(args.rmcat_cc, "--rmcat-cc", _native.controllers()) if args.rmcat_cc.strip() else []
     if args.gym_steps < 0:
         raise UserError(f"--gym-steps: got {args.gym_steps}, expected a whole number of at least 0")
@@ -651,7 +652,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _bench_satellite(quiet: bool) -> dict[str, Any]:
     """The 1 GB download of `reproduce satellite`'s lossy table (loss 0), timed."""
-    from .satellite import lossy_scenario
+    from .reproduce.satellite import lossy_scenario
 
     r = run(lossy_scenario(0.0, "cubic", 1), progress=False)
     s = r.summary
@@ -676,9 +677,6 @@ def _bench_satellite(quiet: bool) -> dict[str, Any]:
         )
     return c
 
-
-#: Window controllers of the TCP variant of the benchmark.
-TCP_CONTROLLERS = ["newreno", "cubic", "bbr", "copa"]
 
 # --- emulator (issue 16) ---------------------------------------------------------------------
 

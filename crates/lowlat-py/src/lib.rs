@@ -340,9 +340,7 @@ fn bench_dumbbell(
     let scenario = match flow {
         "cbr" => bench::standard_dumbbell(rate, duration),
         "cbr-l4s" => bench::ecn_dumbbell(rate, duration),
-        cc if lowlat_sim::transport::WINDOW_CONTROLLERS.contains(&cc) => {
-            bench::tcp_dumbbell(cc, rate, duration)
-        }
+        cc if lowlat_sim::scenario::is_window_controller(cc) => bench::tcp_dumbbell(cc, rate, duration),
         other => {
             return Err(ScenarioError::new_err(format!(
                 "flow: got {other:?}, expected \"cbr\", \"cbr-l4s\" or a window controller"
@@ -505,10 +503,16 @@ fn positive_duration(s: Option<f64>) -> PyResult<Option<Duration>> {
     }
 }
 
-/// The congestion controllers a video flow can use.
+/// The congestion controllers a video flow can use (the scenario registry's).
 #[pyfunction]
 fn controllers() -> Vec<&'static str> {
     lowlat_sim::scenario::CONTROLLERS.to_vec()
+}
+
+/// The window controllers a bulk, web or downloads flow can use (the scenario registry's).
+#[pyfunction]
+fn window_controllers() -> Vec<&'static str> {
+    lowlat_sim::scenario::WINDOW_CONTROLLERS.to_vec()
 }
 
 /// The bottleneck queue variants `queue=` accepts.
@@ -537,6 +541,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
+    m.add_function(wrap_pyfunction!(window_controllers, m)?)?;
     m.add_function(wrap_pyfunction!(queue_variants, m)?)?;
     Ok(())
 }

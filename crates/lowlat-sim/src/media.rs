@@ -14,11 +14,9 @@
 //! feedback (the receiver's, or Zhuge's at the AP) covers retransmissions like any media packet.
 
 use crate::app::{AssistFeedback, Endpoint, Transmit};
+use crate::scenario::registry::{external_config, is_external_controller};
 use crate::scenario::MediaConfig;
-use lowlat_cc::{
-    ExternalConfig, ExternalHandle, FeedbackReport, FixedRateConfig, GccConfig, NadaConfig, PacketResult,
-    RateController, SconeProConfig, ScreamConfig, ScreamV2Config, SentPacket, Tunable,
-};
+use lowlat_cc::{ExternalHandle, FeedbackReport, PacketResult, RateController, SentPacket};
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time, APP_NON_CC_FEEDBACK};
 use lowlat_media::nack::{NackConfig, NackRequester, SentHistory};
@@ -98,126 +96,9 @@ pub(crate) fn unpack_index(app: u64) -> u16 {
 /// The `app` word of a padding packet (GCC's probes): carries no frame.
 const PADDING: u64 = u64::MAX;
 
-/// Builds the controller a scenario names, with its `cc_params` overrides for that controller.
-pub fn controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
-    let (rmin, rmax) = (media.source.rmin, media.source.rmax);
-    // The encoder clamps a flow's `rate` into [rmin, rmax]; the controllers start where it does.
-    let clamped_start = start_rate.max(rmin).min(rmax);
-    let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
-    // Unless `start_rate` is given, a controller starts within its own (possibly tuned) range.
-    let sets_start = params.iter().any(|(k, _)| k == "start_rate");
-    macro_rules! start_within_range {
-        () => {
-            |c: &mut _| {
-                if !sets_start {
-                    c.start_rate = c.start_rate.max(c.min_rate).min(c.max_rate);
-                }
-            }
-        };
-    }
-    fn tuned<C: Tunable>(
-        mut c: C,
-        params: &[(String, String)],
-        cc: &str,
-        adjust: impl FnOnce(&mut C),
-    ) -> Result<C, String> {
-        for (k, v) in params {
-            c.set(k, v).map_err(|e| format!("{cc}.{k}: {e}"))?;
-        }
-        adjust(&mut c);
-        // Each range and relation, as the config states it (`rmax: got .., expected >= rmin ..`).
-        c.check().map_err(|e| format!("{cc}.{e}"))?;
-        Ok(c)
-    }
-    let cc = media.cc.as_str();
-    Ok(match cc {
-        "fixed" => Box::new(
-            tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, params, cc, |_| {})?
-                .build(),
-        ),
-        "nada" => Box::new(
-            tuned(
-                NadaConfig { rmin, rmax, fps: media.source.fps, ..NadaConfig::default() },
-                params,
-                cc,
-                |_| {},
-            )?
-            .build(),
-        ),
-        "gcc" => Box::new(
-            tuned(
-                GccConfig {
-                    start_rate: clamped_start,
-                    min_rate: rmin,
-                    max_rate: rmax,
-                    ..GccConfig::default()
-                },
-                params,
-                cc,
-                start_within_range!(),
-            )?
-            .build(),
-        ),
-        "scream" => Box::new(
-            tuned(
-                ScreamConfig {
-                    start_rate: clamped_start,
-                    min_rate: rmin,
-                    max_rate: rmax,
-                    ..ScreamConfig::default()
-                },
-                params,
-                cc,
-                start_within_range!(),
-            )?
-            .build(),
-        ),
-        "scream2" => Box::new(
-            tuned(
-                ScreamV2Config {
-                    start_rate: clamped_start,
-                    min_rate: rmin,
-                    max_rate: rmax,
-                    ..ScreamV2Config::default()
-                },
-                params,
-                cc,
-                start_within_range!(),
-            )?
-            .build(),
-        ),
-        "scone-pro" => {
-            let cfg = tuned(
-                SconeProConfig {
-                    start_rate: clamped_start,
-                    min_rate: rmin,
-                    max_rate: rmax,
-                    ..SconeProConfig::default()
-                },
-                params,
-                cc,
-                start_within_range!(),
-            )?;
-            let fallback =
-                controller(&MediaConfig { cc: cfg.fallback.clone(), ..media.clone() }, start_rate)?;
-            Box::new(cfg.build(fallback).map_err(|e| format!("{cc}.{e}"))?)
-        }
-        cc if crate::scenario::is_external_controller(cc) => {
-            Box::new(external_config(media, start_rate).build().0)
-        }
-        other => return Err(format!("unknown controller {other:?}")),
-    })
-}
-
-/// The settings of an external controller of this flow: its range is the encoder's.
-fn external_config(media: &MediaConfig, start_rate: Bitrate) -> ExternalConfig {
-    ExternalConfig {
-        start_rate,
-        min_rate: media.source.rmin,
-        max_rate: media.source.rmax,
-        ..ExternalConfig::default()
-    }
-}
+/// Builds the controller a scenario names, with its `cc_params` overrides for that controller
+/// (the builders are the scenario registry's, [`crate::scenario::registry`]).
+pub use crate::scenario::registry::rate_controller as controller;
 
 /// The sending side of a video flow.
 #[derive(Debug)]
@@ -263,14 +144,13 @@ impl RtpSender {
         rng: Rng,
         mailbox: Mailbox,
     ) -> RtpSender {
-        let (cc, external): (Box<dyn RateController>, _) =
-            if crate::scenario::is_external_controller(&media.cc) {
-                let (cc, handle) = external_config(media, start_rate).build();
-                (Box::new(cc), Some(handle))
-            } else {
-                // Invariant: the scenario validator built this controller once already.
-                (controller(media, start_rate).expect("controller settings were validated"), None)
-            };
+        let (cc, external): (Box<dyn RateController>, _) = if is_external_controller(&media.cc) {
+            let (cc, handle) = external_config(media, start_rate).build();
+            (Box::new(cc), Some(handle))
+        } else {
+            // Invariant: the scenario validator built this controller once already.
+            (controller(media, start_rate).expect("controller settings were validated"), None)
+        };
         let burst = cc.pacing_burst().unwrap_or(PacerConfig::default().burst);
         RtpSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),

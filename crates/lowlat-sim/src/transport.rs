@@ -5,29 +5,14 @@
 
 use crate::app::{AssistFeedback, Endpoint, Transmit};
 use lowlat_core::{Bytes, Packet, Time};
-use lowlat_transport::{
-    AckFrame, BbrConfig, CopaConfig, CubicConfig, NewRenoConfig, Receiver, ReceiverConfig, Sender,
-    SenderConfig, WindowController,
-};
+use lowlat_transport::{AckFrame, Receiver, ReceiverConfig, Sender, SenderConfig, WindowController};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 /// ACK frames in flight from receiver to sender: `(id, frame)`.
 pub type AckMailbox = Arc<Mutex<VecDeque<(u64, AckFrame)>>>;
 
-/// The window controllers a bulk flow can use.
-pub const WINDOW_CONTROLLERS: &[&str] = &["newreno", "cubic", "bbr", "copa"];
-
-/// Builds the window controller a scenario names, for packets of `packet_size`.
-pub fn window_controller(name: &str, packet_size: Bytes) -> Result<Box<dyn WindowController>, String> {
-    match name {
-        "newreno" => Ok(Box::new(NewRenoConfig::for_datagram(packet_size).build())),
-        "cubic" => Ok(Box::new(CubicConfig::for_datagram(packet_size).build())),
-        "bbr" => Ok(Box::new(BbrConfig::for_datagram(packet_size).build())),
-        "copa" => Ok(Box::new(CopaConfig::for_datagram(packet_size).build())),
-        other => Err(format!("got {other:?}, expected one of {}", WINDOW_CONTROLLERS.join(", "))),
-    }
-}
+pub use crate::scenario::registry::{window_controller, WINDOW_CONTROLLERS};
 
 /// The sending side of a bulk flow.
 #[derive(Debug)]

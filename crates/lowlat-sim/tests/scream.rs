@@ -126,3 +126,23 @@ fn the_l4s_catalog_scenario_runs_scream2_in_l4s_mode() {
     eprintln!("l4s-scream2 (6 s): {recv:.0} kbit/s, queue {q:.2} ms");
     assert!(q < 2.0 && recv > 5000.0, "queue {q} ms, rate {recv} kbit/s");
 }
+
+#[test]
+fn ect1_packets_from_scream2_without_l4s_are_warned_about() {
+    let parse = |params: &str| {
+        let text = format!(
+            "{}ecn = \"ect1\"\nfeedback_format = \"rfc8888\"\n{params}\n",
+            single(0).replace("duration = \"40 s\"", "duration = \"1 s\"")
+        );
+        lowlat_sim::Scenario::parse(&text, lowlat_sim::Format::Toml, "t.toml", std::path::Path::new("."))
+            .expect("a valid scenario")
+    };
+    let warned = parse("");
+    assert!(
+        warned.warnings.iter().any(|w| w.contains("flows[0].ecn") && w.contains("ignores CE")),
+        "{:?}",
+        warned.warnings
+    );
+    assert!(parse("cc_params = { scream2 = { l4s = true } }").warnings.is_empty());
+    assert!(parse("cc_params = { scream2 = { ecn = true } }").warnings.is_empty());
+}

@@ -5,7 +5,7 @@ The seed talk ("A possible attempt to use sconepro for RTC scenario", IETF 120 h
 Copa with an RTC sender driven by the access point's capacity and queue signals (frame latency
 mean/P90/P99: Copa 131.6/402/815 ms, RTC with SCONE-PRO 72.4/120.5/248 ms). Its capacity pattern
 is not public, so the same comparison runs over the Zhuge evaluation's variable-capacity access
-point (:mod:`lowlat.zhuge`'s trace families W1, W2, C1-C3, generated stand-ins or given trace
+point (:mod:`lowlat.reproduce.common`'s trace families W1, W2, C1-C3, generated stand-ins or given trace
 files) and its ABW-drop pattern (30 Mbit/s falling to 30/k Mbit/s), with a 24 fps video behind a
 19 ms wired path. Two parts:
 
@@ -27,7 +27,6 @@ without capacity signals.
 from __future__ import annotations
 
 import random
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,7 +34,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .zhuge import FAMILIES, HOP_MS, WIRED_ONE_WAY_MS, find_traces, generate_trace, pool_map
+from .common import family_traces, pool_map, results_folder, show_progress
+from .zhuge import HOP_MS, WIRED_ONE_WAY_MS
 
 #: The seed talk's table (ms): scheme -> (mean, P90, P99).
 SEED = {"Copa": (131.6, 402.0, 815.0), "RTC+SCONE-PRO": (72.4, 120.5, 248.0)}
@@ -116,7 +116,7 @@ class Run:
 
 def run_one(spec: Run) -> dict[str, Any]:
     """One run; never raises (a failure is the row's ``error``)."""
-    from .api import run
+    from ..api import run
 
     row: dict[str, Any] = asdict(spec)
     try:
@@ -270,19 +270,9 @@ def reproduce(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Runs the comparison and the shoot-out, writes their files to ``out_dir``, returns the tables."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    show = sys.stderr.isatty() if progress is None else progress
-    if traces:
-        found = find_traces(traces)
-    else:
-        tdir = out / "traces"
-        tdir.mkdir(exist_ok=True)
-        found = []
-        for fam, (prefix, *_r) in FAMILIES.items():
-            f = tdir / f"{prefix}_generated.rate"
-            f.write_text(generate_trace(fam, seed, seconds))
-            found.append((fam, f.resolve()))
+    out = results_folder(out_dir)
+    show = show_progress(progress)
+    found = family_traces(out, traces, seed, seconds)
     ks = ABW_KS if ks is None else ks
     rng = random.Random(seed)
     # The drop at a random instant in the second half of the run (the Zhuge paper: 144-176 s of 200 s).

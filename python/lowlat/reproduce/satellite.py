@@ -42,6 +42,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from .common import pool_map, results_folder, show_progress
+
 RTT_S = 0.65
 PAUSE_S = 10.0
 #: Start-up label -> (zero_rtt, start_up rule).
@@ -191,7 +193,7 @@ def _series(conn: dict[str, Any]) -> dict[str, list[Any]]:
 
 def _run_until_done(build: Callable[[float], Any], tries: int = 3) -> dict[str, Any]:
     """Runs ``build(scale)``; if a download did not finish, runs again with 4x the duration."""
-    from .api import run
+    from ..api import run
 
     scale = 1.0
     for _ in range(tries):
@@ -486,16 +488,11 @@ def reproduce(
     plots: bool = True,
 ) -> dict[str, Any]:
     """Runs the parts and writes their CSVs and figures to ``out``; returns the tables."""
-    import sys
-
-    from .zhuge import pool_map
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = results_folder(out)
     seeds = seeds or [1, 2, 3]
     ccs = ccs or ["cubic", "bbr"]
     sizes = sizes or list(SIZES_MB)
-    show = sys.stderr.isatty() if progress is None else progress
+    show = show_progress(progress)
     written: list[Path] = []
     tables: dict[str, pd.DataFrame] = {}
     failed = 0

@@ -79,17 +79,20 @@ the name before the last ``_``).
 
 from __future__ import annotations
 
-import math
-import multiprocessing
-import os
 import random
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import pandas as pd
+
+from .common import FAMILIES as FAMILIES
+from .common import family_of as family_of
+from .common import family_traces, results_folder, show_progress
+from .common import find_traces as find_traces
+from .common import generate_trace as generate_trace
+from .common import pool_map as pool_map
 
 #: The schemes of the paper: (label, controller, queue, assistance). Queue "fifo/codel": FIFO on
 #: the Wi-Fi families, CoDel on the cellular ones (and in the ABW drop), as the artifact's
@@ -105,15 +108,6 @@ SCHEMES = [
 #: The ABW-drop experiment's schemes and factors (the paper's).
 ABW_SCHEMES = ["GCC+FIFO", "GCC+Zhuge", "Copa", "Copa+Zhuge"]
 ABW_KS = [2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 25, 30, 35, 40, 45, 50]
-#: Trace families: label, file-name prefix, what it is, and how the generated stand-in looks
-#: (mean Mbit/s, relative spread, deep fades per minute).
-FAMILIES = {
-    "W1": ("rest-wifi", "restaurant Wi-Fi", 22.0, 0.45, 3.0),
-    "W2": ("office-wifi", "office Wi-Fi", 26.0, 0.35, 2.0),
-    "C1": ("pitree4g", "indoor mixed 4G/5G", 79.0, 0.6, 2.0),
-    "C2": ("xu4g", "city 4G", 65.0, 0.7, 3.0),
-    "C3": ("xu5g", "city 5G", 341.0, 0.8, 3.0),
-}
 METRICS = [
     "ratio_rtt_over_200ms",
     "ratio_frame_delay_over_400ms",
@@ -143,50 +137,6 @@ CONDITIONS: dict[str, Any] = {
 }
 WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
 HOP_MS = CONDITIONS["last_hop_ms"]
-
-
-def family_of(path: Path) -> str:
-    """The family label of a trace file, from its name."""
-    for label, (prefix, *_rest) in FAMILIES.items():
-        if path.name.startswith(prefix + "_") or path.stem == prefix:
-            return label
-    stem = path.stem
-    return stem.rsplit("_", 1)[0] if "_" in stem else stem
-
-
-def generate_trace(family: str, seed: int, seconds: float = 300.0) -> str:
-    """A two-column stand-in for a family's traces: log-normal fluctuation every 0.2 s around the
-    family's mean, with deep fades (to 2-10 % of the mean for 0.4-3 s) at the family's rate."""
-    _, _, mean, spread, fades_per_min = FAMILIES[family]
-    rng = random.Random(f"{family}-{seed}")
-    lines, level, fade_until, t = [], 0.0, -1.0, 0.0
-    sigma = math.sqrt(math.log(1 + spread * spread))
-    while t < seconds:
-        level = 0.9 * level + rng.gauss(0.0, sigma * math.sqrt(1 - 0.81))
-        rate = mean * math.exp(level - sigma * sigma / 2)
-        if t >= fade_until and rng.random() < fades_per_min / 300.0:
-            fade_until = t + rng.uniform(0.4, 3.0)
-        if t < fade_until:
-            rate = mean * rng.uniform(0.02, 0.1)
-        lines.append(f"{t:.1f} {max(rate, 0.1):.3f}")
-        t = round(t + 0.2, 1)
-    return "\n".join(lines) + "\n"
-
-
-def find_traces(paths: Iterable[str]) -> list[tuple[str, Path]]:
-    """``(family, file)`` for every trace file given or inside the folders given, sorted."""
-    found = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and f.suffix != ".md")
-            if not files:
-                raise FileNotFoundError(f"{p}: no trace files in this folder")
-            found += files
-        elif p.is_file():
-            found.append(p)
-        else:
-            raise FileNotFoundError(f"{p}: no such trace file or folder")
-    return sorted(((family_of(f), f.resolve()) for f in found), key=lambda x: (x[0], str(x[1])))
 
 
 def scenario(
@@ -307,7 +257,7 @@ def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
 def run_trace(spec: TraceRun) -> dict[str, Any]:
     """One trace run; never raises (a failure is the row's ``error``). Returns the row and, for
     Zhuge runs, the predictions (sampled to at most 20 000)."""
-    from .api import run
+    from ..api import run
 
     row: dict[str, Any] = asdict(spec)
     row["predictions"] = None
@@ -349,7 +299,7 @@ def durations_after(r: Any, drop_s: float, window_s: float = 20.0) -> dict[str, 
 
 def run_drop(spec: DropRun) -> dict[str, Any]:
     """One ABW-drop run; never raises."""
-    from .api import run
+    from ..api import run
 
     row: dict[str, Any] = asdict(spec)
     try:
@@ -369,39 +319,6 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
         row.update({"rtt_over_200ms_s": float("nan"), "frame_delay_over_400ms_s": float("nan"), "fps_below_10_s": float("nan")})
         row["error"] = f"{type(e).__name__}: {e}"
     return row
-
-
-def _indexed(item: tuple[int, Callable[[Any], dict[str, Any]], Any]) -> tuple[int, dict[str, Any]]:
-    return item[0], item[1](item[2])
-
-
-def pool_map(fn: Callable[[Any], dict[str, Any]], specs: list[Any], jobs: int | None, progress: bool, desc: str) -> list[dict[str, Any]]:
-    """``fn`` over ``specs`` on ``jobs`` processes, results in order, with a progress bar."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(specs) or 1))
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(specs), unit="run", desc=desc)
-    out: dict[int, dict[str, Any]] = {}
-    try:
-        items = [(i, fn, s) for i, s in enumerate(specs)]
-        if jobs == 1:
-            for item in items:
-                i, row = _indexed(item)
-                out[i] = row
-                if bar is not None:
-                    bar.update(1)
-        else:
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                for i, row in pool.imap_unordered(_indexed, items, chunksize=1):
-                    out[i] = row
-                    if bar is not None:
-                        bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return [out[i] for i in range(len(specs))]
 
 
 def family_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -462,7 +379,7 @@ def drop_timeline(k: int, seed: int) -> tuple[float, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant):
     ``(drop_s, series)`` with the network RTT and sending rate per 200 ms bin from 2 s before
     the drop to 8 s after."""
-    from .api import run
+    from ..api import run
 
     drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
     top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
@@ -525,7 +442,7 @@ def plot_rate_timeline(spec: TraceRun, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .api import run
+    from ..api import run
 
     fig, axes = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
     if sniff_format(Path(spec.trace)) == "rate":
@@ -645,19 +562,9 @@ def reproduce(
 ) -> dict[str, Any]:
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
     drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    show = sys.stderr.isatty() if progress is None else progress
-    if traces:
-        found = find_traces(traces)
-    else:
-        tdir = out / "traces"
-        tdir.mkdir(exist_ok=True)
-        found = []
-        for fam, (prefix, *_r) in FAMILIES.items():
-            f = tdir / f"{prefix}_generated.rate"
-            f.write_text(generate_trace(fam, seed, seconds))
-            found.append((fam, f.resolve()))
+    out = results_folder(out_dir)
+    show = show_progress(progress)
+    found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
         TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue)
