@@ -167,6 +167,7 @@ impl NackRequester {
 struct Slot {
     seq: u64,
     packet: RtpPacket,
+    first_sent: Time,
     last_sent: Time,
 }
 
@@ -191,16 +192,19 @@ impl SentHistory {
     pub fn on_sent(&mut self, now: Time, packet: RtpPacket) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.slots[(seq & self.mask) as usize] = Some(Slot { seq, packet, last_sent: now });
+        self.slots[(seq & self.mask) as usize] = Some(Slot { seq, packet, first_sent: now, last_sent: now });
         seq
     }
 
-    /// The packet to retransmit for a NACK of `seq16` at `now`, if it is still held and was not
-    /// sent within the last `rtt` (a NACK repeated before the retransmission could arrive).
+    /// The packet to retransmit for a NACK of `seq16` at `now`, if it is still held, no older
+    /// than max(1 s, 3 RTT) (libwebrtc's `RtpPacketHistory` drops packets past that age:
+    /// `kMinPacketDurationMs`, `kPacketCullingDelayFactor`), and was not sent within the last
+    /// `rtt` (a NACK repeated before the retransmission could arrive).
     pub fn on_nack(&mut self, now: Time, seq16: u16, rtt: Duration) -> Option<(u64, RtpPacket)> {
         let seq = unwrap_seq(self.next_seq.saturating_sub(1), seq16);
         let slot = self.slots[(seq & self.mask) as usize].as_mut().filter(|s| s.seq == seq)?;
-        if now - slot.last_sent < rtt {
+        let max_age = Duration::from_secs(1).max(Duration(rtt.as_nanos().saturating_mul(3)));
+        if now - slot.first_sent > max_age || now - slot.last_sent < rtt {
             return None;
         }
         slot.last_sent = now;
@@ -280,5 +284,8 @@ mod tests {
         assert_eq!(h.on_nack(ms(60), 3, rtt).map(|(s, p)| (s, p.frame)), Some((3, 3)));
         assert!(h.on_nack(ms(70), 3, rtt).is_none(), "retransmitted 10 ms ago");
         assert_eq!(h.retransmitted, 1);
+        assert!(h.on_nack(ms(1004), 4, rtt).is_some(), "sent 1000 ms ago: still held");
+        assert!(h.on_nack(ms(1006), 5, rtt).is_none(), "sent 1001 ms ago: too old (1 s > 3 RTT)");
+        assert!(h.on_nack(ms(1006), 5, Duration::from_millis(400)).is_some(), "3 RTT = 1.2 s");
     }
 }
