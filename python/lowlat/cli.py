@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--gcc-zhuge-queue",
         choices=["codel", "fifo"],
         default="codel",
-        help="GCC+Zhuge's queue (default codel, the artifact's; fifo: see the docs, no retransmission here)",
+        help="GCC+Zhuge's queue (default codel, the artifact's; fifo: see the docs)",
     )
     q.add_argument("--wifi-ap", action="store_true", help="serve W1/W2 through the Wi-Fi AP model (the paper's trace runs are point to point)")
     q = talk_parser(

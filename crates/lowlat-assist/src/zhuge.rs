@@ -613,13 +613,14 @@ impl Middlebox for Zhuge {
     }
 
     fn on_reverse(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
-        if pkt.kind != PacketKind::Feedback {
+        // Feedback that is not congestion control (a NACK) passes unchanged, in either mode.
+        if pkt.kind != PacketKind::Feedback || pkt.app & lowlat_core::APP_NON_CC_FEEDBACK != 0 {
             return Verdict::Pass;
         }
         match self.flows.get_mut(pkt.flow.index()) {
             Some(FlowState::InBand(_)) => {
                 // The AP speaks for the receiver: its own transport-wide feedback replaces the
-                // client's (the simulated receivers send no other RTCP).
+                // client's (the receiver's other RTCP, NACKs, passed above).
                 self.dropped_client_feedback += 1;
                 Verdict::Drop
             }

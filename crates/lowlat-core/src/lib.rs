@@ -16,6 +16,6 @@ pub mod units;
 
 pub use ecn::Ecn;
 pub use ids::{FlowId, LinkId};
-pub use packet::{Packet, PacketKind};
+pub use packet::{Packet, PacketKind, APP_NON_CC_FEEDBACK};
 pub use time::{Duration, Time};
 pub use units::{Bitrate, Bytes, ParseUnitError};

@@ -17,6 +17,11 @@ pub enum PacketKind {
     Feedback,
 }
 
+/// A bit of [`Packet::app`] that marks a feedback packet carrying no congestion-control feedback
+/// (an RTCP NACK): a middlebox that replaces or holds the receiver's congestion-control feedback
+/// (Zhuge) lets it pass as it is.
+pub const APP_NON_CC_FEEDBACK: u64 = 1 << 62;
+
 /// One packet in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {

@@ -771,6 +771,8 @@ impl Relay {
                 ratio_frame_delay_over_400ms: None,
                 ratio_fps_below_10: None,
                 ce_reported: None,
+                retransmissions: None,
+                recovered: None,
                 net_rtt_ms: Stats {
                     mean: add(owd.mean),
                     p50: add(owd.p50),

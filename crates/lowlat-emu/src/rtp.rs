@@ -49,6 +49,10 @@ pub fn media_flow<'a>(scenario: &'a Scenario, id: Option<&str>) -> Result<&'a Fl
         format!("{}: no rtp-video flow{}", scenario.source, id.map(|i| format!(" {i:?}")).unwrap_or_default())
     })?;
     match &f.media {
+        Some(m) if m.nack => Err(format!(
+            "{}: flow {:?}: nack = true is simulated only (lowlat send/receive do not retransmit yet); remove it",
+            scenario.source, f.id
+        )),
         Some(m) if !lowlat_sim::scenario::is_window_controller(&m.cc) => Ok(f),
         _ => Err(format!(
             "{}: flow {:?} is not an rtp-video flow with a rate controller",
@@ -304,7 +308,7 @@ pub fn run_receiver(
         };
         let now = c.now();
         while let Some(_t) = receiver.poll_transmit(now) {
-            let Some((_, (_, report))) =
+            let Some((_, media::RtcpMessage::Report { arrivals: report, .. })) =
                 mailbox.lock().expect("the lock is never held across a panic").pop_front()
             else {
                 continue;

@@ -4,13 +4,17 @@
 //!   rate with a reaction delay, frame-size noise and key-frame transients, and a perfect codec.
 //! - [`pacer`]: packetiser and pacer: frames cut into MTU-bounded RTP packets, sent at the
 //!   controller's pacing rate from a sender queue that is flushed when it grows too old.
+//! - [`nack`]: loss repair: the receiver's NACK requester (RFC 4585) and the sender's history
+//!   of sent packets answering with retransmissions (RTX, RFC 4588).
 //! - [`receiver`]: frame assembly and per-frame metrics at the receiver, and the per-packet
 //!   feedback it reports (transport-wide sequence numbers and arrival times).
 
+pub mod nack;
 pub mod pacer;
 pub mod receiver;
 pub mod source;
 
+pub use nack::{NackConfig, NackRequester, SentHistory};
 pub use pacer::{Pacer, PacerConfig, RtpPacket};
 pub use receiver::{Arrival, FeedbackCollector, FeedbackSchedule, FrameAssembler};
 pub use source::{Codec, Frame, VideoSource, VideoSourceConfig};

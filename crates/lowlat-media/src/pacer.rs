@@ -4,7 +4,9 @@
 //! possible; the last packet of a frame carries the marker bit), queued, and released at the
 //! controller's pacing rate by a token bucket that may save up `burst` worth of sending. As in the
 //! SCReAM evaluations, the queue's whole content is discarded when its oldest packet has waited
-//! longer than `max_queue_delay` (2 s): stale video is worth nothing.
+//! longer than `max_queue_delay` (2 s): stale video is worth nothing. Retransmissions wait in
+//! their own queue, sent before new media (libwebrtc's pacer gives them the higher priority), and
+//! spend the same tokens: they count against the pacing rate.
 
 use crate::source::Frame;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
@@ -50,6 +52,8 @@ pub struct RtpPacket {
     pub marker: bool,
     /// When it entered the queue.
     pub enqueued: Time,
+    /// For a retransmission (RTX, RFC 4588): the media sequence number of the original.
+    pub retransmission_of: Option<u64>,
 }
 
 /// The sender's queue and pacer.
@@ -57,6 +61,8 @@ pub struct RtpPacket {
 pub struct Pacer {
     cfg: PacerConfig,
     queue: VecDeque<RtpPacket>,
+    /// Retransmissions, sent first.
+    rtx: VecDeque<RtpPacket>,
     queued_bytes: u64,
     /// Token bucket, bits (may go negative after a packet larger than the tokens).
     tokens: f64,
@@ -70,6 +76,7 @@ impl Pacer {
         Pacer {
             cfg,
             queue: VecDeque::with_capacity(256),
+            rtx: VecDeque::with_capacity(64),
             queued_bytes: 0,
             tokens: 0.0,
             last_refill: Time::ZERO,
@@ -93,8 +100,23 @@ impl Pacer {
                 size,
                 marker: i + 1 == n,
                 enqueued: now,
+                retransmission_of: None,
             });
         }
+    }
+
+    /// Queues a retransmission of the packet with media sequence number `seq` (RTX adds the
+    /// 2-byte original sequence number, RFC 4588 §4).
+    pub fn enqueue_retransmission(&mut self, now: Time, seq: u64, original: &RtpPacket) {
+        let size = Bytes(original.size.0 + 2);
+        self.queued_bytes += size.0;
+        self.rtx.push_back(RtpPacket { size, enqueued: now, retransmission_of: Some(seq), ..*original });
+    }
+
+    fn pop_next(&mut self) -> Option<RtpPacket> {
+        let p = self.rtx.pop_front().or_else(|| self.queue.pop_front())?;
+        self.queued_bytes -= p.size.0;
+        Some(p)
     }
 
     fn refill(&mut self, now: Time, rate: Bitrate) {
@@ -107,15 +129,16 @@ impl Pacer {
     /// Discards the whole queue if its oldest packet has waited longer than the maximum.
     pub fn discard_stale(&mut self, now: Time) {
         if self.queue.front().is_some_and(|p| now - p.enqueued > self.cfg.max_queue_delay) {
-            self.discarded_packets += self.queue.len() as u64;
+            self.discarded_packets += (self.queue.len() + self.rtx.len()) as u64;
             self.queue.clear();
+            self.rtx.clear();
             self.queued_bytes = 0;
         }
     }
 
     /// Size of the packet at the head of the queue.
     pub fn front_size(&self) -> Option<Bytes> {
-        self.queue.front().map(|p| p.size)
+        self.rtx.front().or(self.queue.front()).map(|p| p.size)
     }
 
     /// The next packet to send at `now` at pacing rate `rate`, if the bucket allows.
@@ -125,24 +148,21 @@ impl Pacer {
         if self.tokens < 0.0 {
             return None;
         }
-        let p = self.queue.pop_front()?;
-        self.queued_bytes -= p.size.0;
+        let p = self.pop_next()?;
         self.tokens -= p.size.bits() as f64;
         Some(p)
     }
 
     /// The packet at the head of the queue, unpaced: for a sender whose transport paces.
     pub fn pop(&mut self) -> Option<RtpPacket> {
-        let p = self.queue.pop_front()?;
-        self.queued_bytes -= p.size.0;
-        Some(p)
+        self.pop_next()
     }
 
     /// Whether a padding packet of `size` may leave at `now` (queue empty, bucket allows); if so
     /// its tokens are spent. Padding fills idle pacing time while a controller probes.
     pub fn poll_padding(&mut self, now: Time, rate: Bitrate, size: Bytes) -> bool {
         self.refill(now, rate);
-        if !self.queue.is_empty() || self.tokens < 0.0 || rate == Bitrate::ZERO {
+        if !self.is_empty() || self.tokens < 0.0 || rate == Bitrate::ZERO {
             return false;
         }
         self.tokens -= size.bits() as f64;
@@ -151,7 +171,9 @@ impl Pacer {
 
     /// When the next packet may leave (None: queue empty).
     pub fn poll_timeout(&self, rate: Bitrate) -> Option<Time> {
-        self.queue.front()?;
+        if self.is_empty() {
+            return None;
+        }
         self.next_send_time(rate)
     }
 
@@ -168,7 +190,7 @@ impl Pacer {
 
     /// Whether nothing waits.
     pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.queue.is_empty() && self.rtx.is_empty()
     }
 
     /// Bytes waiting.
@@ -178,7 +200,8 @@ impl Pacer {
 
     /// How long the oldest packet has waited.
     pub fn queue_delay(&self, now: Time) -> Duration {
-        self.queue.front().map_or(Duration::ZERO, |p| now - p.enqueued)
+        let oldest = [self.queue.front(), self.rtx.front()].into_iter().flatten().map(|p| p.enqueued).min();
+        oldest.map_or(Duration::ZERO, |t| now - t)
     }
 
     /// Packets discarded by flushes so far.
@@ -249,5 +272,22 @@ mod tests {
         };
         assert_eq!(at_once(0), 1);
         assert!(at_once(5) >= 5, "{}", at_once(5));
+    }
+
+    #[test]
+    fn retransmissions_go_first_and_spend_the_same_tokens() {
+        let mut p = Pacer::new(PacerConfig { burst: Duration::ZERO, ..PacerConfig::default() });
+        p.enqueue_frame(Time::ZERO, &frame(0, 2400)); // two 1248-byte packets
+        let first = p.poll_transmit(Time::ZERO, Bitrate::mbps(1)).unwrap();
+        p.enqueue_retransmission(Time::ZERO, 7, &first);
+        assert_eq!(p.queued_bytes(), Bytes(1248 + 1250));
+        // The bucket is in debt for the first packet: nothing until ~10 ms, then the RTX copy
+        // (2 bytes longer) before the frame's second packet.
+        assert!(p.poll_transmit(Time::from_millis(9), Bitrate::mbps(1)).is_none());
+        let rtx = p.poll_transmit(Time::from_millis(11), Bitrate::mbps(1)).unwrap();
+        assert_eq!((rtx.retransmission_of, rtx.index, rtx.size), (Some(7), 0, Bytes(1250)));
+        assert!(p.poll_transmit(Time::from_millis(12), Bitrate::mbps(1)).is_none());
+        let next = p.poll_transmit(Time::from_millis(21), Bitrate::mbps(1)).unwrap();
+        assert_eq!((next.retransmission_of, next.index), (None, 1));
     }
 }

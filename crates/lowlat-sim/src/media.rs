@@ -6,21 +6,42 @@
 //! sends feedback on its schedule. A feedback packet travels the reverse path with the size of its
 //! content encoded (transport-cc or RFC 8888, by `lowlat-wire`); its content reaches the sender through the
 //! flow's mailbox, looked up by the packet's id when (and only if) the packet arrives.
+//!
+//! With `nack = true` the receiver also asks for lost packets with RTCP generic NACK (RFC 4585,
+//! sized by `lowlat-wire`) and the sender retransmits them from its history through the pacer
+//! (RTX, RFC 4588): each media packet carries a 16-bit media sequence number and an RTX flag in
+//! its `app` word, while its transport-wide sequence number is new, so the congestion-control
+//! feedback (the receiver's, or Zhuge's at the AP) covers retransmissions like any media packet.
 
 use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::scenario::registry::{external_config, is_external_controller};
 use crate::scenario::MediaConfig;
 use lowlat_cc::{ExternalHandle, FeedbackReport, PacketResult, RateController, SentPacket};
 use lowlat_core::rng::Rng;
-use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
+use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time, APP_NON_CC_FEEDBACK};
+use lowlat_media::nack::{NackConfig, NackRequester, SentHistory};
 use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::{Arrival, FeedbackCollector, FeedbackEncoder, FrameAssembler};
 use lowlat_media::source::VideoSource;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// Reports in flight from receiver to sender: `(id, report time, per-sequence arrivals)`.
-pub type Mailbox = Arc<Mutex<VecDeque<(u64, (Time, Vec<Arrival>))>>>;
+/// What an RTCP packet from the receiver says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RtcpMessage {
+    /// Congestion-control feedback: its time and the per-sequence arrivals.
+    Report {
+        /// When the receiver built it.
+        report_time: Time,
+        /// Per transport-wide sequence number.
+        arrivals: Vec<Arrival>,
+    },
+    /// A generic NACK: the media sequence numbers asked for again.
+    Nack(Vec<u16>),
+}
+
+/// RTCP in flight from receiver to sender, by increasing id.
+pub type Mailbox = Arc<Mutex<VecDeque<(u64, RtcpMessage)>>>;
 
 /// What a media endpoint measured, read once at the end of the run.
 #[derive(Clone, Debug, Default)]
@@ -35,15 +56,36 @@ pub struct MediaMetrics {
     pub discarded_packets: u64,
     /// Packets the feedback reported as arrived with CE (RFC 8888 or an ACK_ECN count).
     pub ce_reported: u64,
+    /// Retransmissions sent (RTX), with `nack = true`.
+    pub retransmissions: u64,
+    /// NACK packets the receiver sent, with `nack = true`.
+    pub nacks_sent: u64,
+    /// Lost packets recovered by a retransmission, with `nack = true`.
+    pub recovered: u64,
 }
 
-/// Frame id, packet index and packet count in one `Packet::app` word (40 + 12 + 12 bits).
+/// Frame id, packet index and packet count in one `Packet::app` word (bits 46-24, 23-12 and
+/// 11-0: frame ids wrap after 2^23 frames, 39 h at 60 frame/s).
 pub(crate) fn pack(frame: u64, index: u16, count: u16) -> u64 {
-    (frame << 24) | ((index as u64 & 0xfff) << 12) | (count as u64 & 0xfff)
+    ((frame & FRAME_MASK) << 24) | ((index as u64 & 0xfff) << 12) | (count as u64 & 0xfff)
+}
+
+const FRAME_MASK: u64 = (1 << 23) - 1;
+/// The RTX flag of the `app` word: a retransmission.
+const RTX_BIT: u64 = 1 << 47;
+
+/// [`pack`] with the media (RTP) sequence number in bits 63-48 and the RTX flag in bit 47.
+fn pack_media(seq: u64, rtx: bool, frame: u64, index: u16, count: u16) -> u64 {
+    ((seq & 0xffff) << 48) | if rtx { RTX_BIT } else { 0 } | pack(frame, index, count)
+}
+
+/// The media sequence number and RTX flag of a media packet's `app` word.
+fn unpack_media(app: u64) -> (u16, bool) {
+    ((app >> 48) as u16, app & RTX_BIT != 0)
 }
 
 pub(crate) fn unpack(app: u64) -> (u64, u16) {
-    (app >> 24, (app & 0xfff) as u16)
+    ((app >> 24) & FRAME_MASK, (app & 0xfff) as u16)
 }
 
 /// The packet index within its frame.
@@ -80,7 +122,16 @@ pub struct RtpSender {
     last_now: Time,
     /// ECN bits its media packets carry.
     ecn: u8,
+    /// With NACK: the sent media packets, for retransmission.
+    sent_media: Option<SentHistory>,
+    /// Retransmitted bits per 100 ms over the last second (libwebrtc measures its NACK rate over
+    /// 1 s), indexed by the 100 ms slot number modulo 10, and the slot last written.
+    rtx_bits: [u64; 10],
+    rtx_slot: u64,
 }
+
+/// The slots of the retransmission-rate window.
+const RTX_SLOT: Duration = Duration::from_millis(100);
 
 impl RtpSender {
     /// A sender starting at `start`, stopping at `stop`.
@@ -116,6 +167,36 @@ impl RtpSender {
             padding_size: Bytes(mtu.0 + PacerConfig::default().overhead.0),
             last_now: start,
             ecn: 0,
+            sent_media: media.nack.then(|| SentHistory::new(NackConfig::default().history_packets)),
+            rtx_bits: [0; 10],
+            rtx_slot: 0,
+        }
+    }
+
+    /// Moves the retransmission-rate window to `now`, clearing the slots it passes.
+    fn advance_rtx_window(&mut self, now: Time) {
+        let slot = now.as_nanos() / RTX_SLOT.as_nanos();
+        for s in (self.rtx_slot + 1..=slot).take(10) {
+            self.rtx_bits[(s % 10) as usize] = 0;
+        }
+        self.rtx_slot = self.rtx_slot.max(slot);
+    }
+
+    /// The retransmission rate over the last second.
+    fn rtx_rate(&mut self, now: Time) -> Bitrate {
+        self.advance_rtx_window(now);
+        Bitrate::bps(self.rtx_bits.iter().sum())
+    }
+
+    /// Answers a NACK: each packet still held goes back into the pacer, ahead of new media.
+    fn on_nack(&mut self, now: Time, lost: &[u16]) {
+        let Some(history) = self.sent_media.as_mut() else { return };
+        // A packet is not resent within an RTT of its last sending (libwebrtc's history rule).
+        let rtt = self.metrics.rtt.last().copied().unwrap_or(NackConfig::default().rtt);
+        for &s in lost {
+            if let Some((seq, packet)) = history.on_nack(now, s, rtt) {
+                self.pacer.enqueue_retransmission(now, seq, &packet);
+            }
         }
     }
 
@@ -185,10 +266,23 @@ impl Endpoint for RtpSender {
     }
 
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        let Some((report_time, arrivals)) = crate::transport::take_by_id(&self.mailbox, pkt.app) else {
+        if pkt.app & APP_NON_CC_FEEDBACK != 0 {
+            // A NACK may overtake reports held on the way (Zhuge out-of-band): take it alone.
+            let id = pkt.app & !APP_NON_CC_FEEDBACK;
+            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+            let msg = mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k));
+            drop(mb);
+            if let Some((_, RtcpMessage::Nack(lost))) = msg {
+                self.last_now = now;
+                self.on_nack(now, &lost);
+            }
             return;
-        };
-        self.on_report(now, report_time, &arrivals);
+        }
+        if let Some(RtcpMessage::Report { report_time, arrivals }) =
+            crate::transport::take_by_id(&self.mailbox, pkt.app)
+        {
+            self.on_report(now, report_time, &arrivals);
+        }
     }
 
     fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
@@ -200,8 +294,11 @@ impl Endpoint for RtpSender {
         }
         if let AssistFeedback::Report { report_time, arrivals } = feedback {
             // The receiver's own reports were dropped on the way: what they left in the mailbox
-            // is stale.
-            self.mailbox.lock().expect("the mailbox lock is never held across a panic").clear();
+            // is stale (its NACKs were not: they pass the AP).
+            self.mailbox
+                .lock()
+                .expect("the mailbox lock is never held across a panic")
+                .retain(|(_, m)| matches!(m, RtcpMessage::Nack(_)));
             // The AP's reports carry no ECN (Zhuge predicts arrival times only).
             let arrivals: Vec<Arrival> =
                 arrivals.iter().map(|&(seq, at)| Arrival { seq, at, ecn: 0 }).collect();
@@ -216,7 +313,11 @@ impl Endpoint for RtpSender {
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         while self.next_frame_time().is_some_and(|t| t <= now) {
-            self.source.set_target(self.cc.target_bitrate());
+            // The encoder gets what retransmissions leave of the target (libwebrtc subtracts its
+            // measured NACK rate as protection overhead).
+            let target = self.cc.target_bitrate();
+            let rtx = if self.sent_media.is_some() { self.rtx_rate(now) } else { Bitrate::ZERO };
+            self.source.set_target(Bitrate::bps(target.as_bps().saturating_sub(rtx.as_bps())));
             if let Some(frame) = self.source.poll_frame(now) {
                 if self.pause.is_some_and(|(from, to)| (from..to).contains(&frame.capture_time)) {
                     continue; // paused: the frame is never encoded
@@ -233,7 +334,19 @@ impl Endpoint for RtpSender {
         }
         if let Some(p) = self.pacer.poll_transmit(now, rate) {
             let sent = self.record_sent(now, p.size);
-            let app = pack(p.frame, p.index, p.frame_packets);
+            let app = match (p.retransmission_of, self.sent_media.as_mut()) {
+                (Some(seq), _) => {
+                    self.metrics.retransmissions += 1;
+                    self.advance_rtx_window(now);
+                    self.rtx_bits[(self.rtx_slot % 10) as usize] += p.size.bits();
+                    pack_media(seq, true, p.frame, p.index, p.frame_packets)
+                }
+                (None, Some(history)) => {
+                    let seq = history.on_sent(now, p);
+                    pack_media(seq, false, p.frame, p.index, p.frame_packets)
+                }
+                (None, None) => pack(p.frame, p.index, p.frame_packets),
+            };
             return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: self.codepoint() });
         }
         if self.cc.wants_padding(now)
@@ -282,6 +395,10 @@ pub struct RtpReceiver {
     fps: f64,
     next_report_id: u64,
     mailbox: Mailbox,
+    /// With NACK: the missing packets, and the NACK being built.
+    nack: Option<NackRequester>,
+    lost: Vec<u16>,
+    nack_bytes: Vec<u8>,
 }
 
 impl RtpReceiver {
@@ -295,6 +412,9 @@ impl RtpReceiver {
             fps: media.source.fps,
             next_report_id: 0,
             mailbox,
+            nack: media.nack.then(|| NackRequester::new(NackConfig::default())),
+            lost: Vec::new(),
+            nack_bytes: Vec::with_capacity(256),
         }
     }
 }
@@ -305,6 +425,12 @@ impl Endpoint for RtpReceiver {
         if pkt.app == PADDING {
             return;
         }
+        if let Some(nack) = self.nack.as_mut() {
+            let (seq, rtx) = unpack_media(pkt.app);
+            if !nack.on_packet(now, seq, rtx) {
+                return; // a copy of a packet already there
+            }
+        }
         let (frame, count) = unpack(pkt.app);
         // The capture clock is the source's: frame k is captured at start + k / fps.
         let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
@@ -312,6 +438,21 @@ impl Endpoint for RtpReceiver {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        self.lost.clear();
+        if self.nack.as_mut().is_some_and(|n| n.poll_nack(now, &mut self.lost)) {
+            let msg = lowlat_wire::GenericNack::from_lost(1, 2, &self.lost);
+            self.nack_bytes.clear();
+            // Invariant: a NACK of at least one and at most 1000 packets encodes.
+            msg.encode(&mut self.nack_bytes).expect("a NACK of 1 to 1000 packets encodes");
+            let size = Bytes(IP_UDP + self.nack_bytes.len() as u64);
+            let id = self.next_report_id;
+            self.next_report_id += 1;
+            self.mailbox
+                .lock()
+                .expect("the mailbox lock is never held across a panic")
+                .push_back((id, RtcpMessage::Nack(self.lost.clone())));
+            return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
+        }
         let mut report = self.collector.poll_report(now)?;
         if !self.encoder.carries_ecn() {
             // Transport-cc has no ECN field: the marks are lost on the way back.
@@ -323,12 +464,13 @@ impl Endpoint for RtpReceiver {
         self.mailbox
             .lock()
             .expect("the mailbox lock is never held across a panic")
-            .push_back((id, (now, report)));
+            .push_back((id, RtcpMessage::Report { report_time: now, arrivals: report }));
         Some(Transmit { size, seq: id, app: id, ecn: 0 })
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        self.collector.poll_timeout()
+        let nack = self.nack.as_ref().and_then(NackRequester::poll_timeout);
+        [self.collector.poll_timeout(), nack].into_iter().flatten().min()
     }
 
     fn last_payload(&self) -> Option<&[u8]> {
@@ -336,9 +478,17 @@ impl Endpoint for RtpReceiver {
     }
 
     fn media_metrics(&self) -> Option<MediaMetrics> {
-        Some(MediaMetrics { frames: self.assembler.completed.clone(), ..MediaMetrics::default() })
+        Some(MediaMetrics {
+            frames: self.assembler.completed.clone(),
+            nacks_sent: self.nack.as_ref().map_or(0, |n| n.nacks_sent),
+            recovered: self.nack.as_ref().map_or(0, |n| n.recovered),
+            ..MediaMetrics::default()
+        })
     }
 }
+
+/// Bytes of IPv4 and UDP headers around an RTCP datagram.
+const IP_UDP: u64 = 28;
 
 /// A new mailbox for one flow.
 pub fn mailbox() -> Mailbox {

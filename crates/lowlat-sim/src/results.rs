@@ -113,6 +113,12 @@ pub struct FlowSummary {
     /// or the transport's ACK_ECN count; transport-cc cannot tell).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ce_reported: Option<u64>,
+    /// RTP video with `nack = true`: retransmissions sent (RTX) and lost packets they recovered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmissions: Option<u64>,
+    /// RTP video with `nack = true`: lost packets a retransmission recovered at the receiver.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<u64>,
     /// Network RTT, ms: each packet's one-way delay plus the reverse path's propagation delay
     /// (what the path gives the media, whoever writes the feedback; the same for every scheme).
     pub net_rtt_ms: Stats,
@@ -437,6 +443,9 @@ impl RunResult {
             f_frames.extend(frame_bins.iter().map(|&(_, n)| i64::from(n)));
             let sender_media = st.sender.media_metrics();
             let ce_reported = sender_media.as_ref().map(|s| s.ce_reported);
+            let nack = matches!(&cfg.media, Some(m) if m.nack);
+            let retransmissions = sender_media.as_ref().filter(|_| nack).map(|s| s.retransmissions);
+            let recovered = receiver_media.as_ref().filter(|_| nack).map(|r| r.recovered);
             let media = match (sender_media, receiver_media) {
                 (Some(s), Some(r)) => Some(media_summary(&s, &r, cfg.start, end_t)),
                 _ => None,
@@ -462,6 +471,8 @@ impl RunResult {
                 ratio_frame_delay_over_400ms: media.as_ref().map(|x| x.ratio_frame_delay_over_400ms),
                 ratio_fps_below_10: media.as_ref().map(|x| x.ratio_fps_below_10),
                 ce_reported,
+                retransmissions,
+                recovered,
                 net_rtt_ms: net_rtt.0,
                 ratio_net_rtt_over_200ms: net_rtt.1,
                 transfers: transfers.as_ref().map(|t| t.len() as u64),

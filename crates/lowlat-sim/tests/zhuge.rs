@@ -264,3 +264,23 @@ fn two_gcc_flows_share_a_zhuge_ap_no_less_fairly_than_a_fifo_one() {
     assert!(mean(&zhuge) <= mean(&fifo) + 0.02, "Zhuge {zhuge:?} vs FIFO {fifo:?}");
     assert!(mean(&zhuge) < 0.25, "Zhuge {zhuge:?}");
 }
+
+#[test]
+fn nacks_pass_in_band_zhuge_and_retransmissions_are_reported_like_media() {
+    // 1 % random loss at the AP: the client's NACKs must reach the sender though the AP drops
+    // its congestion-control feedback, and the retransmissions' arrivals come back in the AP's
+    // reports (the controller keeps running, frames are repaired).
+    let run_with = |nack: bool| {
+        let text = ap_scenario("zhuge", 1.0, &format!("{}nack = {nack}\n", video("video", "gcc")), 10)
+            .replace("wifi = {}", "wifi = {}\nloss = { kind = \"bernoulli\", p = 0.01 }");
+        run(&text)
+    };
+    let (off, on) = (run_with(false), run_with(true));
+    let (fo, fn_) = (&off.summary.flows[0], &on.summary.flows[0]);
+    assert!(on.summary.assist.as_ref().unwrap().dropped_client_feedback > 50);
+    let (rtx, rec) = (fn_.retransmissions.unwrap(), fn_.recovered.unwrap());
+    assert!(rtx > 10 && rec > 10, "{rtx} retransmissions, {rec} recovered");
+    let late = |f: &lowlat_sim::results::FlowSummary| f.ratio_frame_delay_over_400ms.unwrap();
+    assert!(late(fn_) < late(fo), "late frames {} with NACK, {} without", late(fn_), late(fo));
+    assert!(fn_.throughput_kbps > 1000.0, "{} kbit/s", fn_.throughput_kbps);
+}

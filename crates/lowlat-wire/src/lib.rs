@@ -6,6 +6,7 @@
 //!   (draft-holmer-rmcat-transport-wide-cc-extensions-01).
 //! - [`twcc`]: transport-wide congestion control feedback, RTCP RTPFB FMT 15.
 //! - [`ccfb`]: RFC 8888 congestion control feedback, RTCP RTPFB FMT 11.
+//! - [`nack`]: the generic NACK (RFC 4585 §6.2.1), RTCP RTPFB FMT 1, for retransmissions.
 //! - [`rtcp`]: walking a compound RTCP packet.
 //! - [`pcap`]: a minimal capture writer, to read our packets with Wireshark.
 //! - [`scone`]: the SCONE packet (draft-ietf-scone-protocol): a 7-bit throughput advice that
@@ -24,6 +25,7 @@
 //! tests) and against hand-written vectors from the specifications.
 
 pub mod ccfb;
+pub mod nack;
 pub mod netsignal;
 pub mod pcap;
 pub mod rtcp;
@@ -33,6 +35,7 @@ pub mod twcc;
 pub mod varint;
 
 pub use ccfb::{CcfbBlock, CcfbMetric, CcfbReport, NumReportsConvention};
+pub use nack::GenericNack;
 pub use netsignal::{NetworkSignalFrame, NetworkSignalRepr};
 pub use rtcp::{decode_compound, RtcpPacket};
 pub use rtp::RtpHeader;

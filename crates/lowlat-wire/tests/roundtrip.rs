@@ -2,8 +2,8 @@
 //! decoder.
 
 use lowlat_wire::{
-    decode_compound, CcfbBlock, CcfbMetric, CcfbReport, NumReportsConvention, RtpHeader, TransportCcFeedback,
-    TwccBuilder,
+    decode_compound, CcfbBlock, CcfbMetric, CcfbReport, GenericNack, NumReportsConvention, RtpHeader,
+    TransportCcFeedback, TwccBuilder,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -145,6 +145,27 @@ fn rtp_headers_round_trip() {
 }
 
 #[test]
+fn generic_nacks_round_trip() {
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    for _ in 0..10_000 {
+        let mut s: u16 = rng.random();
+        let lost: Vec<u16> = (0..rng.random_range(1..80))
+            .map(|_| {
+                s = s.wrapping_add(rng.random_range(1..40));
+                s
+            })
+            .collect();
+        let n = GenericNack::from_lost(rng.random(), rng.random(), &lost);
+        let mut bytes = Vec::new();
+        n.encode(&mut bytes).unwrap();
+        assert_eq!(bytes.len(), n.encoded_len());
+        let back = GenericNack::decode(&bytes).unwrap();
+        assert_eq!(back, n);
+        assert_eq!(back.lost().collect::<Vec<_>>(), lost);
+    }
+}
+
+#[test]
 fn arbitrary_bytes_never_panic_a_decoder() {
     let mut rng = Pcg64Mcg::seed_from_u64(4);
     // Valid packets to mutate.
@@ -167,6 +188,9 @@ fn arbitrary_bytes_never_panic_a_decoder() {
     }
     .encode(&mut bytes)
     .unwrap();
+    seeds.push(bytes);
+    let mut bytes = Vec::new();
+    GenericNack::from_lost(1, 2, &[7, 9, 30, 31, 60]).encode(&mut bytes).unwrap();
     seeds.push(bytes);
     let mut ok = 0;
     for i in 0..300_000 {
@@ -196,6 +220,7 @@ fn arbitrary_bytes_never_panic_a_decoder() {
         let _ = TransportCcFeedback::decode(&buf);
         let _ = CcfbReport::decode(&buf, NumReportsConvention::Count);
         let _ = RtpHeader::decode(&buf, 5);
+        let _ = GenericNack::decode(&buf);
         ok += usize::from(a);
     }
     // Some mutated packets are still valid, most random ones are not.

@@ -121,6 +121,8 @@ pub struct MediaConfig {
     pub pause: Option<(Time, Time)>,
     /// The RTCP feedback format (its encoded size is what travels).
     pub feedback_format: FeedbackFormat,
+    /// Whether lost packets are asked for again with NACK and retransmitted (RTX).
+    pub nack: bool,
     /// Constant overrides per controller name: `(constant, value as text)`.
     pub cc_params: BTreeMap<String, Vec<(String, String)>>,
 }

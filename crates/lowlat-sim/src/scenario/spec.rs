@@ -281,6 +281,9 @@ pub struct FlowSpec {
     pub feedback: Option<String>,
     /// Video: `"transport-cc"` (default) or `"rfc8888"`.
     pub feedback_format: Option<String>,
+    /// Video: retransmission of lost packets on RTCP generic NACK (RFC 4585) with RTX (RFC 4588),
+    /// as WebRTC negotiates for video; default `false` (see docs/scenario-format.md).
+    pub nack: Option<bool>,
     /// Video: constants per controller, `{ gcc = { beta = 0.9 }, scream = { ... } }`; the table
     /// of the controller that runs applies.
     pub cc_params: Option<BTreeMap<String, BTreeMap<String, ParamValue>>>,

@@ -234,6 +234,7 @@ fn media_config(
             ("codec_trace", f.codec_trace.is_some()),
             ("feedback", f.feedback.is_some()),
             ("feedback_format", f.feedback_format.is_some()),
+            ("nack", f.nack.is_some()),
             ("cc_params", f.cc_params.is_some()),
         ] {
             if given {
@@ -321,9 +322,11 @@ fn media_config(
     };
     if is_window_controller(&cc) {
         // Over the transport, ACKs are the feedback: RTCP settings would silently do nothing.
-        for (k, given) in
-            [("feedback", f.feedback.is_some()), ("feedback_format", f.feedback_format.is_some())]
-        {
+        for (k, given) in [
+            ("feedback", f.feedback.is_some()),
+            ("feedback_format", f.feedback_format.is_some()),
+            ("nack", f.nack.is_some()),
+        ] {
             if given {
                 return Err(err(
                     k,
@@ -332,8 +335,9 @@ fn media_config(
             }
         }
     }
+    let nack = f.nack.unwrap_or(false);
     let mut m =
-        MediaConfig { cc, source, feedback, pause: None, feedback_format, cc_params: BTreeMap::new() };
+        MediaConfig { cc, source, feedback, pause: None, feedback_format, nack, cc_params: BTreeMap::new() };
     // "gcc.beta: got -5, ..." -> key `cc_params.gcc.beta`, message "got -5, ...".
     let cc_error = |e: String| match e.split_once(": ") {
         Some((k, msg)) => err(&format!("cc_params.{k}"), msg.to_string()),
