@@ -156,6 +156,9 @@ pub fn load_mahimahi(path: &Path) -> Result<DeliveryTrace, TraceError> {
     parse_mahimahi(&read(path)?, &path.display().to_string())
 }
 
+/// The largest rate a rate-trace sample may hold (1 Tbit/s, in Mbit/s).
+pub const MAX_TRACE_MBPS: f64 = 1e6;
+
 /// Parses a two-column `<seconds> <Mbit/s>` trace; `source` names it in errors and warnings.
 pub fn parse_rate_trace(
     text: &str,
@@ -184,6 +187,14 @@ pub fn parse_rate_trace(
         };
         let t = num(cols[0], "seconds")?;
         let r = num(cols[1], "Mbit/s")?;
+        // 1 Tbit/s, the largest rate lowlat takes anywhere: beyond it a sample is no measurement.
+        if r > MAX_TRACE_MBPS {
+            return Err(error(
+                source,
+                Some(n),
+                format!("got {} Mbit/s, expected at most {MAX_TRACE_MBPS} Mbit/s (1 Tbit/s)", cols[1]),
+            ));
+        }
         if let Some(&(pt, _, pl)) = samples.last() {
             if t <= pt {
                 return Err(error(
@@ -197,6 +208,9 @@ pub fn parse_rate_trace(
     }
     if samples.is_empty() {
         return Err(error(source, None, "no samples: expected lines of `<seconds> <Mbit/s>`"));
+    }
+    if samples.iter().all(|s| s.1 == 0.0) {
+        return Err(error(source, None, "every sample is 0 Mbit/s: a link on this trace would never send"));
     }
     if !(opts.scale.is_finite() && opts.scale > 0.0) {
         return Err(error(source, None, format!("scale {}: expected a positive number", opts.scale)));
@@ -540,5 +554,15 @@ mod tests {
         assert!(loaded > 0);
         // The README of the traces names one bad sample in the pitree4g family.
         assert!(warned.iter().any(|n| n.starts_with("pitree4g_")), "no outlier found; warned: {warned:?}");
+    }
+
+    #[test]
+    fn absurd_and_all_zero_rate_traces_are_refused_with_their_line() {
+        let e = parse_rate_trace("0 1e308\n1 2\n", "t.trace", &once()).unwrap_err();
+        assert_eq!(e.line, Some(1), "{e}");
+        assert!(e.to_string().contains("at most"), "{e}");
+        let e = parse_rate_trace("0 0\n1 0\n", "z.trace", &once()).unwrap_err();
+        assert!(e.to_string().contains("every sample is 0"), "{e}");
+        assert!(parse_rate_trace("0 0\n1 3\n", "ok.trace", &once()).is_ok());
     }
 }

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..userinput import UserError
+
 #: Trace families: label, file-name prefix, what it is, and how the generated stand-in looks
 #: (mean Mbit/s, relative spread, deep fades per minute).
 FAMILIES = {
@@ -32,9 +34,17 @@ def family_of(path: Path) -> str:
     return stem.rsplit("_", 1)[0] if "_" in stem else stem
 
 
+def check_seconds(seconds: float) -> None:
+    """Refuses a run length that is not a finite, positive number of seconds (an infinite one would
+    loop forever generating a trace; a day is far beyond any run)."""
+    if not (math.isfinite(seconds) and 0 < seconds <= 86_400):
+        raise UserError(f"seconds: got {seconds}, expected a duration above 0 and at most 86400 s")
+
+
 def generate_trace(family: str, seed: int, seconds: float = 300.0) -> str:
     """A two-column stand-in for a family's traces: log-normal fluctuation every 0.2 s around the
     family's mean, with deep fades (to 2-10 % of the mean for 0.4-3 s) at the family's rate."""
+    check_seconds(seconds)
     _, _, mean, spread, fades_per_min = FAMILIES[family]
     rng = random.Random(f"{family}-{seed}")
     lines, level, fade_until, t = [], 0.0, -1.0, 0.0

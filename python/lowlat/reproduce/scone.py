@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .common import family_traces, pool_map, results_folder, show_progress
+from .common import check_seconds, family_traces, pool_map, results_folder, show_progress
 from .zhuge import HOP_MS, WIRED_ONE_WAY_MS
 
 #: The seed talk's table (ms): scheme -> (mean, P90, P99).
@@ -270,6 +270,7 @@ def reproduce(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Runs the comparison and the shoot-out, writes their files to ``out_dir``, returns the tables."""
+    check_seconds(seconds)
     out = results_folder(out_dir)
     show = show_progress(progress)
     found = family_traces(out, traces, seed, seconds)

@@ -92,7 +92,7 @@ import pandas as pd
 
 from .common import FAMILIES as FAMILIES
 from .common import family_of as family_of
-from .common import family_traces, results_folder, show_progress
+from .common import check_seconds, family_traces, results_folder, show_progress
 from .common import find_traces as find_traces
 from .common import generate_trace as generate_trace
 from .common import pool_map as pool_map
@@ -565,6 +565,7 @@ def reproduce(
 ) -> dict[str, Any]:
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
     drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants."""
+    check_seconds(seconds)
     out = results_folder(out_dir)
     show = show_progress(progress)
     found = family_traces(out, traces, seed, seconds)
