@@ -249,15 +249,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduces the evaluation of one of the seed talks, writing its tables (CSV) and figures (PNG) "
         "to --out. zhuge: Zhuge at the wireless AP (trace families, ABW drop, prediction accuracy). scone: Copa vs "
         "RTC with SCONE-PRO, and the shoot-out of every kind of network help. satellite: fast start-up over GEO "
-        "(0-RTT, 0-RTT-BDP, Careful Resume, picoquic's rule).",
+        "(0-RTT, 0-RTT-BDP, Careful Resume, picoquic's rule). The runs go through the sweep runner (docs/sweeps.md): "
+        "each finished run is kept in DIR/sweeps/, so the same command on the same DIR resumes after a kill; "
+        "--backend ray runs them on Ray; a failed run is recorded and the others complete (exit 1).",
     )
     talks = p.add_subparsers(dest="talk", metavar="TALK", required=True)
 
     def talk_parser(name: str, help: str, description: str) -> argparse.ArgumentParser:
         q = talks.add_parser(name, help=help, description=description)
-        q.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots (written aside and renamed into place when complete)")
-        q.add_argument("--force", action="store_true", help="replace a non-empty DIR whole")
+        q.add_argument(
+            "--out",
+            required=True,
+            metavar="DIR",
+            help="where to write the runs (DIR/sweeps/, one file per finished run), tables and plots; "
+            "the same command on the same DIR resumes, skipping the finished runs",
+        )
+        q.add_argument("--force", "--restart", dest="force", action="store_true", help="discard what DIR holds and start again")
         q.add_argument("--jobs", type=positive_int, metavar="N", help="parallel runs (default: all cores)")
+        q.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray (pip install 'lowlat[ray]')")
+        q.add_argument("--address", metavar="ADDR", help="with --backend ray: a running cluster (e.g. ray://head:10001 or auto); default: a local instance")
         q.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
         q.add_argument("--no-progress", action="store_true", help="never show a progress bar")
         return q
@@ -445,6 +455,19 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def runner_args(args: argparse.Namespace) -> dict[str, Any]:
+    """How a reproduction's runs go: --jobs, --backend, --address, --no-progress, --force."""
+    if args.address and args.backend != "ray":
+        raise UserError("--address: only with --backend ray")
+    return dict(
+        jobs=args.jobs,
+        backend=args.backend,
+        address=args.address,
+        progress=False if args.no_progress else None,
+        force=args.force,
+    )
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.talk == "satellite":
         return cmd_reproduce_satellite(args)
@@ -457,23 +480,21 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         seconds=args.duration,
         ks=ks,
         seed=args.seed,
-        jobs=args.jobs,
-        progress=False if args.no_progress else None,
         plots=not args.no_plots,
+        **runner_args(args),
     )
-    with results_dir(args.out, force=args.force) as tmp:
-        if args.talk == "scone":
-            res = scone.reproduce(tmp, args.traces, **common)
-        else:
-            res = zhuge.reproduce(
-                tmp,
-                args.traces,
-                trace_format=args.trace_format,
-                seeds=args.seeds,
-                wifi_ap=args.wifi_ap,
-                gcc_zhuge_queue=args.gcc_zhuge_queue,
-                **common,
-            )
+    if args.talk == "scone":
+        res = scone.reproduce(args.out, args.traces, **common)
+    else:
+        res = zhuge.reproduce(
+            args.out,
+            args.traces,
+            trace_format=args.trace_format,
+            seeds=args.seeds,
+            wifi_ap=args.wifi_ap,
+            gcc_zhuge_queue=args.gcc_zhuge_queue,
+            **common,
+        )
     print(f"\nwrote {', '.join(str(Path(args.out) / Path(p).name) for p in res['written'])}", file=sys.stderr)
     return 1 if res["failed"] else 0
 
@@ -493,17 +514,7 @@ def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
     if sizes and any(s <= 0 for s in sizes):
         raise _native.ScenarioError(f"--sizes: got {args.sizes!r}, expected positive sizes in MB")
     started = time.perf_counter()
-    with results_dir(args.out, force=args.force) as tmp:
-        res = satellite.reproduce(
-            tmp,
-            parts=args.parts,
-            seeds=seeds,
-            ccs=ccs,
-            sizes=sizes,
-            jobs=args.jobs,
-            progress=False if args.no_progress else None,
-            plots=not args.no_plots,
-        )
+    res = satellite.reproduce(args.out, parts=args.parts, seeds=seeds, ccs=ccs, sizes=sizes, plots=not args.no_plots, **runner_args(args))
     from .results import number
 
     titles = {

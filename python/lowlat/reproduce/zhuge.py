@@ -92,10 +92,9 @@ import pandas as pd
 
 from .common import FAMILIES as FAMILIES
 from .common import family_of as family_of
-from .common import check_seconds, family_traces, results_folder, show_progress
+from .common import Runner, check_seconds, family_traces, results_folder, run_grid, write_csv
 from .common import find_traces as find_traces
 from .common import generate_trace as generate_trace
-from .common import pool_map as pool_map
 
 #: The schemes of the paper: (label, controller, queue, assistance). Queue "fifo/codel": FIFO on
 #: the Wi-Fi families, CoDel on the cellular ones (and in the ABW drop), as the artifact's
@@ -562,12 +561,17 @@ def reproduce(
     wifi_ap: bool = False,
     gcc_zhuge_queue: str = "codel",
     log: Callable[[str], None] = print,
+    backend: str = "local",
+    address: str | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
-    drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants."""
+    drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants. The
+    runs go through the sweep runner (``backend`` local or ray) and are kept in
+    ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again)."""
     check_seconds(seconds)
-    out = results_folder(out_dir)
-    show = show_progress(progress)
+    out = results_folder(out_dir, "zhuge", force)
+    runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
@@ -575,23 +579,17 @@ def reproduce(
         for fam, f in found
         for s in SCHEMES
     ]
-    rows = pool_map(run_trace, specs, jobs, show, "zhuge traces")
-    preds = [r.pop("predictions") for r in rows]
-    df = pd.DataFrame(rows)
-    df.to_csv(out / "summary.csv", index=False)
-    written = [out / "summary.csv"]
+    df, data = run_grid(out, "traces", run_trace, specs, runner, "zhuge traces", data=["predictions"])
+    preds = data["predictions"]
+    written = [write_csv(df, out / "summary.csv")]
     tables = family_tables(df)
     for fam, t in tables.items():
-        p = out / f"table_{fam}.csv"
-        t.to_csv(p, index=False)
-        written.append(p)
+        written.append(write_csv(t, out / f"table_{fam}.csv"))
     red = reductions(tables)
-    red.to_csv(out / "reductions.csv", index=False)
-    written.append(out / "reductions.csv")
+    written.append(write_csv(red, out / "reductions.csv"))
     pred = pd.concat([p for p in preds if p is not None], ignore_index=True) if any(p is not None for p in preds) else pd.DataFrame(columns=["predicted_ms", "actual_ms"])
     acc = accuracy_table(pred)
-    acc.to_csv(out / "accuracy.csv", index=False)
-    written.append(out / "accuracy.csv")
+    written.append(write_csv(acc, out / "accuracy.csv"))
 
     ks = ks or ABW_KS
     dspecs = []
@@ -599,9 +597,8 @@ def reproduce(
         rng = random.Random(sd)
         drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
         dspecs += [DropRun(k, s, drops[k], sd) for k in ks for s in ABW_SCHEMES]
-    drows = pd.DataFrame(pool_map(run_drop, dspecs, jobs, show, "abw drop"))
-    drows.to_csv(out / "abw_drop.csv", index=False)
-    written.append(out / "abw_drop.csv")
+    drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
+    written.append(write_csv(drows, out / "abw_drop.csv"))
     if plots:
         worst = worst_throughput_trace(df)
         if worst is not None:
@@ -610,8 +607,7 @@ def reproduce(
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
         drop_at, series = drop_timeline(k_line, seed)
-        series.to_csv(out / "abw_drop_timeline.csv", index=False)
-        written.append(out / "abw_drop_timeline.csv")
+        written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
         written.append(plot_accuracy(pred, out / "accuracy.png"))
     wall = time.perf_counter() - started
