@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -377,23 +377,36 @@ def plot_drop(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def drop_timeline(k: int, seed: int) -> tuple[float, pd.DataFrame]:
-    """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant):
-    ``(drop_s, series)`` with the network RTT and sending rate per 200 ms bin from 2 s before
-    the drop to 8 s after."""
+def drop_window(spec: DropRun) -> dict[str, Any]:
+    """One ABW-drop run's video series from 2 s before the drop to 8 s after (the network RTT and
+    the sending and receiving rates per 200 ms bin), as its data ``series``: the runs of
+    :func:`drop_timeline`."""
     from ..api import run
 
-    drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
     top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
-    cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / k:.6g} Mbit/s"}]}
+    drop = spec.drop_s
+    cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
+    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False).flow_series
+    fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
+    fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
+    return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
+
+
+def drop_timeline(k: int, seed: int, out: Path, runner: Runner) -> tuple[float, pd.DataFrame, pd.DataFrame]:
+    """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
+    as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
+    and sending rate per 200 ms bin from 2 s before the drop to 8 s after, and the runs' rows
+    (their ``error``)."""
+    drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
+    specs = [DropRun(k, scheme, drop, seed) for scheme in ABW_SCHEMES]
+    rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
-    for scheme in ABW_SCHEMES:
-        fs = run(scenario(scheme, cap, False, 200.0, seed, cellular=True), progress=False).flow_series
-        fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
-        fs["scheme"] = scheme
-        fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
-        parts.append(fs[["scheme", "t_s", "rtt_ms", "send_kbps", "recv_kbps"]])
-    return drop, pd.concat(parts, ignore_index=True)
+    for spec, fs in zip(specs, data["series"]):
+        if fs is not None:
+            fs.insert(0, "scheme", spec.scheme)
+            parts.append(fs)
+    cols = ["scheme", "t_s", "rtt_ms", "send_kbps", "recv_kbps"]
+    return drop, pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols), rows
 
 
 def plot_drop_timeline(drop: float, series: pd.DataFrame, k: int, path: Path) -> Path:
@@ -434,7 +447,33 @@ def worst_throughput_trace(df: pd.DataFrame) -> str | None:
     return str(share.idxmin()) if len(share) else None
 
 
-def plot_rate_timeline(spec: TraceRun, path: Path) -> Path:
+def rate_series(spec: TraceRun) -> dict[str, Any]:
+    """One trace run's throughput and its video series (sending rate, one-way delay per bin) as
+    its data ``series``: the runs of :func:`rate_timeline`."""
+    from ..api import run
+
+    cap = trace_capacity(spec.trace, spec.trace_format)
+    sc = scenario(
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+    )
+    r = run(sc, progress=False)
+    fs = r.flow_series[r.flow_series["flow"] == "video"]
+    return {"throughput_kbps": r.summary["flows"][0]["throughput_kbps"], "series": fs[["t_s", "send_kbps", "owd_ms"]]}
+
+
+#: The schemes :func:`plot_rate_timeline` draws.
+RATE_TIMELINE_SCHEMES = ("GCC+FIFO", "GCC+CoDel", "GCC+Zhuge")
+
+
+def rate_timeline(spec: TraceRun, out: Path, runner: Runner) -> tuple[pd.DataFrame, list[pd.DataFrame | None]]:
+    """The runs of :data:`RATE_TIMELINE_SCHEMES` over ``spec``'s trace, as the grid
+    ``gcc-rate-timeline`` in ``out``: their rows and series."""
+    specs = [replace(spec, scheme=scheme) for scheme in RATE_TIMELINE_SCHEMES]
+    rows, data = run_grid(out, "gcc-rate-timeline", rate_series, specs, runner, "gcc rate timeline", data=["series"])
+    return rows, data["series"]
+
+
+def plot_rate_timeline(spec: TraceRun, rows: pd.DataFrame, series: list[pd.DataFrame | None], path: Path) -> Path:
     """Sending rate and RTT over one trace for GCC+FIFO, GCC+CoDel and GCC+Zhuge, with the
     trace's capacity: where in-band Zhuge costs GCC throughput (after each capacity collapse,
     GCC cuts to 0.85x an acknowledged bitrate measured from predicted arrivals, which follow the
@@ -459,14 +498,10 @@ def plot_rate_timeline(spec: TraceRun, path: Path) -> Path:
             rates[-1] *= CONDITIONS["trace_scale"]
         step = CONDITIONS["trace_step_ms"] / 1000.0
         axes[0].step([i * step for i in range(len(rates))], rates, where="post", color="k", lw=0.5, label="capacity")
-    for scheme in ("GCC+FIFO", "GCC+CoDel", "GCC+Zhuge"):
-        cap = trace_capacity(spec.trace, spec.trace_format)
-        sc = scenario(
-            scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
-        )
-        r = run(sc, progress=False)
-        fs = r.flow_series[r.flow_series["flow"] == "video"]
-        thr = r.summary["flows"][0]["throughput_kbps"] / 1000
+    for scheme, thr_kbps, fs in zip(rows["scheme"], rows["throughput_kbps"], series):
+        if fs is None:
+            continue
+        thr = thr_kbps / 1000
         axes[0].plot(fs["t_s"], fs["send_kbps"].rolling(5, min_periods=1).mean() / 1000, lw=1, label=f"{scheme} ({thr:.1f} Mbit/s)")
         axes[1].plot(fs["t_s"], fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS, lw=0.8, label=scheme)
     axes[0].set_ylim(0, None)
@@ -599,21 +634,26 @@ def reproduce(
         dspecs += [DropRun(k, s, drops[k], sd) for k in ks for s in ABW_SCHEMES]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
     written.append(write_csv(drows, out / "abw_drop.csv"))
+    # The figures' own runs (they are grids too: resumed, failures recorded).
+    figure_rows: list[tuple[str, pd.DataFrame]] = []
     if plots:
         worst = worst_throughput_trace(df)
         if worst is not None:
             spec = next(sp for sp in specs if sp.trace == worst)
-            written.append(plot_rate_timeline(spec, out / "gcc_rate_timeline.png"))
+            rrows, rseries = rate_timeline(spec, out, runner)
+            figure_rows.append(("gcc rate timeline", rrows))
+            written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series = drop_timeline(k_line, seed)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner)
+        figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
         written.append(plot_accuracy(pred, out / "accuracy.png"))
     wall = time.perf_counter() - started
-    failed = int((df["error"] != "").sum() + (drows["error"] != "").sum())
+    failed = int((df["error"] != "").sum() + (drows["error"] != "").sum() + sum((r["error"] != "").sum() for _, r in figure_rows))
     fmt = {"index": False, "float_format": lambda x: f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"}
-    log(f"{len(df) + len(drows)} runs in {wall:.1f} s, {failed} failed")
+    log(f"{len(df) + len(drows) + sum(len(r) for _, r in figure_rows)} runs in {wall:.1f} s, {failed} failed")
     for fam, t in tables.items():
         what = FAMILIES[fam][1] if fam in FAMILIES else "traces"
         log(f"\n{fam} ({what}; mean over {int(t['traces'].max())} trace(s), {seconds:g} s each):")
@@ -633,4 +673,7 @@ def reproduce(
         log(f"failed: {r.family} {Path(r.trace).name} {r.scheme}: {r.error}")
     for r in drows[drows["error"] != ""].itertuples():
         log(f"failed: abw drop k={r.k} {r.scheme}: {r.error}")
+    for what, rows in figure_rows:
+        for r in rows[rows["error"] != ""].itertuples():
+            log(f"failed: {what} {r.scheme}: {r.error}")
     return {"summary": df, "tables": tables, "reductions": red, "abw_drop": drows, "accuracy": acc, "written": written, "failed": failed}
