@@ -102,6 +102,10 @@ def test_a_results_folder_of_something_else_is_refused(tmp_path):
     with pytest.raises(UserError, match="reproduce zhuge"):
         common.results_folder(tmp_path / "z", "scone")
     assert common.results_folder(tmp_path / "z", "scone", force=True).is_dir()
+    common.results_folder(tmp_path / "o", "scone", options={"seconds": 3.0, "ks": [5]})
+    common.results_folder(tmp_path / "o", "scone", options={"seconds": 3.0, "ks": [5]})  # the same: resumes
+    with pytest.raises(UserError, match=r"other options \(seconds 3.0 there, 4.0 now\)"):
+        common.results_folder(tmp_path / "o", "scone", options={"seconds": 4.0, "ks": [5]})
 
 
 def test_ray_gives_the_same_tables_as_local_processes(tmp_path):

@@ -5,6 +5,7 @@ Ray), and the results folder they write into."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -102,10 +103,12 @@ def family_traces(out: Path, traces: list[str] | None, seed: int, seconds: float
 MARKER = "reproduce.json"
 
 
-def results_folder(out_dir: str | Path, name: str, force: bool = False) -> Path:
+def results_folder(out_dir: str | Path, name: str, force: bool = False, options: Mapping[str, Any] | None = None) -> Path:
     """The folder reproduction ``name`` writes into, created if missing. A folder it wrote before
-    is kept (its finished runs are reused: the same command resumes); ``force`` empties it first.
-    A non-empty folder without the marker, or another reproduction's, is refused."""
+    with the same ``options`` (what decides the results: durations, seeds, the traces' contents)
+    is kept and its finished runs reused: the same command resumes. ``force`` empties it first. A
+    non-empty folder without the marker, another reproduction's, or the same one's with other
+    options is refused."""
     out = Path(out_dir)
     if str(out_dir).strip() == "":
         raise UserError("--out: got '', expected a folder name")
@@ -114,13 +117,26 @@ def results_folder(out_dir: str | Path, name: str, force: bool = False) -> Path:
     marker = out / MARKER
     if force and out.is_dir():
         shutil.rmtree(out)
+    mine = {"reproduction": name, "options": json.loads(json.dumps(dict(options or {}), default=str))}
     if marker.is_file():
         try:
-            got = json.loads(marker.read_text()).get("reproduction")
-        except (OSError, ValueError, AttributeError):
-            got = None
-        if got != name:
-            raise UserError(f"--out: {out} holds the results of `lowlat reproduce {got}`; choose another folder or add --force to replace it whole")
+            got = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            got = {}
+        got = got if isinstance(got, dict) else {}
+        if got.get("reproduction") != name:
+            raise UserError(
+                f"--out: {out} holds the results of `lowlat reproduce {got.get('reproduction')}`; "
+                "choose another folder or add --force to replace it whole"
+            )
+        old = got.get("options") or {}
+        changed = [k for k in sorted(set(old) | set(mine["options"])) if old.get(k) != mine["options"].get(k)]
+        if changed:
+            what = ", ".join(f"{k} {old.get(k)!r} there, {mine['options'].get(k)!r} now" for k in changed)
+            raise UserError(
+                f"--out: {out} holds `lowlat reproduce {name}` results with other options ({what}); "
+                "rerun with the same options to resume, choose another folder, or add --force to start again"
+            )
     elif out.is_dir() and any(out.iterdir()):
         raise UserError(
             f"--out: {out} is not empty (results of an earlier run?); choose another folder or add --force to replace it whole"
@@ -128,9 +144,18 @@ def results_folder(out_dir: str | Path, name: str, force: bool = False) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if not marker.is_file():
         tmp = out / f".{MARKER}.partial-{os.getpid()}"
-        tmp.write_text(json.dumps({"reproduction": name}) + "\n")
+        tmp.write_text(json.dumps(mine, indent=2) + "\n")
         os.replace(tmp, marker)
     return out
+
+
+def digest(paths: Iterable[Path]) -> str:
+    """A digest of the files' names and contents (a changed trace is a different experiment)."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(p).encode() + b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> Path:

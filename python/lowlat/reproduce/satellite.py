@@ -500,10 +500,11 @@ def reproduce(
     """Runs the parts and writes their CSVs and figures to ``out``; returns the tables. The runs
     go through the sweep runner (``backend`` local or ray) and are kept in ``out/sweeps/``: the
     same call on the same folder resumes (``force``: start again)."""
-    out = results_folder(out, "satellite", force)
     seeds = seeds or [1, 2, 3]
     ccs = ccs or ["cubic", "bbr"]
     sizes = sizes or list(SIZES_MB)
+    # The parts are separate grids: another --parts on the same folder adds or reuses them.
+    out = results_folder(out, "satellite", force, dict(seeds=seeds, ccs=ccs, sizes=sizes, lossy_size_b=lossy_size_b))
     runner = Runner(jobs, backend, address, progress)
     written: list[Path] = []
     tables: dict[str, pd.DataFrame] = {}

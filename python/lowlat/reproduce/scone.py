@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .common import Runner, check_seconds, family_traces, results_folder, run_grid, write_csv
+from .common import Runner, check_seconds, digest, family_traces, find_traces, results_folder, run_grid, write_csv
 from .zhuge import HOP_MS, WIRED_ONE_WAY_MS
 
 #: The seed talk's table (ms): scheme -> (mean, P90, P99).
@@ -276,9 +276,10 @@ def reproduce(
     The runs go through the sweep runner (``backend`` local or ray) and are kept in
     ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again)."""
     check_seconds(seconds)
-    out = results_folder(out_dir, "scone", force)
-    found = family_traces(out, traces, seed, seconds)
     ks = ABW_KS if ks is None else ks
+    given = digest(f for _, f in find_traces(traces)) if traces else None
+    out = results_folder(out_dir, "scone", force, dict(seconds=seconds, ks=ks, seed=seed, traces=traces, traces_digest=given))
+    found = family_traces(out, traces, seed, seconds)
     rng = random.Random(seed)
     # The drop at a random instant in the second half of the run (the Zhuge paper: 144-176 s of 200 s).
     drops = {k: round(rng.uniform(0.72 * seconds, 0.88 * seconds), 1) for k in ks}

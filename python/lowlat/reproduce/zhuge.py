@@ -92,7 +92,7 @@ import pandas as pd
 
 from .common import FAMILIES as FAMILIES
 from .common import family_of as family_of
-from .common import Runner, check_seconds, family_traces, results_folder, run_grid, write_csv
+from .common import Runner, check_seconds, digest, family_traces, results_folder, run_grid, write_csv
 from .common import find_traces as find_traces
 from .common import generate_trace as generate_trace
 
@@ -605,7 +605,10 @@ def reproduce(
     runs go through the sweep runner (``backend`` local or ray) and are kept in
     ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again)."""
     check_seconds(seconds)
-    out = results_folder(out_dir, "zhuge", force)
+    ks = ks or ABW_KS
+    given = digest(f for _, f in find_traces(traces)) if traces else None
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, traces=traces, traces_digest=given)
+    out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
@@ -626,7 +629,6 @@ def reproduce(
     acc = accuracy_table(pred)
     written.append(write_csv(acc, out / "accuracy.csv"))
 
-    ks = ks or ABW_KS
     dspecs = []
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
