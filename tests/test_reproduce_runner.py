@@ -113,12 +113,27 @@ def test_ray_gives_the_same_tables_as_local_processes(tmp_path):
     traces = one_trace(tmp_path)
     kw = dict(seconds=3.0, ks=[5], jobs=2, progress=False, plots=False, log=lambda _: None)
     local = scone.reproduce(tmp_path / "local", [str(traces)], **kw)
-    on_ray = scone.reproduce(tmp_path / "ray", [str(traces)], backend="ray", **kw)
-    assert not ray.is_initialized()
+    trace = str(next(traces.iterdir()))
+    specs = [zhuge.TraceRun("W1", trace, scheme, 3.0, 1) for scheme in ("GCC+Zhuge", "GCC+FIFO")]
+    out = common.results_folder(tmp_path / "zhuge-local", "zhuge")
+    grid = {"local": common.run_grid(out, "traces", zhuge.run_trace, specs, common.Runner(2, "local", None, False), "t", data=["predictions"])}
+    # One local Ray instance for both (the runner leaves an instance it did not start running).
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        on_ray = scone.reproduce(tmp_path / "ray", [str(traces)], backend="ray", **kw)
+        out = common.results_folder(tmp_path / "zhuge-ray", "zhuge")
+        grid["ray"] = common.run_grid(out, "traces", zhuge.run_trace, specs, common.Runner(2, "ray", None, False), "t", data=["predictions"])
+    finally:
+        ray.shutdown()
     assert on_ray["failed"] == 0
     for name in TABLES:
         assert (tmp_path / "local" / name).read_text() == (tmp_path / "ray" / name).read_text(), name
     pd.testing.assert_frame_equal(local["shootout"], on_ray["shootout"])
+    # Per-run data crosses Ray too.
+    (rows_l, data_l), (rows_r, data_r) = grid["local"], grid["ray"]
+    pd.testing.assert_frame_equal(rows_l.drop(columns=["wall_s"]), rows_r.drop(columns=["wall_s"]))
+    assert data_l["predictions"][0] is not None and data_r["predictions"][1] is None
+    pd.testing.assert_frame_equal(data_l["predictions"][0], data_r["predictions"][0])
 
 
 def test_a_run_function_spec_from_toml(tmp_path):
