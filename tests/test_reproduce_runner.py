@@ -152,3 +152,15 @@ def test_a_run_function_spec_from_toml(tmp_path):
     bad.write_text('run = "lowlat.nowhere:f"\n')
     with pytest.raises(UserError, match="run: lowlat.nowhere:f: cannot import"):
         sweep.load(bad)
+
+
+def test_runs_of_another_version_of_the_experiment_are_not_reused(tmp_path, monkeypatch):
+    specs = [zhuge.TraceRun("W1", str(tmp_path / "missing"), "GCC+FIFO", 4.0, 1)]
+    out = common.results_folder(tmp_path / "out", "zhuge")
+    runner = common.Runner(jobs=1, progress=False)
+    df, _ = common.run_grid(out, "traces", zhuge.run_trace, specs, runner, "t")
+    assert "missing" in df.loc[0, "error"]
+    common.run_grid(out, "traces", zhuge.run_trace, specs, runner, "t")  # the same code: resumes
+    monkeypatch.setattr(common, "code_version", lambda fn: "edited")
+    with pytest.raises(UserError, match="holds the runs of another sweep.*--force"):
+        common.run_grid(out, "traces", zhuge.run_trace, specs, runner, "t")

@@ -203,7 +203,14 @@ def run_grid(
         raise TypeError("run_grid: the specs must be instances of one dataclass")
     kind = next(iter(types), object)
     names = list(data)
-    fixed = {"call": f"{call.__module__}:{call.__qualname__}", "spec": f"{kind.__module__}:{kind.__qualname__}", "data": names}
+    fixed = {
+        "call": f"{call.__module__}:{call.__qualname__}",
+        "spec": f"{kind.__module__}:{kind.__qualname__}",
+        "data": names,
+        # Runs of another version of the experiment (its module's code, the simulator) are not
+        # reused: the folder is then refused unless --force.
+        "code": code_version(call),
+    }
     grid_sweep = sweep.of_function(grid, run_spec, label=f"{out}: {grid}", fixed=fixed)
     points = [asdict(s) for s in specs]
     folder = out / "sweeps" / grid
@@ -221,6 +228,16 @@ def run_grid(
     return df.drop(columns=["run"]), {n: sweep.read_data(folder, points, n) for n in names}
 
 
+def code_version(fn: Callable[..., Any]) -> str:
+    """The simulator's version and a digest of the source of ``fn``'s module."""
+    from .. import _native
+
+    module = sys.modules.get(fn.__module__)
+    source = getattr(module, "__file__", None)
+    text = Path(source).read_bytes() if source and Path(source).is_file() else b""
+    return f"{_native.version()}-{hashlib.sha256(text).hexdigest()[:16]}"
+
+
 def run_spec(point: dict[str, Any]) -> dict[str, Any]:
     """The run function of :func:`run_grid`'s sweeps: builds the spec (``point["spec"]``, a
     dataclass) from the point's other keys, calls ``point["call"]`` on it and moves the row's
@@ -229,6 +246,7 @@ def run_spec(point: dict[str, Any]) -> dict[str, Any]:
     call: Any = sweep.run_function(point.pop("call"))
     kind: Any = sweep.run_function(point.pop("spec"))
     names: list[str] = point.pop("data")
+    point.pop("code", None)
     row = dict(call(kind(**point)))
     row[sweep.DATA] = {n: row.pop(n, None) for n in names}
     return row
