@@ -596,7 +596,7 @@ def _write_data(out: Path, point: Mapping[str, Any], data: Mapping[str, Any]) ->
             table = pd.DataFrame(table)
         path = data_path(out, point, name)
         tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
-        table.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})
+        table.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0, "compresslevel": 1})
         os.replace(tmp, path)
 
 
