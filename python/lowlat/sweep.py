@@ -616,7 +616,9 @@ def execute(
     """Runs the sweep's points (default: every combination of its axes) and returns the table,
     one row per point in order. With ``out``, finished runs are kept in ``out/runs/`` as they
     complete and skipped when the same sweep runs again; ``summary.csv`` (and
-    ``summary.parquet`` with pyarrow) are written at the end."""
+    ``summary.parquet`` with pyarrow) are written at the end. A run function's per-run data
+    (its row's ``"data"``) is kept only with ``out`` (:func:`read_data`). ``restart_flag``: the
+    option a refusal of ``out`` suggests."""
     if backend not in BACKENDS:
         raise UserError(f"--backend: got {backend!r}, expected one of {', '.join(BACKENDS)}")
     points = sweep.points() if points is None else points
