@@ -214,7 +214,9 @@ impl RtpSender {
         let target = self.cc.target_bitrate();
         let limiter = &mut self.rtx_limiter;
         for &s in lost {
-            if let Some((seq, packet)) = history.on_nack(now, s, rtt, |p| limiter.try_use(now, p.size.bits(), target)) {
+            if let Some((seq, packet)) =
+                history.on_nack(now, s, rtt, |p| limiter.try_use(now, p.size.bits(), target))
+            {
                 self.pacer.enqueue_retransmission(now, seq, &packet);
             }
         }
@@ -482,10 +484,10 @@ impl Endpoint for RtpReceiver {
             let size = Bytes(IP_UDP + self.nack_bytes.len() as u64);
             let id = self.next_report_id;
             self.next_report_id += 1;
-            self.mailbox
-                .lock()
-                .expect("the mailbox lock is never held across a panic")
-                .push_back((id, RtcpMessage::Nack { lost: self.lost.clone(), forward_delay: self.forward_delay }));
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
+                id,
+                RtcpMessage::Nack { lost: self.lost.clone(), forward_delay: self.forward_delay },
+            ));
             return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
         }
         let mut report = self.collector.poll_report(now)?;
