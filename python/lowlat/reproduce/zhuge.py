@@ -41,7 +41,15 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
 - Loss repair: the artifact's sender retransmits (``--policy=rtx``, RTXOnlyPolicy, with a 1 s
   frame deadline ``--ddl=1000``); the GCC flows here run with ``nack = true`` (RTCP generic NACK
   and RTX, libwebrtc's rules, giving up after 1 s; docs/scenario-format.md). Copa's transport
-  retransmits on its own.
+  retransmits on its own. The artifact repairs differently: its receiver acknowledges every
+  packet and its sender resends a packet group unacknowledged after srtt + 4 rttvar (checked every
+  1 ms, ``PacketSenderUdp::CheckRetransmission``/``IsRtxTimeout``), ahead of new media, until the
+  frame is 1 s old; WebRTC's NACK is used here because the GCC flows are WebRTC's. Both ends time
+  their NACK rules by the RTT RTCP measures (the downlink queue included), as libwebrtc does; with
+  the congestion feedback's RTT, which Zhuge shortens, the receiver NACKed again every 100 ms while
+  the first retransmission was still queued and the sender answered each (W1+W2, GCC+Zhuge: 3033
+  retransmissions recovering 914 packets, frames later than 400 ms 0.056; with the RTCP RTT and
+  libwebrtc's retransmission cap: 1213 recovering 782, 0.034).
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
@@ -63,11 +71,37 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
   velocity doubling only after three RTTs), so it keeps sending above the new capacity for
   seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
-  base RTT.
-- *Frame delay under CoDel*: on the shared W1+W2 traces, NACK/RTX raises the share of frames
-  later than 400 ms for every GCC scheme (FIFO 0.040 -> 0.044, CoDel 0.051 -> 0.063, Zhuge
-  0.039 -> 0.056, mean over 16 traces): frames that lost a packet now complete, but late, and
-  the retransmissions, sent ahead of new media, add load during the traces' deep fades.
+  base RTT. The artifact's statistic differs (``static-exp/output-stat.awk``,
+  ``summary-stat.awk``, ``tcp-static-exp.conf``): 72 s runs with the drop at 20-52 s; the time
+  from the first RTT sample above 200 ms to the first one back below (one episode, 20 s if it
+  never returns), the RTT being the sender's smoothed estimate (``TcpSocketBase`` ``m_rtt_net``,
+  an ``RttMeanDeviation`` of ACK samples, so including Zhuge's ACK holding); each scheme's value
+  is the better of its FIFO and CoDel runs (Copa: ``copa-fifo``/``copa-codel``, Copa+Zhuge:
+  ``copa-fifortc``/``copa-wirtc``). Its Copa (``tcp-copa.cc``, from ccp_copa) updates once per
+  half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK from RTT_standing,
+  with delta 0.5 and mode switching on. Here the time above 200 ms is the network RTT's, each
+  scheme on its one queue. The artifact's statistic on the network RTT does not change the
+  outcome (k = 10, 5 seeds: first episode Copa 2.68 s over CoDel / 5.32 s over FIFO, Copa+Zhuge
+  2.80 / 4.32 s; the better of each pair 2.68 vs 2.80 s, as with the time above 200 ms); the
+  sender's RTT with ACK holding and the artifact's Copa are not modelled.
+- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2: 0.034 vs 0.040, -16 %, not the
+  paper's -30 % or more)*: most late frames of every scheme fall in capacity outages no scheme can
+  carry a frame through: ``office-wifi_6`` spends 25 % of its time under 0.5 Mbit/s (GCC's minimum
+  rate) and ``rest-wifi_14`` 15 %; these two traces hold 0.18/0.15 (Zhuge) and 0.30/0.16 (FIFO) of
+  late frames, the other 14 only 0.015 (Zhuge) and 0.013 (FIFO). On those 14 GCC+Zhuge loses
+  frames to CoDel's drops in the short fades (the artifact runs it over ``FqCoDel``, as here);
+  over the FIFO (``--gcc-zhuge-queue fifo``) it loses 0.2 % of its packets and has 0.008 frames
+  later than 400 ms on those 14 traces (GCC+FIFO 0.013, -39 %), but 0.80 of GCC+FIFO's
+  throughput.
+- *How the artifact counts frames* (``app_delay.awk``, ``real-exp/stat.sh``,
+  ``summary_stat.sh``; ``VideoDecoder::DecodeDataPacket``): a frame's delay is its decode time
+  minus its send time; frames decode in order (a complete frame waits for every earlier one); a
+  frame still incomplete when a packet of a frame 1 s (25 frames) newer arrives is discarded and
+  counted with its discard time (so late); frames neither decoded nor discarded by the end are
+  not counted; the ratio is over every frame of a family's traces pooled. Here a frame's delay is
+  its completion (no in-order wait: kinder to every lossy scheme), a frame never completed counts
+  as late (as a discarded one there), and the tables average the traces' ratios (the traces run
+  255-297 s, so pooling weighs them almost alike).
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
