@@ -6,7 +6,10 @@
 //! wall clock and tests drive it on made-up instants. The links are `lowlat-net`'s, unchanged, and
 //! so is the middlebox at the bottleneck (`lowlat_sim::assist`, as in the simulator): Zhuge with
 //! in-band feedback for an RTP flow, whose reports leave at the bottleneck's site towards the
-//! sender, while the client's own feedback is dropped there.
+//! sender, while the client's own feedback is dropped there; Zhuge out-of-band and FastAck for a
+//! bulk flow (lowlat's transport, [`crate::quic`]): ACKs held, or dropped and written by the AP;
+//! the SCONE signaller (`scone-rtc`: NETWORK_SIGNAL frames, `scone`: SCONE packets) for an RTP
+//! flow's sender.
 
 use lowlat_core::{Packet, PacketKind, Time};
 use lowlat_net::middlebox::{Direction, FeedbackPayload, Verdict};
@@ -44,9 +47,25 @@ pub struct Network {
     /// The relayed flow's index in the scenario (what the middlebox knows it by).
     flow: u32,
     /// Reverse packets the middlebox dropped or kept (their ids).
-    taken: VecDeque<u64>,
-    /// Feedback the middlebox built for the sender: its bytes (RTCP).
+    taken: VecDeque<(u64, bool)>,
+    /// Feedback the middlebox built for the sender: its bytes (RTCP, a QUIC-shaped ACK packet, a
+    /// NETWORK_SIGNAL frame or a SCONE packet).
     assist_out: VecDeque<Vec<u8>>,
+    /// What the middlebox needs to read in a forward datagram.
+    parse: Parse,
+    /// Packet numbers of the ACK packets the middlebox (FastAck) writes.
+    ack_pn: u64,
+}
+
+/// What the relay must read in each forward datagram for the middlebox at the bottleneck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parse {
+    /// Nothing: no middlebox, any datagram passes.
+    Any,
+    /// An RTP header with the transport-wide sequence number (Zhuge in-band, SCONE).
+    Rtp,
+    /// A lowlat transport data packet's number ([`crate::quic`]: FastAck, Zhuge out-of-band).
+    Transport,
 }
 
 /// Index of the bottleneck (whose queue holds the middlebox) and of the reverse link.
@@ -63,8 +82,8 @@ fn direction(kind: PacketKind) -> Direction {
 
 impl Network {
     /// The paths of flow `flow` of `scenario` (its first flow if `None`; bottleneck and reverse
-    /// links alone if it has none). Errors on an unknown flow id or on network assistance, which
-    /// the emulator does not run on real packets yet.
+    /// links alone if it has none). Errors on an unknown flow id, or on network assistance the
+    /// relayed flow cannot carry on real packets (FastAck needs a bulk flow, SCONE an RTP one).
     pub fn from_scenario(scenario: &Scenario, flow: Option<&str>) -> Result<Network, String> {
         let f = match flow {
             Some(id) => Some(scenario.flows.iter().find(|f| f.id == id).ok_or_else(|| {
@@ -74,30 +93,45 @@ impl Network {
             None => scenario.flows.first(),
         };
         let index = f.map_or(0, |f| scenario.flows.iter().position(|g| g.id == f.id).unwrap_or(0));
+        let mut roles_out = Parse::Any;
         let middlebox = match scenario.assist.as_str() {
             "none" => None,
-            "zhuge" => {
-                let roles = lowlat_sim::assist::flow_roles(scenario, false);
-                if !matches!(roles.get(index), Some(lowlat_assist::FlowRole::InBand(_))) {
+            name @ ("zhuge" | "fastack" | "scone" | "scone-rtc") => {
+                let roles = lowlat_sim::assist::flow_roles(scenario, name == "fastack");
+                let role = roles.get(index).copied();
+                let bulk = f.is_some_and(|f| {
+                    f.transport.as_ref().is_some_and(|t| t.web.is_none() && t.downloads.is_none())
+                });
+                let rtp = matches!(role, Some(lowlat_assist::FlowRole::InBand(_)));
+                let ok = match name {
+                    "zhuge" => rtp || (bulk && role == Some(lowlat_assist::FlowRole::OutOfBand)),
+                    "fastack" => bulk && role == Some(lowlat_assist::FlowRole::OutOfBand),
+                    _ => rtp,
+                };
+                if !ok {
+                    let want = match name {
+                        "zhuge" => "an rtp-video flow with a rate controller (in-band) or a bulk flow (out-of-band)",
+                        "fastack" => "a bulk flow (lowlat's transport, `lowlat send` for a bulk flow)",
+                        _ => "an rtp-video flow with a rate controller (the signal's receiver)",
+                    };
                     return Err(format!(
-                        "{}: bottleneck.assist = \"zhuge\" on real packets needs the relayed flow to be an \
-                         rtp-video flow with a rate controller (Zhuge's in-band feedback)",
+                        "{}: bottleneck.assist = {name:?} on real packets needs the relayed flow to be {want}",
                         scenario.source
                     ));
                 }
                 if f.is_some_and(|f| f.access.is_some() || f.reverse) {
                     return Err(format!(
-                        "{}: bottleneck.assist = \"zhuge\" on real packets: the relayed flow may not have an \
+                        "{}: bottleneck.assist = {name:?} on real packets: the relayed flow may not have an \
                          access link or reverse = true yet",
                         scenario.source
                     ));
                 }
+                roles_out = if rtp { Parse::Rtp } else { Parse::Transport };
                 lowlat_sim::assist::assist_middlebox(scenario)
             }
             other => {
                 return Err(format!(
-                    "{}: bottleneck.assist = {other:?}: the emulator runs \"zhuge\" (in-band) on real \
-                     packets, not this one yet; expected \"none\" or \"zhuge\"",
+                    "{}: bottleneck.assist = {other:?}: expected \"none\", \"zhuge\", \"fastack\", \"scone\" or \"scone-rtc\"",
                     scenario.source
                 ))
             }
@@ -155,6 +189,8 @@ impl Network {
             flow: index as u32,
             taken: VecDeque::new(),
             assist_out: VecDeque::new(),
+            parse: roles_out,
+            ack_pn: 0,
         })
     }
 
@@ -163,8 +199,14 @@ impl Network {
         self.flow
     }
 
-    /// The id of a reverse packet the middlebox dropped or kept (its payload can go).
-    pub fn poll_taken(&mut self) -> Option<u64> {
+    /// What the relay must read in each forward datagram.
+    pub fn parse(&self) -> Parse {
+        self.parse
+    }
+
+    /// A reverse packet the middlebox took: its id, and whether the middlebox keeps it to release
+    /// it later (`true`: keep its payload) or dropped it (`false`: the payload can go).
+    pub fn poll_taken(&mut self) -> Option<(u64, bool)> {
         self.taken.pop_front()
     }
 
@@ -185,8 +227,23 @@ impl Network {
             }
         }
         while let Some(fb) = self.links[BOTTLENECK].poll_feedback(now) {
-            if let FeedbackPayload::Rtcp(bytes) = fb.payload {
-                self.assist_out.push_back(bytes);
+            match fb.payload {
+                FeedbackPayload::Rtcp(bytes) => self.assist_out.push_back(bytes),
+                FeedbackPayload::Frame(frame) => match frame.downcast::<lowlat_transport::AckFrame>() {
+                    Ok(ack) => {
+                        let mut bytes = Vec::with_capacity(64);
+                        crate::quic::encode_ack(self.ack_pn, &ack, &mut bytes);
+                        self.ack_pn += 1;
+                        self.assist_out.push_back(bytes);
+                    }
+                    Err(other) => {
+                        if let Ok(signal) = other.downcast::<lowlat_assist::scone::SconeSignal>() {
+                            let (lowlat_assist::scone::SconeSignal::Capacity(bytes)
+                            | lowlat_assist::scone::SconeSignal::Advice(bytes)) = *signal;
+                            self.assist_out.push_back(bytes);
+                        }
+                    }
+                },
             }
         }
         self.wake[BOTTLENECK] = self.links[BOTTLENECK].poll_timeout();
@@ -260,7 +317,7 @@ impl Network {
                     {
                         let verdict = self.links[BOTTLENECK].handle_reverse(now, &mut pkt);
                         if verdict != Verdict::Pass {
-                            self.taken.push_back(pkt.id);
+                            self.taken.push_back((pkt.id, verdict == Verdict::Consume));
                             self.drain_site(now);
                             continue;
                         }
@@ -334,7 +391,9 @@ mod tests {
         let err = Network::from_scenario(&scenario("assist = \"zhuge\""), None).unwrap_err();
         assert!(err.contains("rtp-video"), "{err}");
         let err = Network::from_scenario(&scenario("assist = \"fastack\""), None).unwrap_err();
-        assert!(err.contains("\"fastack\""), "{err}");
+        assert!(err.contains("\"fastack\"") && err.contains("bulk flow"), "{err}");
+        let err = Network::from_scenario(&scenario("assist = \"scone-rtc\""), None).unwrap_err();
+        assert!(err.contains("rtp-video"), "{err}");
     }
 
     #[test]

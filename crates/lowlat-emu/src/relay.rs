@@ -11,7 +11,7 @@
 //! and the real packets measured in the simulator's results contract.
 
 use crate::clock::{precise_timers, wait_readable, WallClock, SPIN_NS};
-use crate::network::Network;
+use crate::network::{Network, Parse};
 use crate::pcap::PcapWriter;
 use hdrhistogram::Histogram;
 use lowlat_core::{Bytes, Duration, FlowId, Packet, PacketKind, Time};
@@ -97,8 +97,11 @@ pub struct RelayCounters {
     pub send_errors: u64,
     /// Datagrams still inside the emulated links when the run ended.
     pub in_flight: [u64; 2],
-    /// Feedback datagrams the middlebox (Zhuge) wrote and sent to the client.
+    /// Feedback datagrams the middlebox wrote and sent to the client (Zhuge's transport-cc or
+    /// RFC 8888, FastAck's ACK packets, SCONE signals).
     pub assist_feedback: u64,
+    /// Reverse datagrams the middlebox held for a while (out-of-band Zhuge delaying ACKs).
+    pub assist_held: u64,
 }
 
 /// The results of a relay run.
@@ -136,7 +139,7 @@ impl RelayReport {
             "received": c.received, "forwarded": c.forwarded, "malformed": c.malformed,
             "overflow": c.overflow, "unexpected": c.unexpected, "no_client": c.no_client,
             "send_errors": c.send_errors, "in_flight": c.in_flight, "cpu_s": self.cpu_s,
-            "assist_feedback": c.assist_feedback,
+            "assist_feedback": c.assist_feedback, "assist_held": c.assist_held,
             "timer_lateness_us": { "p50": us(0.5), "p99": us(0.99), "max": us(1.0) },
         });
         serde_json::to_string_pretty(&v).expect("plain data")
@@ -159,6 +162,15 @@ fn zhuge_summary(any: &dyn std::any::Any) -> Option<lowlat_sim::results::AssistS
             .then(|| log.iter().filter(|r| err_ms(r) <= 10.0).count() as f64 / n as f64),
         dropped_client_feedback: z.dropped_client_feedback(),
     })
+}
+
+/// A forward datagram's sequence number as the middlebox reads it.
+#[derive(Clone, Copy)]
+enum Wide {
+    /// RTP's 16-bit transport-wide sequence number.
+    Rtp(u16),
+    /// A transport packet number truncated to 32 bits.
+    Transport(u32),
 }
 
 /// Payloads of one direction waiting for their packets to leave the links, in packet-id order
@@ -442,10 +454,12 @@ pub struct Relay {
     first_in: [Option<Time>; 2],
     last_in: [Option<Time>; 2],
     seq: [u64; 2],
-    /// Whether a middlebox sits at the bottleneck (forward datagrams must then be RTP).
-    assisted: bool,
-    /// The last transport-wide sequence number seen, unwrapped.
+    /// What forward datagrams must be for the middlebox at the bottleneck (RTP, transport).
+    parse: Parse,
+    /// The last transport-wide sequence number (RTP) or packet number (transport) seen, unwrapped.
     transport_seq: Option<u64>,
+    /// Reverse payloads the middlebox keeps (out-of-band Zhuge holding ACKs), until it releases them.
+    held: VecDeque<(u64, Vec<u8>)>,
     next_id: u64,
     counters: RelayCounters,
     lateness: Histogram<u64>,
@@ -462,7 +476,7 @@ impl Relay {
             return Err(format!("max datagram: got {}, expected 1 to 65535 bytes", cfg.max_datagram));
         }
         let net = Network::from_scenario(&scenario, cfg.flow.as_deref())?;
-        let assisted = net.links().first().is_some_and(|l| l.middlebox().is_some());
+        let parse = net.parse();
         let client_sock =
             UdpSocket::bind(cfg.listen).map_err(|e| format!("--listen {}: cannot bind: {e}", cfg.listen))?;
         let local: IpAddr = match cfg.forward.ip() {
@@ -491,8 +505,9 @@ impl Relay {
             first_in: [None; 2],
             last_in: [None; 2],
             seq: [0; 2],
-            assisted,
+            parse,
             transport_seq: None,
+            held: VecDeque::new(),
             next_id: 0,
             counters: RelayCounters::default(),
             lateness: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid"),
@@ -617,12 +632,26 @@ impl Relay {
             self.counters.malformed[d] += 1;
             return;
         }
-        // A middlebox at the bottleneck reads the RTP header's transport-wide sequence number.
+        // A middlebox at the bottleneck reads the RTP header's transport-wide sequence number,
+        // or the transport packet's number.
         let mut transport_seq = None;
-        if d == 0 && self.assisted {
-            match lowlat_wire::RtpHeader::decode(data, lowlat_wire::rtp::DEFAULT_TRANSPORT_SEQ_ID) {
-                Ok((h, _, _)) if h.transport_seq.is_some() => transport_seq = h.transport_seq,
-                _ => {
+        if d == 0 {
+            let seq = match self.parse {
+                Parse::Any => Ok(None),
+                Parse::Rtp => {
+                    match lowlat_wire::RtpHeader::decode(data, lowlat_wire::rtp::DEFAULT_TRANSPORT_SEQ_ID) {
+                        Ok((h, _, _)) if h.transport_seq.is_some() => Ok(h.transport_seq.map(Wide::Rtp)),
+                        _ => Err(()),
+                    }
+                }
+                Parse::Transport => match crate::quic::peek_pn(data) {
+                    Some(pn) if crate::quic::is_data(data) => Ok(Some(Wide::Transport(pn))),
+                    _ => Err(()),
+                },
+            };
+            match seq {
+                Ok(s) => transport_seq = s,
+                Err(()) => {
                     self.counters.malformed[d] += 1;
                     return;
                 }
@@ -644,10 +673,15 @@ impl Relay {
         // With a middlebox, the packet's sequence number is its real transport-wide one (what an
         // AP reads from the RTP header extension); the relay's own count rides in `app`.
         let seq = match transport_seq {
-            Some(s16) => {
+            Some(Wide::Rtp(s16)) => {
                 let prev = self.transport_seq.unwrap_or(u64::from(s16));
                 let seq = (prev as i64 + i64::from(s16.wrapping_sub(prev as u16) as i16)).max(0) as u64;
                 self.transport_seq = Some(prev.max(seq));
+                seq
+            }
+            Some(Wide::Transport(pn32)) => {
+                let seq = crate::quic::expand_pn(self.transport_seq, pn32);
+                self.transport_seq = Some(self.transport_seq.map_or(seq, |p| p.max(seq)));
                 seq
             }
             None => self.seq[d],
@@ -666,9 +700,14 @@ impl Relay {
     /// Frees what the middlebox took from the reverse path and sends the feedback it wrote to
     /// the client, from the relay's listening socket (the AP speaks for the receiver).
     fn drain_site(&mut self, now: Time) {
-        while let Some(id) = self.net.poll_taken() {
+        while let Some((id, kept)) = self.net.poll_taken() {
             if let Some(b) = self.stores[1].take(id) {
-                self.stores[1].recycle(b);
+                if kept {
+                    self.counters.assist_held += 1;
+                    self.held.push_back((id, b));
+                } else {
+                    self.stores[1].recycle(b);
+                }
             }
         }
         while let Some(bytes) = self.net.poll_assist_feedback() {
@@ -686,8 +725,14 @@ impl Relay {
     /// A packet left the emulated path: its payload goes out of the other side.
     fn emit(&mut self, dir: Direction, pkt: Packet, clock: &WallClock) {
         let d = usize::from(dir == Direction::Reverse);
-        // Invariant: every packet in the links has its payload held (pushed before input).
-        let Some(payload) = self.stores[d].take(pkt.id) else { return };
+        // Invariant: every packet in the links has its payload held (pushed before input), in the
+        // store or, once the middlebox kept it, beside it (a handful at most: look there first).
+        let kept = if d == 1 { self.held.iter().position(|h| h.0 == pkt.id) } else { None };
+        let payload = match kept {
+            Some(i) => self.held.remove(i).map(|h| h.1),
+            None => self.stores[d].take(pkt.id),
+        };
+        let Some(payload) = payload else { return };
         let (src, dst) = match (d, self.client) {
             (0, c) => (c, Some(self.cfg.forward)),
             (_, c) => (Some(self.cfg.forward), c),

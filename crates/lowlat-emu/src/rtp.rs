@@ -72,6 +72,8 @@ pub struct SenderReport {
     pub metrics: FlowMetrics,
     /// Feedback datagrams that were not readable RTCP feedback.
     pub malformed_feedback: u64,
+    /// Network signals read (NETWORK_SIGNAL frames or SCONE packets from the access point).
+    pub signals: u64,
     /// Wall seconds run.
     pub elapsed_s: f64,
 }
@@ -133,6 +135,25 @@ fn rtcp_arrivals(bytes: &[u8], last: &mut Option<u64>) -> Option<(Time, Arrivals
     Some((report_time, arrivals))
 }
 
+/// What an access point's signal datagram says, as the simulator hands it to the sender: a
+/// NETWORK_SIGNAL frame (SCONE-PRO for RTC: capacity share and queue) or a SCONE packet (its
+/// 7-bit rate signal, long-term advice). `None` for anything else (RTCP starts with version 2,
+/// neither of these).
+fn network_signal(b: &[u8]) -> Option<lowlat_cc::NetworkSignal> {
+    use lowlat_core::Bitrate;
+    if b.first() == Some(&(lowlat_wire::netsignal::FRAME_TYPE as u8)) {
+        let r = lowlat_wire::NetworkSignalRepr::decode(b).ok()?;
+        return Some(lowlat_cc::NetworkSignal {
+            capacity: Bitrate::bps(r.capacity_bps),
+            queue: Bytes(r.queue_bytes),
+            long_term: false,
+        });
+    }
+    let r = lowlat_wire::SconeRepr::decode(b).ok()?;
+    let bps = lowlat_wire::scone::signal_to_bps(r.rate_signal).ok()??;
+    Some(lowlat_cc::NetworkSignal { capacity: Bitrate::from_bps_f64(bps), queue: Bytes(0), long_term: true })
+}
+
 /// Sends flow `flow`'s video from `socket` to `dest` for `duration` (default: the scenario's),
 /// reading feedback on the same socket. `should_stop` is asked every 50 ms.
 pub fn run_sender(
@@ -155,6 +176,7 @@ pub fn run_sender(
     let clock = WallClock::start();
     let mut metrics = FlowMetrics::new(scenario.bin);
     let mut malformed = 0;
+    let mut signals = 0;
     let mut last_seq = None;
     let mut out = Vec::with_capacity(2048);
     let mut buf = vec![0u8; 65_536];
@@ -198,6 +220,12 @@ pub fn run_sender(
             match socket.recv_from(&mut buf) {
                 Ok((n, _)) => {
                     let now = clock.now();
+                    if let Some(signal) = network_signal(&buf[..n]) {
+                        // The access point's SCONE / NETWORK_SIGNAL datagram (`scone`, `scone-rtc`).
+                        sender.handle_assist(now, &AssistFeedback::Signal(signal));
+                        signals += 1;
+                        continue;
+                    }
                     match rtcp_arrivals(&buf[..n], &mut last_seq) {
                         Some((report_time, arrivals)) => {
                             sender.handle_assist(now, &AssistFeedback::Report { report_time, arrivals })
@@ -220,6 +248,7 @@ pub fn run_sender(
         media: sender.media_metrics().unwrap_or_default(),
         metrics,
         malformed_feedback: malformed,
+        signals,
         elapsed_s: clock.now().min(end).as_secs_f64(),
     })
 }
@@ -389,7 +418,7 @@ impl SenderReport {
             "frames_sent": self.media.frames_sent,
             "rtt_ms": ms_stats(self.media.rtt.iter().copied()),
             "ratio_rtt_over_200ms": if self.media.rtt.is_empty() { 0.0 } else { rtt_over as f64 / self.media.rtt.len() as f64 },
-            "malformed_feedback": self.malformed_feedback,
+            "malformed_feedback": self.malformed_feedback, "network_signals": self.signals,
             "bin_s": m.bin.as_secs_f64(), "send_kbps": kbps_bins(m, false),
         }))
         .expect("plain data")

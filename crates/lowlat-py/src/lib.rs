@@ -502,14 +502,20 @@ fn rtp_send(
     let sock =
         std::net::UdpSocket::bind(bind).map_err(|e| EmulatorError::new_err(format!("--bind {bind}: {e}")))?;
     let duration = positive_duration(duration_s)?;
-    let report = py
+    let stop = || Python::attach(|py| py.check_signals().is_err());
+    // A bulk flow speaks lowlat's transport (QUIC-shaped packets), a media flow RTP.
+    let json = py
         .detach(|| {
-            lowlat_emu::rtp::run_sender(&scenario, flow, &sock, dest, duration, || {
-                Python::attach(|py| py.check_signals().is_err())
-            })
+            if lowlat_emu::transport::is_transport_flow(&scenario, flow) {
+                lowlat_emu::transport::run_sender(&scenario, flow, &sock, dest, duration, stop)
+                    .map(|r| r.summary_json())
+            } else {
+                lowlat_emu::rtp::run_sender(&scenario, flow, &sock, dest, duration, stop)
+                    .map(|r| r.summary_json())
+            }
         })
         .map_err(EmulatorError::new_err)?;
-    Ok(report.summary_json())
+    Ok(json)
 }
 
 /// `lowlat receive`: receives a scenario's media flow on `listen` and answers with real feedback;
@@ -531,14 +537,19 @@ fn rtp_receive(
     let sock = std::net::UdpSocket::bind(listen)
         .map_err(|e| EmulatorError::new_err(format!("--listen {listen}: {e}")))?;
     let duration = positive_duration(duration_s)?;
-    let report = py
+    let stop = || Python::attach(|py| py.check_signals().is_err());
+    let json = py
         .detach(|| {
-            lowlat_emu::rtp::run_receiver(&scenario, flow, &sock, duration, || {
-                Python::attach(|py| py.check_signals().is_err())
-            })
+            if lowlat_emu::transport::is_transport_flow(&scenario, flow) {
+                lowlat_emu::transport::run_receiver(&scenario, flow, &sock, duration, stop)
+                    .map(|r| r.summary_json())
+            } else {
+                lowlat_emu::rtp::run_receiver(&scenario, flow, &sock, duration, stop)
+                    .map(|r| r.summary_json())
+            }
         })
         .map_err(EmulatorError::new_err)?;
-    Ok(report.summary_json())
+    Ok(json)
 }
 
 fn positive_duration(s: Option<f64>) -> PyResult<Option<Duration>> {
