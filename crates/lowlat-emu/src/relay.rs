@@ -783,6 +783,15 @@ impl Relay {
         };
         let mut pkt = Packet::new(id, FlowId(c.flow), size, seq, now);
         pkt.app = ((k as u64) << SEQ_BITS) | (c.seq[d] & SEQ_MASK);
+        // A Generic NACK (RTCP RTPFB, FMT 1) is not congestion feedback: Zhuge lets it pass.
+        if d == 1
+            && c.parse == Parse::Rtp
+            && data.len() >= 12
+            && data[1] == lowlat_wire::rtcp::PT_RTPFB
+            && data[0] & 0x1f == 1
+        {
+            pkt.app |= lowlat_core::APP_NON_CC_FEEDBACK;
+        }
         c.seq[d] += 1;
         pkt.kind = if d == 0 { PacketKind::Data } else { PacketKind::Feedback };
         c.metrics[d].on_sent(now, size.0);
@@ -828,7 +837,7 @@ impl Relay {
     /// A packet left the emulated path: its payload goes out of the other side.
     fn emit(&mut self, dir: Direction, pkt: Packet, clock: &WallClock) {
         let d = usize::from(dir == Direction::Reverse);
-        let k = (pkt.app >> SEQ_BITS) as usize;
+        let k = ((pkt.app & !lowlat_core::APP_NON_CC_FEEDBACK) >> SEQ_BITS) as usize;
         let Some(c) = self.clients.get_mut(k) else { return };
         // Invariant: every packet in the links has its payload held (pushed before input), in the
         // store or, once the middlebox kept it, beside it (a handful at most: look there first).

@@ -1,6 +1,7 @@
 //! Every lowlat-assist middlebox in the relay, on real packets between real endpoints on
 //! loopback: FastAck and out-of-band Zhuge on lowlat's transport (`lowlat send`/`receive` for a
-//! bulk flow), the SCONE signaller (`scone-rtc`, `scone`) for real RTP. Short runs.
+//! bulk flow), the SCONE signaller (`scone-rtc`, `scone`) for real RTP; NACK/RTX through Zhuge.
+//! Short runs.
 
 use lowlat_core::Duration;
 use lowlat_emu::relay::{Relay, RelayConfig, RelayReport};
@@ -155,4 +156,39 @@ fn scone_advice_reaches_the_rtp_sender() {
     eprintln!("scone: {c:?}; signals {}", sent.signals);
     assert!(sent.signals >= 1 && sent.signals == c.assist_feedback, "the first datagram's SCONE advice");
     assert_eq!(sent.malformed_feedback, 0);
+}
+
+#[test]
+fn nack_repairs_losses_on_real_sockets_through_zhuge() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // 2 % random loss at the bottleneck; Zhuge replaces the receiver's transport-cc, not its NACKs.
+    let video = format!("{VIDEO}\nnack = true");
+    let sc = scenario_at(
+        "zhuge",
+        &video,
+        SECONDS,
+        "rate = \"2 Mbit/s\"\nloss = { kind = \"bernoulli\", p = 0.02 }",
+    );
+    let receiver_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (listen, relay) = relay(&sc, &receiver_sock);
+    let rsc = sc.clone();
+    let d = Some(Duration::from_secs_f64(SECONDS));
+    let receiver =
+        std::thread::spawn(move || rtp::run_receiver(&rsc, None, &receiver_sock, d, || false).unwrap());
+    let sender_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sent = rtp::run_sender(&sc, None, &sender_sock, listen, d, || false).unwrap();
+    let got = receiver.join().unwrap();
+    let c = relay.join().unwrap().counters;
+    eprintln!(
+        "nack: {c:?}; nacks sent {} read {}; retransmissions {}; recovered {}",
+        got.nacks_sent, sent.nacks, sent.media.retransmissions, got.media.recovered
+    );
+    assert!(got.nacks_sent > 0, "losses were asked for");
+    assert!(sent.nacks + 2 >= got.nacks_sent && sent.nacks > 0, "the NACKs passed the AP");
+    assert_eq!(c.forwarded[1], sent.nacks, "only the NACKs pass Zhuge, and reach the sender");
+    assert!(
+        sent.media.retransmissions > 0 && got.media.recovered > 0,
+        "lost packets were resent and arrived"
+    );
+    assert_eq!((got.malformed, sent.malformed_feedback), (0, 0));
 }
