@@ -1,12 +1,17 @@
 //! The UDP relay (`lowlat emulate SCENARIO --listen ADDR --forward ADDR`): datagrams that reach
 //! `listen` cross the scenario's forward path (access up, bottleneck, egress down) and leave
-//! towards `forward`; the answers `forward` sends back cross the reverse path to the client that
-//! spoke last. The payloads wait beside the links; the links see lowlat packets of the datagrams'
+//! towards `forward`; the answers `forward` sends back cross the reverse path to their client.
+//! Each source address is a client with its own socket towards `forward` (the answers to it come
+//! back on that socket, as through a NAT) and the paths of one scenario flow: the `k`-th client
+//! the `k`-th flow's (round robin beyond; [`RelayConfig::flow`] pins them all to one), all
+//! sharing the bottleneck and the reverse link. The payloads wait beside the links; the links see lowlat packets of the datagrams'
 //! sizes, so queues, AQMs, traces, loss and jitter act exactly as in the simulator.
 //!
 //! Bad input never stops the relay: empty, truncated or oversized datagrams are counted as
 //! malformed and dropped, datagrams on the server side from anyone but `forward` as unexpected,
-//! and payloads beyond a memory budget as overflow. The run ends at the scenario's duration (or
+//! datagrams from clients beyond `max_clients` as refused, and payloads beyond a memory budget as
+//! overflow. The per-datagram path allocates nothing (payload buffers are recycled; a new client
+//! allocates its socket and buffers once). The run ends at the scenario's duration (or
 //! `duration`), or when the caller's `should_stop` says so (Ctrl-C), and reports what the links
 //! and the real packets measured in the simulator's results contract.
 
