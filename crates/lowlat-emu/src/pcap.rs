@@ -13,7 +13,7 @@ const MAGIC_NS: u32 = 0xa1b2_3c4d;
 /// LINKTYPE_RAW: each record starts with an IPv4 or an IPv6 header.
 const LINKTYPE_RAW: u32 = 101;
 /// IPv4 (20) + UDP (8) header bytes.
-const HEADERS: usize = 28;
+pub(crate) const HEADERS: usize = 28;
 /// IPv6 (40) + UDP (8) header bytes.
 const HEADERS_V6: usize = 48;
 
@@ -98,7 +98,7 @@ impl PcapWriter {
 
 /// The IPv4 header (checksummed, TTL 64, don't fragment) and the UDP header (checksum 0: none,
 /// which IPv4 allows) of a datagram of `len` payload bytes.
-fn ipv4_udp_headers(src: SocketAddrV4, dst: SocketAddrV4, len: usize, id: u16) -> [u8; HEADERS] {
+pub(crate) fn ipv4_udp_headers(src: SocketAddrV4, dst: SocketAddrV4, len: usize, id: u16) -> [u8; HEADERS] {
     let mut h = [0u8; HEADERS];
     h[0] = 0x45;
     h[2..4].copy_from_slice(&((HEADERS + len) as u16).to_be_bytes());
