@@ -485,6 +485,10 @@ struct Client {
 const SEQ_BITS: u32 = 40;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 
+/// One client's results to report: its name, scenario flow, and per direction its metrics,
+/// first and last arrival.
+type Entry<'a> = (String, u32, &'a [FlowMetrics; 2], [Option<Time>; 2], [Option<Time>; 2]);
+
 /// A non-blocking, timestamping UDP socket on `local` for one client's side towards the server.
 fn server_socket(local: IpAddr) -> Result<UdpSocket, String> {
     let s = UdpSocket::bind((local, 0)).map_err(|e| format!("cannot bind the server side: {e}"))?;
@@ -905,8 +909,7 @@ impl Relay {
         // for further clients on the same flow); a run without clients reports the first
         // mapped flow, empty.
         let placeholder = [FlowMetrics::new(bin), FlowMetrics::new(bin)];
-        let mut entries: Vec<(String, u32, &[FlowMetrics; 2], [Option<Time>; 2], [Option<Time>; 2])> =
-            Vec::new();
+        let mut entries: Vec<Entry<'_>> = Vec::new();
         for (k, c) in self.clients.iter().enumerate() {
             let name = sc.flows.get(c.flow as usize).map_or("forward", |f| f.id.as_str());
             let earlier = self.clients[..k].iter().filter(|o| o.flow == c.flow).count();

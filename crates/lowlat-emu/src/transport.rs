@@ -126,20 +126,17 @@ pub fn run_sender(
             let _ = socket.send_to(&out, dest);
             metrics.on_sent(now, out.len() as u64);
         }
-        loop {
-            match socket.recv_from(&mut buf) {
-                Ok((n, _)) => match quic::decode(&buf[..n]) {
-                    Ok(Datagram::Ack { frame, .. }) => {
-                        sender.on_ack(clock.now(), &frame);
-                        acks += 1;
-                        if sender.rtt().has_sample() {
-                            let m = sender.rtt().min();
-                            min_rtt = Some(min_rtt.map_or(m, |x| x.min(m)));
-                        }
+        while let Ok((n, _)) = socket.recv_from(&mut buf) {
+            match quic::decode(&buf[..n]) {
+                Ok(Datagram::Ack { frame, .. }) => {
+                    sender.on_ack(clock.now(), &frame);
+                    acks += 1;
+                    if sender.rtt().has_sample() {
+                        let m = sender.rtt().min();
+                        min_rtt = Some(min_rtt.map_or(m, |x| x.min(m)));
                     }
-                    _ => malformed += 1,
-                },
-                Err(_) => break,
+                }
+                _ => malformed += 1,
             }
         }
         let now = clock.now();
@@ -195,11 +192,7 @@ pub fn run_receiver(
         {
             return Err("no transport packet arrived".into());
         }
-        loop {
-            let (n, src) = match socket.recv_from(&mut buf) {
-                Ok(x) => x,
-                Err(_) => break,
-            };
+        while let Ok((n, src)) = socket.recv_from(&mut buf) {
             let Ok(Datagram::Data { pn32, epoch_unix_ns, sent_ns }) = quic::decode(&buf[..n]) else {
                 malformed += 1;
                 continue;
