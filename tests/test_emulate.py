@@ -175,7 +175,7 @@ def test_send_and_receive_write_the_results_contract_and_fastack_answers_for_the
     out: dict = {}
     threads = [
         threading.Thread(target=lambda: out.__setitem__("relay", emulate(scenario, listen, server, duration_s=2.3))),
-        threading.Thread(target=lambda: out.__setitem__("rx", receive(scenario, server, out=tmp_path / "rx", plots=False))),
+        threading.Thread(target=lambda: out.__setitem__("rx", receive(scenario, server, out=tmp_path / "rx"))),
     ]
     for t in threads:
         t.start()
@@ -194,6 +194,7 @@ def test_send_and_receive_write_the_results_contract_and_fastack_answers_for_the
         (flow,) = summary["flows"]
         assert flow["id"] == "bulk" and flow["kind"] == "bulk"
         assert any((tmp_path / side / f"flows.{ext}").exists() for ext in ("csv", "parquet"))
+    assert (tmp_path / "rx" / "overview.png").exists(), "the plots of a run without links"
     assert json.loads((tmp_path / "rx" / "summary.json").read_text())["flows"][0]["packets_received"] == rx["packets_received"]
     # An existing results folder is not overwritten without force.
     with pytest.raises(Exception, match="not empty"):

@@ -169,7 +169,18 @@ pub fn endpoint_result(scenario: &Scenario, m: &Measured<'_>) -> RunResult {
                 ("frames".into(), Column::I64(frame_bins.iter().map(|b| b.1).collect())),
             ],
         },
-        link_series: Table::default(),
+        // The link series' columns with no rows: readers (the plots) find the columns they expect.
+        link_series: Table {
+            columns: vec![
+                ("link".into(), Column::Str(Vec::new())),
+                col("t_s", Vec::new()),
+                col("capacity_kbps", Vec::new()),
+                col("throughput_kbps", Vec::new()),
+                col("queue_delay_ms", Vec::new()),
+                col("queue_delay_max_ms", Vec::new()),
+                ("drops".into(), Column::I64(Vec::new())),
+            ],
+        },
         predictions: Table::default(),
     }
 }
