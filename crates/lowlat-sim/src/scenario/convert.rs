@@ -88,8 +88,12 @@ pub(super) fn link_config(
         let mut opts =
             RateTraceOptions { repeat: l.trace_loop.unwrap_or(true), ..RateTraceOptions::default() };
         if let Some(d) = l.trace_step {
-            if d.0 == Duration::ZERO {
-                return Err(err("trace_step", "got \"0 s\", expected a positive duration".into()));
+            let hour = Duration::from_secs(3600);
+            if d.0 == Duration::ZERO || d.0 > hour {
+                return Err(err(
+                    "trace_step",
+                    format!("got \"{}\", expected a positive duration of at most \"{hour}\"", d.0),
+                ));
             }
             opts.step = Some(d.0);
         }
@@ -299,6 +303,10 @@ pub(super) fn zhuge_config(
             ))
         }
     };
+    cfg.validate().map_err(|m| {
+        let (k, rest) = m.split_once(": ").unwrap_or(("", m.as_str()));
+        err(k, rest.to_string())
+    })?;
     Ok(cfg)
 }
 
