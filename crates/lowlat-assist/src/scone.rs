@@ -86,9 +86,11 @@ impl SconeConfig {
     pub fn validate(&self) -> Result<(), String> {
         let (ms, hour) = (Duration::from_millis(1), Duration::from_secs(3600));
         let max_window = Duration(crate::zhuge::MAX_FRAME_INTERVAL.as_nanos() * 5);
-        for (k, d, max) in
-            [("period", self.period, hour), ("window", self.window, max_window), ("refresh", self.refresh, hour)]
-        {
+        for (k, d, max) in [
+            ("period", self.period, hour),
+            ("window", self.window, max_window),
+            ("refresh", self.refresh, hour),
+        ] {
             if d < ms || d > max {
                 return Err(format!("{k}: got \"{d}\", expected \"{ms}\" to \"{max}\""));
             }

@@ -233,7 +233,9 @@ impl ZhugeConfig {
         }
         if let BurstRule::JoinAggregate { within } = t.burst_rule {
             if within > hour {
-                return Err(format!("burst_rule: an aggregate span of \"{within}\", expected at most \"{hour}\""));
+                return Err(format!(
+                    "burst_rule: an aggregate span of \"{within}\", expected at most \"{hour}\""
+                ));
             }
         }
         Ok(())

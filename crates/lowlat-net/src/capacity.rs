@@ -357,9 +357,9 @@ impl Server {
                     if per > 0 && need > 2 * per {
                         let k = need / per - 1;
                         need -= k * per;
-                        t = Time(
-                            t.as_nanos().saturating_add(u64::try_from(k).unwrap_or(u64::MAX).saturating_mul(p.as_nanos())),
-                        );
+                        t = Time(t.as_nanos().saturating_add(
+                            u64::try_from(k).unwrap_or(u64::MAX).saturating_mul(p.as_nanos()),
+                        ));
                     }
                 }
                 loop {

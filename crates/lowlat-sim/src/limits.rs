@@ -105,9 +105,9 @@ fn peak_rate(c: &Capacity) -> Bitrate {
 /// Packets a link's queue can hold, for packets of `min_packet` bytes (none for unlimited).
 fn queue_packets(link: &LinkConfig, min_packet: u64) -> u64 {
     let limit = match &link.queue {
-        QueueConfig::DropTail { limit } | QueueConfig::CoDel { limit, .. } | QueueConfig::L4s { limit, .. } => {
-            *limit
-        }
+        QueueConfig::DropTail { limit }
+        | QueueConfig::CoDel { limit, .. }
+        | QueueConfig::L4s { limit, .. } => *limit,
     };
     match limit {
         QueueLimit::Packets(n) => u64::from(n),

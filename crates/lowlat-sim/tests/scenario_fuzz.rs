@@ -200,7 +200,10 @@ const FILES: &[(&str, &str)] = &[
 /// Trace contents generated rather than written out: many lines.
 fn generated_files() -> Vec<(String, String)> {
     let mut v = vec![
-        ("rate_many.trace".to_string(), (0..20_000).map(|i| format!("{} {}\n", i as f64 * 0.001, 1 + i % 7)).collect()),
+        (
+            "rate_many.trace".to_string(),
+            (0..20_000).map(|i| format!("{} {}\n", i as f64 * 0.001, 1 + i % 7)).collect(),
+        ),
         ("mm_many.trace".to_string(), (0..20_000).map(|i| format!("{}\n", i / 50 + 1)).collect()),
         ("frames_many.txt".to_string(), (0..20_000).map(|i| format!("{}\n", 100 + i % 5000)).collect()),
         ("mm_dense.trace".to_string(), "1\n".repeat(200_000)),
@@ -430,19 +433,9 @@ fn extremes(kind: Kind) -> &'static [&'static str] {
             "1.5",
             "1e9",
         ],
-        Kind::Float => &[
-            "1.0",
-            "1.0000001",
-            "0.5",
-            "1e-300",
-            "1e-9",
-            "240",
-            "240.001",
-            "1e9",
-            "3",
-            "100",
-            "-1e-300",
-        ],
+        Kind::Float => {
+            &["1.0", "1.0000001", "0.5", "1e-300", "1e-9", "240", "240.001", "1e9", "3", "100", "-1e-300"]
+        }
         Kind::Flag => &["false", "\"true\"", "1"],
         Kind::File => &[
             "\"\"",
@@ -714,9 +707,8 @@ impl Tally {
             }
         }
         let text = toml::to_string(&doc).expect("a table serialises");
-        let case = || {
-            changes.iter().map(|(p, v)| format!("{} = {}", show(p), v)).collect::<Vec<_>>().join(", ")
-        };
+        let case =
+            || changes.iter().map(|(p, v)| format!("{} = {}", show(p), v)).collect::<Vec<_>>().join(", ");
         if std::env::var_os("LOWLAT_FUZZ_VERBOSE").is_some() {
             eprintln!("case: {}", case());
         }
@@ -725,7 +717,8 @@ impl Tally {
         // LOWLAT_FUZZ_DUMP=DIR: each failing case's scenario, to replay it.
         if let (Some(d), Err(_)) = (std::env::var_os("LOWLAT_FUZZ_DUMP"), &outcome) {
             let name = format!("case{}.toml", self.failures.len());
-            std::fs::write(Path::new(&d).join(name), format!("# {}\n{text}", case().replace('\n', " "))).unwrap();
+            std::fs::write(Path::new(&d).join(name), format!("# {}\n{text}", case().replace('\n', " ")))
+                .unwrap();
         }
         let wall = started.elapsed().as_secs_f64();
         self.slowest.push((wall, case()));
@@ -843,7 +836,7 @@ fn the_bases_run_and_use_every_key_of_the_format() {
 #[test]
 fn every_scenario_key_refuses_or_runs_extreme_values() {
     let dir = base_dir();
-    let mut rng = Rng(0x15_5ce_a210);
+    let mut rng = Rng(0x155C_EA21);
     let mut tally = Tally::default();
     let mut keys = 0;
     for base in bases() {
@@ -878,7 +871,7 @@ const COMBINATIONS_PER_BASE: usize = 300;
 #[test]
 fn random_combinations_of_scenario_keys_refuse_or_run() {
     let dir = base_dir();
-    let seed = std::env::var("LOWLAT_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x15_c0_5ce2);
+    let seed = std::env::var("LOWLAT_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x15C0_5CE2);
     let mut rng = Rng(seed);
     let combinations = std::env::var("LOWLAT_FUZZ_COMBINATIONS")
         .ok()

@@ -1,7 +1,7 @@
 //! Converting the spec's links, queues, loss and assistance settings into the components' own
 //! configs (`LinkConfig`, `QueueConfig`, `ZhugeConfig`, `SconeConfig`, `WifiConfig`), checked.
 
-use super::error::ScenarioError;
+use super::error::{number, ScenarioError};
 use super::spec::{AccessSpec, LinkSpec, LossSpec, QueueSpec, SconeSpec, WifiSpec, ZhugeSpec, D};
 use lowlat_assist::{
     BurstRule, CapacitySource, InBandReports, SconeConfig, SconeMode, ZhugeConfig, ZhugeVariant,
@@ -99,7 +99,7 @@ pub(super) fn link_config(
         }
         if let Some(k) = l.trace_scale {
             if !(k.is_finite() && k > 0.0) {
-                return Err(err("trace_scale", format!("got {k}, expected a positive number")));
+                return Err(err("trace_scale", format!("got {}, expected a positive number", number(k))));
             }
             opts.scale = k;
         }
@@ -337,7 +337,11 @@ pub(super) fn resolve(base_dir: &Path, file: &str) -> PathBuf {
 
 fn check_prob(p: f64, key: &str, label: &str) -> Result<(), ScenarioError> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(ScenarioError::new(label, key, format!("got {p}, expected a probability in [0, 1]")));
+        return Err(ScenarioError::new(
+            label,
+            key,
+            format!("got {}, expected a probability in [0, 1]", number(p)),
+        ));
     }
     Ok(())
 }

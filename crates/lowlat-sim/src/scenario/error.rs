@@ -38,3 +38,13 @@ impl fmt::Display for ScenarioError {
         Ok(())
     }
 }
+
+/// A number as an error shows it: plain, or in exponent form when tiny or huge (`5e-324`, not
+/// 324 digits).
+pub(crate) fn number(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && (x.abs() < 1e-4 || x.abs() >= 1e15) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}

@@ -216,7 +216,8 @@ impl TryFrom<LossTable> for LossSpec {
     type Error = String;
 
     fn try_from(t: LossTable) -> Result<LossSpec, String> {
-        let need = |k: &str, v: Option<f64>| v.ok_or_else(|| format!("missing field `{k}` (kind = {:?})", t.kind));
+        let need =
+            |k: &str, v: Option<f64>| v.ok_or_else(|| format!("missing field `{k}` (kind = {:?})", t.kind));
         let (spec, takes): (LossSpec, &[&str]) = match t.kind.as_str() {
             "none" => (LossSpec::None, &[]),
             "bernoulli" => (LossSpec::Bernoulli { p: need("p", t.p)? }, &["p"]),

@@ -5,7 +5,7 @@ use super::config::{
     FlowConfig, MediaConfig, Scenario, TrafficKind, TransportFlowConfig, WebConfig, SCREAM_FEEDBACK,
 };
 use super::convert::{access_config, link_config, resolve, scone_config, zhuge_config};
-use super::error::ScenarioError;
+use super::error::{number, ScenarioError};
 use super::registry::{
     is_external_controller, is_window_controller, rate_controller, ASSISTS, CONTROLLERS, EXTERNAL_FORMS,
     WINDOW_CONTROLLERS,
@@ -256,7 +256,10 @@ fn media_config(
     }
     if let Some(fps) = f.fps {
         if !(MIN_FPS..=240.0).contains(&fps) {
-            return Err(err("fps", format!("got {fps}, expected frames per second from {MIN_FPS} to 240")));
+            return Err(err(
+                "fps",
+                format!("got {}, expected frames per second from {MIN_FPS} to 240", number(fps)),
+            ));
         }
         source.fps = fps;
     }
