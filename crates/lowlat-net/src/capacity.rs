@@ -413,6 +413,45 @@ mod tests {
         lowlat_core::rng::stream(1, "test")
     }
 
+    /// Bit-nanoseconds walked step by step, as before whole repetitions were skipped.
+    fn walked(s: &RateSchedule, from: Time, to: Time) -> u128 {
+        let (mut t, mut total) = (from, 0u128);
+        while t < to {
+            let (rate, end) = s.step_at(t);
+            let end = end.min(to);
+            total += rate.as_bps() as u128 * (end - t).as_nanos() as u128;
+            t = end;
+        }
+        total
+    }
+
+    #[test]
+    fn skipping_whole_repetitions_gives_what_walking_gives() {
+        // Steps of 1 ns (a trace replayed at `trace_step = "1 ns"`) and of uneven lengths.
+        let fine = RateSchedule::looping(
+            vec![(Time(0), Bitrate::mbps(2)), (Time(1), Bitrate::mbps(3)), (Time(2), Bitrate::ZERO)],
+            Duration(4),
+        )
+        .unwrap();
+        let uneven = RateSchedule::looping(
+            vec![(ms(0), Bitrate::kbps(700)), (ms(13), Bitrate::mbps(9)), (ms(40), Bitrate::bps(1))],
+            Duration::from_millis(57),
+        )
+        .unwrap();
+        for (s, longest) in [(&fine, 1_000_003), (&uneven, 987_654_321)] {
+            for (from, len) in [(0u64, 3u64), (1, 9), (5, 1_000_003), (123_456_789, longest)] {
+                let (a, b) = (Time(from), Time(from + len));
+                assert_eq!(s.bit_ns(a, b), walked(s, a, b), "{from} + {len}");
+            }
+        }
+        // A packet needing millions of repetitions finishes where walking would have found it.
+        let mut server = Server::new(Capacity::Schedule(fine.clone()), rng());
+        let start = Time(7);
+        let end = server.finish_time(start, Bytes(1200)).unwrap();
+        let need = 1200u128 * BIT_NS_PER_BYTE;
+        assert!(walked(&fine, start, end) >= need && walked(&fine, start, Time(end.0 - 1)) < need);
+    }
+
     impl Server {
         fn new_test(c: Capacity) -> Server {
             Server::new(c, rng())

@@ -320,7 +320,7 @@ pub fn parse_rate_trace(
                 source,
                 Some(n),
                 format!(
-                    "got {rate} Mbit/s x trace_scale {} = {} Mbit/s, expected at most {MAX_TRACE_MBPS} Mbit/s (1 Tbit/s)",
+                    "got {rate} Mbit/s x trace_scale {:e} = {:e} Mbit/s, expected at most {MAX_TRACE_MBPS} Mbit/s (1 Tbit/s)",
                     opts.scale,
                     rate * opts.scale
                 ),

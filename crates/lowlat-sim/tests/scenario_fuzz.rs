@@ -910,3 +910,30 @@ fn random_combinations_of_scenario_keys_refuse_or_run() {
     assert!(tally.ran + tally.guarded > 60, "only {} combinations ran", tally.ran + tally.guarded);
     assert!(tally.failures.is_empty(), "{}", tally.failure_report());
 }
+
+#[test]
+fn what_the_fuzz_found_runs_now() {
+    let dir = base_dir();
+    let bases = bases();
+    let key = |s: &str| -> KeyPath {
+        s.split('.').map(|k| k.parse().map(Seg::Index).unwrap_or_else(|_| Seg::Key(k.into()))).collect()
+    };
+    for (base, path, value) in [
+        // "link 0 asked to be woken in the past": a mahimahi opportunity at the instant SCONE
+        // injected a signal, no propagation delay.
+        (2, "bottleneck.delay", "\"0 s\""),
+        // A Wi-Fi TXOP of a 1 bit/s rate never holds a byte: it drew TXOPs for ever.
+        (1, "bottleneck.trace", "\"rate_one_bit.trace\""),
+        // A trace replayed at 1 ns per line walked every step of every packet.
+        (1, "bottleneck.trace_step", "\"1 ns\""),
+        // The longest TXOP gap allowed (an hour) over the looped trace (9e9 s used to hang).
+        (1, "bottleneck.wifi.access_max", "\"3600 s\""),
+    ] {
+        let mut doc = bases[base].clone();
+        *get_mut(&mut doc, &key(path)).unwrap() = literal(value);
+        let started = std::time::Instant::now();
+        let outcome = try_case(toml::to_string(&doc).unwrap(), dir.clone());
+        assert!(matches!(outcome, Ok(Outcome::Ran | Outcome::Guarded)), "{path} = {value}: {outcome:?}");
+        assert!(started.elapsed().as_secs_f64() < 5.0, "{path} = {value}: {:?}", started.elapsed());
+    }
+}
