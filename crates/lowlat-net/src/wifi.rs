@@ -13,7 +13,7 @@
 //! loaded 802.11n/ac channel (TXOPs every 1-4 ms, one in five hundred followed by an outage of 20 ms
 //! on average, A-MPDUs of at most 65 535 bytes).
 
-use crate::capacity::RateSchedule;
+use crate::schedule::RateSchedule;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bytes, Duration, Time};
 use rand::Rng as _;
@@ -121,7 +121,8 @@ impl WifiChannel {
             gap = gap.saturating_add((-(self.cfg.outage_mean.as_nanos() as f64) * u.ln()) as u64);
         }
         self.prev = self.txop;
-        self.txop += Duration(gap);
+        // At least 1 ns: a config that skipped `validate` (access_min 0) must not stall time.
+        self.txop += Duration(gap.max(1));
         let accrued = rate.bytes_between(self.prev, self.txop);
         self.left = accrued.min(self.cfg.max_aggregate.0);
     }
