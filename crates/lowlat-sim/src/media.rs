@@ -160,7 +160,9 @@ impl RtpSender {
         mailbox: Mailbox,
     ) -> RtpSender {
         let (cc, external): (Box<dyn RateController>, _) = if is_external_controller(&media.cc) {
-            let (cc, handle) = external_config(media, start_rate).build();
+            // Invariant: the scenario validator built this controller once already.
+            let (cc, handle) =
+                external_config(media, start_rate).build().expect("controller settings were validated");
             (Box::new(cc), Some(handle))
         } else {
             // Invariant: the scenario validator built this controller once already.
