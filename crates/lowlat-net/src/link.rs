@@ -374,6 +374,16 @@ impl Link {
         }
     }
 
+    /// The next packet that reaches the far end by `until`, with the instant it gets there: how a
+    /// driver hands on the output of a link it does not wake (one whose packets only go to parts
+    /// that nothing else feeds, so they may be handed on ahead of the driver's clock).
+    pub fn poll_output_until(&mut self, until: Time) -> Option<(Time, Packet)> {
+        match self.in_flight.front() {
+            Some(&(t, _)) if t <= until => self.in_flight.pop_front(),
+            _ => None,
+        }
+    }
+
     /// A packet the middlebox originates or releases now.
     pub fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)> {
         self.middlebox.as_mut()?.poll_inject(now)
