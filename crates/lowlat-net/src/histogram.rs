@@ -213,7 +213,10 @@ mod run_tests {
                 for q in [0.0, 0.25, 0.5, 0.9, 0.999, 1.0] {
                     assert_eq!(got.value_at_quantile(q), one.value_at_quantile(q));
                 }
-                assert!(got.iter_recorded().map(|v| v.count_at_value()).eq(one.iter_recorded().map(|v| v.count_at_value())));
+                assert!(got
+                    .iter_recorded()
+                    .map(|v| v.count_at_value())
+                    .eq(one.iter_recorded().map(|v| v.count_at_value())));
             }
         }
         assert_eq!(h.len(), 20_000);

@@ -124,7 +124,10 @@ egress = { rate = "50 Mbit/s", delay = "5 ms" }
     let via_access = quiet.summary.flows[0].packets_sent;
     // (Less the packets still on that link when the run ends.)
     let e = quiet.summary.events;
-    assert!(e <= sent + via_access && e + 2 >= sent + via_access, "{e} events, {sent} + {via_access} packets");
+    assert!(
+        e <= sent + via_access && e + 2 >= sent + via_access,
+        "{e} events, {sent} + {via_access} packets"
+    );
     assert!(woken.summary.events > 3 * sent, "{} events for {sent} packets", woken.summary.events);
     assert!(quiet.summary.flows.iter().all(|f| f.packets_received > 1000));
     assert!(quiet.summary.links[0].drops > 0, "the bottleneck queue overflows");

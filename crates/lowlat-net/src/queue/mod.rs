@@ -214,13 +214,19 @@ mod tests {
             for &d in &limits {
                 let (rate, limit) = (Bitrate::bps(bps), QueueLimit::Time(d));
                 let cap = limit.bytes_at(rate);
-                for bytes in [0, 1, cap.saturating_sub(1500), cap.saturating_sub(1), cap, cap.saturating_add(1)] {
+                for bytes in
+                    [0, 1, cap.saturating_sub(1500), cap.saturating_sub(1), cap, cap.saturating_add(1)]
+                {
                     for size in [0, 1, 1500] {
                         if bytes.checked_add(size).is_none() {
                             continue;
                         }
                         let want = bytes + size <= cap;
-                        assert_eq!(limit.admits(bytes, 3, size, rate), want, "{bps} bit/s, {d:?}, {bytes}+{size}");
+                        assert_eq!(
+                            limit.admits(bytes, 3, size, rate),
+                            want,
+                            "{bps} bit/s, {d:?}, {bytes}+{size}"
+                        );
                     }
                 }
             }
