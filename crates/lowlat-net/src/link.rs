@@ -281,7 +281,17 @@ impl Link {
         }
     }
 
-    fn enqueue(&mut self, now: Time, pkt: Packet) {
+    fn enqueue(&mut self, now: Time, mut pkt: Packet) {
+        if self.in_service.is_none() && self.middlebox.is_none() && self.queue.is_idle_droptail() {
+            // An idle drop-tail link with nothing queued takes any packet and serves it at once:
+            // what enqueue-then-dequeue does (the queue held `size` bytes for an instant; the
+            // sojourn is zero), without the trip through the queue. Most packets of an
+            // uncongested hop take this path.
+            pkt.enqueued_at = now;
+            self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+            self.serve(now, pkt);
+            return;
+        }
         let rate = self.server.rate_at(now);
         if self.queue.enqueue(now, pkt, rate).is_err() {
             self.stats.tail_drops += 1;
@@ -310,6 +320,12 @@ impl Link {
             self.in_service = None;
             return;
         };
+        self.serve(t, pkt);
+    }
+
+    /// Starts serving `pkt`, just taken from the queue, at `t`.
+    #[inline]
+    fn serve(&mut self, t: Time, pkt: Packet) {
         self.stats.record_sojourn(t, t - pkt.enqueued_at);
         // A capacity that never comes back holds the packet for ever (finish = MAX).
         let finish = self.server.finish_time(t, pkt.bytes()).unwrap_or(Time::MAX);
@@ -370,6 +386,16 @@ impl Link {
     pub fn poll_output(&mut self, now: Time) -> Option<Packet> {
         match self.in_flight.front() {
             Some(&(t, _)) if t <= now => self.in_flight.pop_front().map(|(_, p)| p),
+            _ => None,
+        }
+    }
+
+    /// The next packet that reaches the far end by `until`, with the instant it gets there: how a
+    /// driver hands on the output of a link it does not wake (one whose packets only go to parts
+    /// that nothing else feeds, so they may be handed on ahead of the driver's clock).
+    pub fn poll_output_until(&mut self, until: Time) -> Option<(Time, Packet)> {
+        match self.in_flight.front() {
+            Some(&(t, _)) if t <= until => self.in_flight.pop_front(),
             _ => None,
         }
     }

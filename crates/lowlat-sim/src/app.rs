@@ -52,13 +52,13 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     /// The instant from [`Endpoint::poll_timeout`] has come.
     fn handle_timeout(&mut self, _now: Time) {}
 
-    /// The next packet to send at `now`, if any (drained after every input).
     /// The bytes of the packet `poll_transmit` just returned, when the endpoint encodes them
     /// (RTCP feedback); `None` lets a capture write a stand-in of the right size.
     fn last_payload(&self) -> Option<&[u8]> {
         None
     }
 
+    /// The next packet to send at `now`, if any (drained after every input).
     fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
         None
     }
@@ -66,6 +66,13 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     /// When it next wants to be woken.
     fn poll_timeout(&self) -> Option<Time> {
         None
+    }
+
+    /// Whether it ignores every packet and never sends or asks to be woken (a [`Sink`]): the
+    /// driver then only counts what reaches it, and may do so ahead of its clock, at each
+    /// packet's own arrival instant, without an event per packet. `false` unless overridden.
+    fn is_passive(&self) -> bool {
+        false
     }
 
     /// The congestion controller's name, for results (`None`: open loop).
@@ -107,4 +114,8 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sink;
 
-impl Endpoint for Sink {}
+impl Endpoint for Sink {
+    fn is_passive(&self) -> bool {
+        true
+    }
+}

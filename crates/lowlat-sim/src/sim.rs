@@ -95,6 +95,8 @@ pub(crate) struct FlowState {
     forward: Path,
     reverse: Path,
     pub(crate) metrics: FlowMetrics,
+    /// The receiver is passive ([`Endpoint::is_passive`]): data reaching it is only counted.
+    passive: bool,
 }
 
 /// A running simulation.
@@ -121,6 +123,14 @@ pub struct Simulation {
     capture: Option<crate::capture::Capture>,
     /// The last instant [`Simulation::advance`] processed events up to (links settle to it).
     horizon: Option<Time>,
+    /// Per link: quiet (see [`Simulation::find_quiet_links`]): never woken, its output handed on
+    /// as soon as it is known, up to `flush_until`.
+    quiet: Vec<bool>,
+    /// The quiet links, each after the link that feeds it (the order to settle them in).
+    quiet_order: Vec<u32>,
+    /// The horizon of the [`Simulation::advance`] in progress: quiet links hand on what reaches
+    /// their far end by then.
+    flush_until: Time,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -269,6 +279,7 @@ impl Simulation {
                 forward,
                 reverse: back,
                 metrics: FlowMetrics::new(bin),
+                passive: false,
             });
         }
         // "none" leaves the queue without a middlebox: no virtual call per packet.
@@ -282,7 +293,8 @@ impl Simulation {
         }
         let end = Time::ZERO + scenario.duration;
         let scenario_flow_count = flows.len();
-        Simulation {
+        let link_count = links.len();
+        let mut sim = Simulation {
             scenario,
             now: Time::ZERO,
             end,
@@ -299,7 +311,92 @@ impl Simulation {
             events_at_now: 0,
             capture: None,
             horizon: None,
+            quiet: vec![false; link_count],
+            quiet_order: Vec::new(),
+            flush_until: Time::ZERO,
+        };
+        sim.find_quiet_links();
+        sim
+    }
+
+    /// Marks the links whose packets can be handed on without waking them. A link is quiet when
+    /// it has no middlebox and every packet it delivers goes either to a passive receiver
+    /// ([`Endpoint::is_passive`]) or to a quiet link that only it feeds. Nothing but counters
+    /// and quiet links downstream then sees a quiet link's output, and each of those takes its
+    /// packets in delivery order from a single FIFO, so the driver may hand a packet on as soon
+    /// as the link has completed it (at the packet's own arrival instant, possibly ahead of the
+    /// driver's clock) instead of waking the link at that instant: every link sees the same
+    /// arrivals at the same instants and every counter the same values, and the other
+    /// components' wake-ups keep their order. An open-loop flow's path thus costs one event per
+    /// packet (its source's) instead of one per hop.
+    fn find_quiet_links(&mut self) {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Feeder {
+            None,
+            Link(u32),
+            Several,
         }
+        let n = self.links.len();
+        for f in &mut self.flows {
+            f.passive = f.receiver.is_passive();
+        }
+        // Who feeds each link, and where each link's packets go (a link, or an endpoint that is
+        // passive or not).
+        let mut feeder = vec![Feeder::None; n];
+        let mut next: Vec<Vec<Option<u32>>> = vec![Vec::new(); n];
+        let mut next_passive = vec![true; n];
+        for f in &self.flows {
+            for (path, to_passive) in [(f.forward, f.passive), (f.reverse, false)] {
+                let mut prev = None;
+                for h in 0..path.len {
+                    let l = path.links[h as usize];
+                    let from = prev.map_or(Feeder::Several, Feeder::Link);
+                    feeder[l as usize] = match feeder[l as usize] {
+                        Feeder::None => from,
+                        same if same == from => same,
+                        _ => Feeder::Several,
+                    };
+                    match path.get(h + 1) {
+                        Some(m) => next[l as usize].push(Some(m)),
+                        None => next_passive[l as usize] &= to_passive,
+                    }
+                    prev = Some(l);
+                }
+            }
+        }
+        let mut quiet = vec![false; n];
+        // Paths are short chains: each pass settles at least one more hop from their ends.
+        for _ in 0..=n {
+            let mut changed = false;
+            for l in 0..n {
+                let q = !quiet[l]
+                    && self.links[l].middlebox().is_none()
+                    && next_passive[l]
+                    && next[l].iter().all(|m| {
+                        m.is_some_and(|m| quiet[m as usize] && feeder[m as usize] == Feeder::Link(l as u32))
+                    });
+                if q {
+                    quiet[l] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut order = Vec::new();
+        for f in &self.flows {
+            for path in [f.forward, f.reverse] {
+                for h in 0..path.len {
+                    let l = path.links[h as usize];
+                    if quiet[l as usize] && !order.contains(&l) {
+                        order.push(l);
+                    }
+                }
+            }
+        }
+        self.quiet = quiet;
+        self.quiet_order = order;
     }
 
     /// Replaces the endpoints of flow `id` (before the run starts): how a library user plugs in
@@ -321,6 +418,7 @@ impl Simulation {
         let (s, r) = (flow.sender.poll_timeout(), flow.receiver.poll_timeout());
         self.wakeups.set(Target::Endpoint(2 * i as u32), s);
         self.wakeups.set(Target::Endpoint(2 * i as u32 + 1), r);
+        self.find_quiet_links();
         Ok(())
     }
 
@@ -383,6 +481,7 @@ impl Simulation {
         let until = until.min(self.end);
         // The run covers [0, end): an event exactly at the end belongs to the next run.
         let horizon = if until >= self.end { Time(self.end.as_nanos().saturating_sub(1)) } else { until };
+        self.flush_until = horizon;
         while let Some((now, target)) = self.wakeups.pop_until(horizon) {
             if now == self.now {
                 self.events_at_now += 1;
@@ -402,6 +501,12 @@ impl Simulation {
                     self.drain_endpoint(e, now);
                 }
             }
+        }
+        // Quiet links complete and hand on everything up to the horizon (each after its feeder).
+        for k in 0..self.quiet_order.len() {
+            let l = self.quiet_order[k];
+            self.links[l as usize].settle(horizon);
+            self.flush_quiet(l);
         }
         self.now = self.now.max(until);
         self.horizon = Some(self.horizon.map_or(horizon, |h| h.max(horizon)));
@@ -481,7 +586,7 @@ impl Simulation {
         while let Some(pkt) = self.links[i as usize].poll_output(now) {
             self.forward(now, pkt);
         }
-        if i == self.bottleneck {
+        if i == self.bottleneck && self.links[i as usize].middlebox().is_some() {
             self.drain_site(now);
         }
         let next = self.links[i as usize].poll_timeout();
@@ -555,9 +660,21 @@ impl Simulation {
     fn enter_link(&mut self, link: u32, now: Time, pkt: Packet) {
         let l = &mut self.links[link as usize];
         l.handle_input(now, pkt);
+        if self.quiet[link as usize] {
+            self.flush_quiet(link);
+            return;
+        }
         self.wakeups.set(Target::Link(link), l.poll_timeout());
         if link == self.bottleneck && self.links[link as usize].middlebox().is_some() {
             self.drain_site(now);
+        }
+    }
+
+    /// Hands on what quiet link `link` has delivered by the current horizon, at each packet's
+    /// own arrival instant (see [`Simulation::find_quiet_links`]).
+    fn flush_quiet(&mut self, link: u32) {
+        while let Some((at, pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
+            self.next_hop(at, pkt);
         }
     }
 
@@ -617,6 +734,9 @@ impl Simulation {
         let e = match pkt.kind {
             PacketKind::Data => {
                 flow.metrics.on_received(now, pkt.seq, pkt.size as u64, pkt.sent_at);
+                if flow.passive {
+                    return;
+                }
                 2 * flow_index + 1
             }
             PacketKind::Feedback => {

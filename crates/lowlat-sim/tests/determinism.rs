@@ -59,3 +59,76 @@ fn another_seed_changes_the_random_parts() {
     // The CBR flow's sending is not random: the same packets are sent.
     assert_eq!(a.summary.flows[1].packets_sent, b.summary.flows[1].packets_sent);
 }
+
+/// A receiver that, like the sink, ignores what it gets, but does not say it is passive: the
+/// driver wakes every hop for it, as it did before quiet links.
+#[derive(Debug)]
+struct NotPassive;
+impl lowlat_sim::app::Endpoint for NotPassive {}
+
+/// Two CBR flows through access and egress links: handing packets on through quiet links (one
+/// event per packet, the sources') gives exactly the results of waking every hop, in one run or
+/// in slices.
+#[test]
+fn quiet_links_give_the_results_of_waking_every_hop() {
+    let text = r#"
+duration = "10 s"
+seed = 5
+[bottleneck]
+rate = "4 Mbit/s"
+delay = "20 ms"
+queue = { kind = "droptail", limit = "50 ms" }
+[[flows]]
+id = "a"
+kind = "cbr"
+rate = "2.5 Mbit/s"
+access = { rate = "100 Mbit/s", delay = "1 ms" }
+egress = { rate = "3 Mbit/s", delay = "2 ms" }
+[[flows]]
+id = "b"
+kind = "poisson"
+rate = "2 Mbit/s"
+start = "1 s"
+egress = { rate = "50 Mbit/s", delay = "5 ms" }
+"#;
+    let quiet = Simulation::new(scenario(text)).run();
+    let mut woken = Simulation::new(scenario(text));
+    for (i, id) in ["a", "b"].into_iter().enumerate() {
+        let flow = &scenario(text).flows[i];
+        let rng = lowlat_core::rng::stream(5, &format!("flow.{id}"));
+        let source = lowlat_sim::traffic::Source::new(flow, rng);
+        woken.set_endpoints(id, Box::new(source), Box::new(NotPassive)).unwrap();
+    }
+    let woken = woken.run();
+    let mut sliced = Simulation::new(scenario(text));
+    let mut t = lowlat_core::Time::ZERO;
+    while !sliced.is_done() {
+        t += lowlat_core::Duration::from_millis(23);
+        sliced.advance(t);
+    }
+    let sliced = sliced.finish();
+    let without_events = |json: &str| {
+        without_wall(json).lines().filter(|l| !l.starts_with("  \"events\"")).collect::<Vec<_>>().join("\n")
+    };
+    let want = without_events(&woken.summary_json());
+    assert_eq!(without_events(&quiet.summary_json()), want);
+    assert_eq!(without_events(&sliced.summary_json()), want);
+    for r in [&quiet, &sliced] {
+        assert_eq!(format!("{:?}", r.flow_series), format!("{:?}", woken.flow_series));
+        assert_eq!(format!("{:?}", r.link_series), format!("{:?}", woken.link_series));
+    }
+    // The egresses are fed by the bottleneck alone and end at sinks: quiet; the bottleneck hands
+    // on to them only: quiet too. Flow a's access link feeds the bottleneck with flow b's
+    // source: it is woken for each of its packets. So: the sources' events plus flow a's hop.
+    let sent: u64 = quiet.summary.flows.iter().map(|f| f.packets_sent).sum();
+    let via_access = quiet.summary.flows[0].packets_sent;
+    // (Less the packets still on that link when the run ends.)
+    let e = quiet.summary.events;
+    assert!(
+        e <= sent + via_access && e + 2 >= sent + via_access,
+        "{e} events, {sent} + {via_access} packets"
+    );
+    assert!(woken.summary.events > 3 * sent, "{} events for {sent} packets", woken.summary.events);
+    assert!(quiet.summary.flows.iter().all(|f| f.packets_received > 1000));
+    assert!(quiet.summary.links[0].drops > 0, "the bottleneck queue overflows");
+}
