@@ -31,10 +31,36 @@ class Result:
         predictions: dict[str, list[Any]] | None = None,
     ) -> None:
         self.summary = summary
-        self.flow_series = pd.DataFrame(flow_series)
-        self.link_series = pd.DataFrame(link_series)
-        self.predictions = pd.DataFrame(predictions or {})
+        # The tables are built on first use: a sweep that keeps only summary metrics (the RMCAT
+        # suite, most reproduction runs) never pays for three DataFrames per run.
+        self._raw: dict[str, dict[str, list[Any]]] = {
+            "flow_series": flow_series,
+            "link_series": link_series,
+            "predictions": predictions or {},
+        }
+        self._frames: dict[str, pd.DataFrame] = {}
         self._summary_json = summary_json or json.dumps(summary, indent=2)
+
+    def _frame(self, name: str) -> pd.DataFrame:
+        frame = self._frames.get(name)
+        if frame is None:
+            frame = self._frames[name] = pd.DataFrame(self._raw.pop(name))
+        return frame
+
+    @property
+    def flow_series(self) -> pd.DataFrame:
+        """One row per flow and bin (see the class doc)."""
+        return self._frame("flow_series")
+
+    @property
+    def link_series(self) -> pd.DataFrame:
+        """One row per link and bin (see the class doc)."""
+        return self._frame("link_series")
+
+    @property
+    def predictions(self) -> pd.DataFrame:
+        """Zhuge's per-packet predictions (see the class doc)."""
+        return self._frame("predictions")
 
     @property
     def flows(self) -> pd.DataFrame:

@@ -16,12 +16,12 @@
 use lowlat_core::{Bytes, Duration, Time};
 use lowlat_wire::ccfb::compact_ntp;
 use lowlat_wire::{CcfbBlock, CcfbMetric, CcfbReport, TwccBuilder};
-use std::collections::HashMap;
+use lowlat_core::hash::FastMap;
 
 /// Per-frame bookkeeping and metrics.
 #[derive(Clone, Debug, Default)]
 pub struct FrameAssembler {
-    partial: HashMap<u64, u16>,
+    partial: FastMap<u64, u16>,
     highest: u64,
     /// `(completion time, delay)` of every complete frame.
     pub completed: Vec<(Time, Duration)>,

@@ -20,7 +20,8 @@ use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::VideoSource;
 use lowlat_transport::{AckFrame, Sender, SenderConfig};
-use std::collections::{HashSet, VecDeque};
+use lowlat_core::hash::FastSet;
+use std::collections::VecDeque;
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
 const DATAGRAM_OVERHEAD: Bytes = Bytes(58);
@@ -194,7 +195,7 @@ pub struct TransportVideoReceiver {
     assembler: FrameAssembler,
     /// `(frame, index)` of the packets of incomplete frames, so a packet that arrives twice (a
     /// spurious retransmission) counts once.
-    seen: HashSet<(u64, u16)>,
+    seen: FastSet<(u64, u16)>,
     start: Time,
     fps: f64,
 }
@@ -205,7 +206,7 @@ impl TransportVideoReceiver {
         TransportVideoReceiver {
             acks: AckReceiver::new(mailbox),
             assembler: FrameAssembler::default(),
-            seen: HashSet::new(),
+            seen: FastSet::default(),
             start,
             fps: media.source.fps,
         }
