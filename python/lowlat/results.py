@@ -6,7 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+
+def _column(values: Any) -> Any:
+    """A column as the native core hands it over: a list, or ``(dtype, bytes)`` (numbers packed
+    little-endian, read without a Python object per value)."""
+    if isinstance(values, tuple):
+        dtype, raw = values
+        return np.frombuffer(raw, dtype=dtype)
+    return values
 
 
 class Result:
@@ -24,16 +34,16 @@ class Result:
     def __init__(
         self,
         summary: dict[str, Any],
-        flow_series: dict[str, list[Any]],
-        link_series: dict[str, list[Any]],
+        flow_series: dict[str, Any],
+        link_series: dict[str, Any],
         *,
         summary_json: str | None = None,
-        predictions: dict[str, list[Any]] | None = None,
+        predictions: dict[str, Any] | None = None,
     ) -> None:
         self.summary = summary
         # The tables are built on first use: a sweep that keeps only summary metrics (the RMCAT
         # suite, most reproduction runs) never pays for three DataFrames per run.
-        self._raw: dict[str, dict[str, list[Any]]] = {
+        self._raw: dict[str, dict[str, Any]] = {
             "flow_series": flow_series,
             "link_series": link_series,
             "predictions": predictions or {},
@@ -44,7 +54,7 @@ class Result:
     def _frame(self, name: str) -> pd.DataFrame:
         frame = self._frames.get(name)
         if frame is None:
-            frame = self._frames[name] = pd.DataFrame(self._raw.pop(name))
+            frame = self._frames[name] = pd.DataFrame({k: _column(v) for k, v in self._raw.pop(name).items()})
         return frame
 
     @property
