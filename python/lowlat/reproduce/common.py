@@ -108,8 +108,17 @@ def _indexed(item: tuple[int, Callable[[Any], dict[str, Any]], Any]) -> tuple[in
     return item[0], item[1](item[2])
 
 
-def pool_map(fn: Callable[[Any], dict[str, Any]], specs: list[Any], jobs: int | None, progress: bool, desc: str) -> list[dict[str, Any]]:
-    """``fn`` over ``specs`` on ``jobs`` processes, results in order, with a progress bar."""
+def pool_map(
+    fn: Callable[[Any], dict[str, Any]],
+    specs: list[Any],
+    jobs: int | None,
+    progress: bool,
+    desc: str,
+    cost: Callable[[Any], float] | None = None,
+) -> list[dict[str, Any]]:
+    """``fn`` over ``specs`` on ``jobs`` processes, results in order, with a progress bar.
+    ``cost`` (an estimate of a run's time) hands out the longest runs first, so no long run
+    starts last and keeps one process busy while the others idle."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(specs) or 1))
     bar = None
     if progress:
@@ -119,6 +128,8 @@ def pool_map(fn: Callable[[Any], dict[str, Any]], specs: list[Any], jobs: int | 
     out: dict[int, dict[str, Any]] = {}
     try:
         items = [(i, fn, s) for i, s in enumerate(specs)]
+        if cost is not None:
+            items.sort(key=lambda item: -cost(item[2]))  # stable: equal costs keep their order
         if jobs == 1:
             for item in items:
                 i, row = _indexed(item)
