@@ -132,10 +132,12 @@ impl Endpoint for TransportVideoSender {
     }
 
     fn handle_timeout(&mut self, now: Time) {
-        if self.sender.poll_timeout().is_some_and(|t| t <= now) {
-            self.sender.handle_timeout(now);
-            self.collect_lost();
-        }
+        // The sender acts only on its loss and probe timers that are due (a pacer wake-up
+        // finds neither); lost packets are always collected right after they are declared, so
+        // there is nothing to collect otherwise. Asking `poll_timeout` first cost a pacing-rate
+        // computation per wake-up.
+        self.sender.handle_timeout(now);
+        self.collect_lost();
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
