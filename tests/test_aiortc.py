@@ -44,7 +44,8 @@ def test_aiortc_video_crosses_the_relay_and_tshark_decodes_it(tmp_path):
          "-e", "frame.protocols", "-e", "_ws.malformed", "-e", "rtcp.pt", "-e", "rtcp.psfb.fmt"],
         capture_output=True, text=True, check=True,
     ).stdout.splitlines()
-    kinds = Counter(line.split("\t")[0] for line in fields)
+    # Link type RAW: tshark names it ("raw:") before the IP layer.
+    kinds = Counter(line.split("\t")[0].removeprefix("raw:") for line in fields)
     assert kinds["ip:udp:rtp"] > 100 and kinds["ip:udp:rtcp"] > 0 and kinds["ip:udp:stun"] > 0, kinds
     # Malformed only where SRTCP encrypts what Wireshark parses: everything in an RTCP compound
     # past its first 8 clear bytes (in practice the FCI of REMB, PSFB 206 fmt 15, and of NACK,

@@ -157,3 +157,96 @@ def test_ctrl_c_ends_the_relay_and_writes_the_results(tmp_path):
     # dumbbell-cbr lasts 60 s: the run ended at the interrupt.
     assert 0.8 < summary["sim_duration_s"] < 10
     assert "relay: received [0, 0]" in out
+
+
+def test_send_and_receive_write_the_results_contract_and_fastack_answers_for_the_client(tmp_path):
+    """A bulk flow over lowlat's transport through the relay with FastAck: both endpoints write
+    summary.json and the flow series as a simulated run's --out folder."""
+    from lowlat.emulate import receive, send
+
+    scenario = {
+        "name": "bulk-fastack",
+        "duration": "2 s",
+        "bottleneck": {"rate": "2 Mbit/s", "delay": "20 ms", "assist": "fastack"},
+        "reverse": {"rate": "2 Mbit/s", "delay": "20 ms"},
+        "flows": [{"id": "bulk", "kind": "bulk", "cc": "cubic", "packet_size": "1200 B"}],
+    }
+    listen, server = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    out: dict = {}
+    threads = [
+        threading.Thread(target=lambda: out.__setitem__("relay", emulate(scenario, listen, server, duration_s=2.3))),
+        threading.Thread(target=lambda: out.__setitem__("rx", receive(scenario, server, out=tmp_path / "rx"))),
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    tx = send(scenario, listen, bind="127.0.0.1:0", out=tmp_path / "tx", plots=False)
+    for t in threads:
+        t.join()
+    rx, relay = out["rx"], out["relay"].summary["relay"]
+    assert tx["kind"] == "bulk" and tx["cc"] == "cubic" and tx["malformed_feedback"] == 0
+    assert relay["forwarded"][1] == 0 and relay["assist_feedback"] > 50, "the AP acknowledged, the client's ACKs dropped"
+    assert tx["acks_received"] > 50 and tx["min_rtt_ms"] < 20, "FastAck's ACKs skip both 20 ms propagations"
+    assert rx["packets_received"] > 100 and rx["malformed"] == 0
+    for side, report in (("tx", tx), ("rx", rx)):
+        summary = json.loads((tmp_path / side / "summary.json").read_text())
+        assert summary["endpoint"] == report
+        (flow,) = summary["flows"]
+        assert flow["id"] == "bulk" and flow["kind"] == "bulk"
+        assert any((tmp_path / side / f"flows.{ext}").exists() for ext in ("csv", "parquet"))
+    assert (tmp_path / "rx" / "overview.png").exists(), "the plots of a run without links"
+    assert json.loads((tmp_path / "rx" / "summary.json").read_text())["flows"][0]["packets_received"] == rx["packets_received"]
+    # An existing results folder is not overwritten without force.
+    with pytest.raises(Exception, match="not empty"):
+        send(scenario, listen, out=tmp_path / "tx", duration_s=0.1)
+
+
+def test_the_relay_speaks_ipv6_and_its_pcap_decodes(tmp_path):
+    try:
+        echo = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        echo.bind(("::1", 0))
+    except OSError as e:
+        pytest.skip(f"no IPv6 loopback here: {e}")
+    echo.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                data, addr = echo.recvfrom(2048)
+            except OSError:
+                continue
+            echo.sendto(data, addr)
+
+    threading.Thread(target=serve, daemon=True).start()
+    probe = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    probe.bind(("::1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    out: dict = {}
+    pcap = tmp_path / "v6.pcap"
+    t = threading.Thread(target=lambda: out.__setitem__("r", emulate(SCENARIO, f"[::1]:{port}", f"[::1]:{echo.getsockname()[1]}", duration_s=1.0, pcap=pcap)))
+    t.start()
+    time.sleep(0.2)
+    client = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    client.settimeout(1.0)
+    answers = 0
+    for i in range(5):
+        client.sendto(b"hello %d" % i, ("::1", port))
+        try:
+            answers += client.recvfrom(64)[0] == b"hello %d" % i
+        except OSError:
+            pass
+    t.join()
+    stop.set()
+    relay = out["r"].summary["relay"]
+    assert answers == 5 and relay["forwarded"] == [5, 5]
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed: the pcap decode check needs it")
+    cmd = [tshark, "-r", str(pcap), "-o", "udp.check_checksum:TRUE", "-T", "fields", "-e", "ipv6.src", "-e", "udp.checksum.status", "-e", "_ws.malformed"]
+    lines = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert len(lines) == 10
+    assert all(line.split("\t")[0] == "::1" for line in lines)
+    assert all(line.split("\t")[1] == "1" for line in lines), f"UDP checksums verify (status 1 = good): {lines}"
+    assert not any(line.split("\t")[2] for line in lines)

@@ -33,6 +33,7 @@ def emulate(
     pcap: str | None = None,
     max_datagram: int = 65_507,
     overhead: int = 0,
+    max_clients: int = 64,
 ) -> tuple[str, dict[str, Any], dict[str, Any]]: ...
 def bench_relay(seconds: float, shaped_bps: int) -> dict[str, float]: ...
 def rtp_send(
@@ -45,10 +46,10 @@ def rtp_send(
     flow: str | None = None,
     duration_s: float | None = None,
     cc: str | None = None,
-) -> str: ...
+) -> tuple[str, dict[str, Any], dict[str, Any]]: ...
 def rtp_receive(
     text: str, format: str, label: str, base_dir: str, listen: str, flow: str | None = None, duration_s: float | None = None
-) -> str: ...
+) -> tuple[str, dict[str, Any], dict[str, Any]]: ...
 
 class Simulation:
     def __init__(

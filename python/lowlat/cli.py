@@ -249,15 +249,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduces the evaluation of one of the seed talks, writing its tables (CSV) and figures (PNG) "
         "to --out. zhuge: Zhuge at the wireless AP (trace families, ABW drop, prediction accuracy). scone: Copa vs "
         "RTC with SCONE-PRO, and the shoot-out of every kind of network help. satellite: fast start-up over GEO "
-        "(0-RTT, 0-RTT-BDP, Careful Resume, picoquic's rule).",
+        "(0-RTT, 0-RTT-BDP, Careful Resume, picoquic's rule). The runs go through the sweep runner (docs/sweeps.md): "
+        "each finished run is kept in DIR/sweeps/, so the same command on the same DIR resumes after a kill; "
+        "--backend ray runs them on Ray; a failed run is recorded and the others complete (exit 1).",
     )
     talks = p.add_subparsers(dest="talk", metavar="TALK", required=True)
 
     def talk_parser(name: str, help: str, description: str) -> argparse.ArgumentParser:
         q = talks.add_parser(name, help=help, description=description)
-        q.add_argument("--out", required=True, metavar="DIR", help="where to write the tables and plots (written aside and renamed into place when complete)")
-        q.add_argument("--force", action="store_true", help="replace a non-empty DIR whole")
+        q.add_argument(
+            "--out",
+            required=True,
+            metavar="DIR",
+            help="where to write the runs (DIR/sweeps/, one file per finished run), tables and plots; "
+            "the same command on the same DIR resumes, skipping the finished runs",
+        )
+        q.add_argument("--force", "--restart", dest="force", action="store_true", help="discard what DIR holds and start again")
         q.add_argument("--jobs", type=positive_int, metavar="N", help="parallel runs (default: all cores)")
+        q.add_argument("--backend", choices=["local", "ray"], default="local", help="local process pool (default) or Ray (pip install 'lowlat[ray]')")
+        q.add_argument("--address", metavar="ADDR", help="with --backend ray: a running cluster (e.g. ray://head:10001 or auto); default: a local instance")
         q.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
         q.add_argument("--no-progress", action="store_true", help="never show a progress bar")
         return q
@@ -445,6 +455,19 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def runner_args(args: argparse.Namespace) -> dict[str, Any]:
+    """How a reproduction's runs go: --jobs, --backend, --address, --no-progress, --force."""
+    if args.address and args.backend != "ray":
+        raise UserError("--address: only with --backend ray")
+    return dict(
+        jobs=args.jobs,
+        backend=args.backend,
+        address=args.address,
+        progress=False if args.no_progress else None,
+        force=args.force,
+    )
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.talk == "satellite":
         return cmd_reproduce_satellite(args)
@@ -457,23 +480,21 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         seconds=args.duration,
         ks=ks,
         seed=args.seed,
-        jobs=args.jobs,
-        progress=False if args.no_progress else None,
         plots=not args.no_plots,
+        **runner_args(args),
     )
-    with results_dir(args.out, force=args.force) as tmp:
-        if args.talk == "scone":
-            res = scone.reproduce(tmp, args.traces, **common)
-        else:
-            res = zhuge.reproduce(
-                tmp,
-                args.traces,
-                trace_format=args.trace_format,
-                seeds=args.seeds,
-                wifi_ap=args.wifi_ap,
-                gcc_zhuge_queue=args.gcc_zhuge_queue,
-                **common,
-            )
+    if args.talk == "scone":
+        res = scone.reproduce(args.out, args.traces, **common)
+    else:
+        res = zhuge.reproduce(
+            args.out,
+            args.traces,
+            trace_format=args.trace_format,
+            seeds=args.seeds,
+            wifi_ap=args.wifi_ap,
+            gcc_zhuge_queue=args.gcc_zhuge_queue,
+            **common,
+        )
     print(f"\nwrote {', '.join(str(Path(args.out) / Path(p).name) for p in res['written'])}", file=sys.stderr)
     return 1 if res["failed"] else 0
 
@@ -493,17 +514,7 @@ def cmd_reproduce_satellite(args: argparse.Namespace) -> int:
     if sizes and any(s <= 0 for s in sizes):
         raise _native.ScenarioError(f"--sizes: got {args.sizes!r}, expected positive sizes in MB")
     started = time.perf_counter()
-    with results_dir(args.out, force=args.force) as tmp:
-        res = satellite.reproduce(
-            tmp,
-            parts=args.parts,
-            seeds=seeds,
-            ccs=ccs,
-            sizes=sizes,
-            jobs=args.jobs,
-            progress=False if args.no_progress else None,
-            plots=not args.no_plots,
-        )
+    res = satellite.reproduce(args.out, parts=args.parts, seeds=seeds, ccs=ccs, sizes=sizes, plots=not args.no_plots, **runner_args(args))
     from .results import number
 
     titles = {
@@ -731,7 +742,10 @@ def add_emulate_parser(sub: Any) -> None:
         help="relay real UDP datagrams through a scenario's links on the wall clock",
         description="Datagrams reaching --listen cross the scenario's forward path (access, bottleneck "
         "with its queue/trace/loss/jitter, egress) and leave towards --forward; answers from --forward "
-        "cross the reverse path back to the client that spoke last. Runs for the scenario's duration "
+        "cross the reverse path back. Each source address is a client with its own server-side socket: the "
+        "k-th client crosses the k-th flow's access/egress links (round robin beyond; --flow pins them all to "
+        "one flow), all share the bottleneck. Network assistance (bottleneck.assist) runs on the real packets: "
+        "zhuge (RTP in-band, or bulk flows out-of-band), fastack (bulk flows), scone / scone-rtc (RTP). Runs for the scenario's duration "
         "(or --duration), Ctrl-C ends it early; prints the table and with --out writes summary.json "
         "(plus a `relay` object: malformed, unexpected, overflow counts and the timer error) and the "
         "series, as `lowlat run` does, measured on the real packets. Loopback or your own hosts only.",
@@ -740,8 +754,9 @@ def add_emulate_parser(sub: Any) -> None:
     p.add_argument("--listen", required=True, metavar="IP:PORT", help="where clients send")
     p.add_argument("--forward", required=True, metavar="IP:PORT", help="where their datagrams go (the server)")
     p.add_argument("--duration", type=float, metavar="S", help="seconds to run (default: the scenario's duration)")
-    p.add_argument("--flow", metavar="ID", help="the flow whose access/egress links the traffic crosses (default: the first)")
-    p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (with IPv4/UDP headers) to FILE")
+    p.add_argument("--flow", metavar="ID", help="the flow whose access/egress links every client crosses (default: the k-th client the k-th flow)")
+    p.add_argument("--max-clients", type=int, default=64, metavar="N", help="datagrams from more source addresses are refused (default 64)")
+    p.add_argument("--pcap", metavar="FILE", help="write every forwarded datagram (with IPv4 or IPv6 and UDP headers) to FILE")
     p.add_argument("--max-datagram", type=int, default=65_507, metavar="BYTES", help="larger datagrams are malformed (default 65507)")
     p.add_argument("--overhead", type=int, default=0, metavar="BYTES", help="bytes added to each datagram on the links (28: IPv4+UDP headers; default 0)")
     p.add_argument("--out", metavar="DIR", help="write summary.json, series and plots to DIR")
@@ -751,36 +766,43 @@ def add_emulate_parser(sub: Any) -> None:
     for side in ("send", "receive"):
         p = sub.add_parser(
             side,
-            help=f"{side} real RTP video of a scenario's rtp-video flow (lowlat's controllers, real transport-cc / RFC 8888 feedback)",
-            description="The simulator's media endpoints on real sockets: `lowlat receive` listens and answers "
-            "with the flow's feedback_format; `lowlat send` sends the flow's video (source model, pacer, "
-            "controller) and reads the feedback on its own socket. Put `lowlat emulate` between them to "
-            "cross the scenario's links. Prints a JSON summary (receiver: frame delay, fps, one-way delay, "
-            "loss; sender: rate per bin, RTT). Sender and receiver on one host (frame delay uses the sender's clock).",
+            help=f"{side} a scenario's rtp-video flow as real RTP (lowlat's controllers, real transport-cc / RFC 8888) or its bulk flow over lowlat's transport",
+            description="The simulator's endpoints on real sockets: `lowlat receive` listens and answers "
+            "(an rtp-video flow: with its feedback_format; a bulk flow: with ACK packets); `lowlat send` sends the "
+            "flow (video: source model, pacer, controller; bulk: lowlat's transport with the flow's window "
+            "controller, QUIC-shaped packets) and reads the feedback on its own socket. Put `lowlat emulate` "
+            "between them to cross the scenario's links. Prints a JSON report (receiver: frame delay, fps, "
+            "one-way delay, loss; sender: rate per bin, RTT); --out DIR writes summary.json (the report as "
+            "`endpoint`) and the flow series as `lowlat run --out` does. Sender and receiver on one host "
+            "(delays use the sender's clock).",
         )
-        p.add_argument("scenario", help="a scenario file or a catalog name (its first rtp-video flow, or --flow)")
+        p.add_argument("scenario", help="a scenario file or a catalog name (its first rtp-video or bulk flow, or --flow)")
         if side == "send":
             p.add_argument("--to", required=True, metavar="IP:PORT", help="the receiver (or the relay's --listen)")
             p.add_argument("--bind", default="0.0.0.0:0", metavar="IP:PORT", help="the local address (default any)")
             p.add_argument("--cc", choices=_native.controllers(), help="override the flow's controller")
         else:
             p.add_argument("--listen", required=True, metavar="IP:PORT", help="where the media arrives")
-        p.add_argument("--flow", metavar="ID", help="the rtp-video flow (default: the first)")
+        p.add_argument("--flow", metavar="ID", help="the rtp-video or bulk flow (default: the first rtp-video flow; a bulk flow when it is the first flow)")
         p.add_argument("--duration", type=float, metavar="S", help="seconds (default: the scenario's duration; the receiver counts from the sender's start)")
-        p.add_argument("--out", metavar="FILE", help="also write the JSON summary to FILE")
+        p.add_argument("--out", metavar="DIR", help="write summary.json, the flow series and plots to DIR (atomically)")
+        p.add_argument("--force", action="store_true", help="with --out: replace a non-empty DIR whole")
+        p.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
 
 
 def cmd_rtp(args: argparse.Namespace) -> int:
     from .emulate import receive, send
 
+    plots = not args.no_plots
     if args.command == "send":
-        summary = send(args.scenario, args.to, bind=args.bind, flow=args.flow, duration_s=args.duration, cc=args.cc)
+        summary = send(args.scenario, args.to, bind=args.bind, cc=args.cc, flow=args.flow, duration_s=args.duration,
+                       out=args.out, force=args.force, plots=plots)
     else:
-        summary = receive(args.scenario, args.listen, flow=args.flow, duration_s=args.duration)
-    text = json.dumps(summary, indent=2)
-    print(text)
+        summary = receive(args.scenario, args.listen, flow=args.flow, duration_s=args.duration, out=args.out,
+                          force=args.force, plots=plots)
+    print(json.dumps(summary, indent=2))
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        print(f"wrote the results to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -790,13 +812,14 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     print(f"lowlat: relaying {args.listen} -> {args.forward} through {args.scenario} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     result = emulate(
         args.scenario, args.listen, args.forward, duration_s=args.duration, flow=args.flow,
-        pcap=args.pcap, max_datagram=args.max_datagram, overhead=args.overhead,
+        pcap=args.pcap, max_datagram=args.max_datagram, overhead=args.overhead, max_clients=args.max_clients,
     )
     print(json.dumps(result.summary, indent=2) if args.json else result.table())
     if not args.json:
         r = result.summary["relay"]
         print(f"\nrelay: received {r['received']}, forwarded {r['forwarded']}, malformed {r['malformed']}, "
-              f"unexpected {r['unexpected']}, overflow {r['overflow']} (forward, reverse)")
+              f"unexpected {r['unexpected']}, overflow {r['overflow']} (forward, reverse); "
+              f"{r['clients']} clients, {r['refused']} datagrams refused")
     if args.out:
         written = result.write(args.out, plots=not args.no_plots)
         print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)

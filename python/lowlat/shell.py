@@ -139,8 +139,10 @@ def add_shell_parser(sub: Any) -> None:
         "and the answers the reverse path. Only traffic between the two tunnel addresses passes (no NAT): "
         "CMD talks to a server you run on this host at $LOWLAT_SHELL_HOST (CMD's own address: "
         "$LOWLAT_SHELL_ADDR). Ends when CMD exits (or Ctrl-C); prints the pump's counters and one-way "
-        "delays. Needs root (or CAP_SYS_ADMIN + CAP_NET_ADMIN), /dev/net/tun and iproute2; "
-        "bottleneck.assist must be \"none\" (use lowlat emulate for Zhuge).",
+        "delays. Needs root (or CAP_SYS_ADMIN + CAP_NET_ADMIN), /dev/net/tun and iproute2. "
+        "bottleneck.assist runs on the first flow's UDP datagrams as in lowlat emulate (RTP for zhuge and "
+        "scone, lowlat's transport for fastack and out-of-band zhuge); what the access point writes reaches CMD "
+        "as IPv4/UDP from the host's side of that flow.",
     )
     p.add_argument("scenario", help="a scenario file or a catalog name")
     _options(p)

@@ -27,6 +27,14 @@ a temporary file renamed into place), so a sweep that is killed and started agai
 it has and ends with the same table: ``DIR/summary.csv`` (and ``summary.parquet`` with pyarrow),
 one row per run in the spec's order. A run that fails is a row with its ``error`` (naming the
 run); the others go on.
+
+A sweep whose runs are not "a scenario and its summary" names a **run function** instead of a
+base (``run = "module:function"`` in a spec, or :func:`of_function` from Python): it gets each
+point as a dict and returns the row's values; it may add ``"data"``, a dict of name -> DataFrame
+kept beside the run (``DIR/runs/<id>.<name>.csv.gz``, read back with :func:`read_data`) for what a
+summary row cannot hold (per-packet predictions, a time series). The reproductions
+(:mod:`lowlat.reproduce`) run their grids this way, so they resume, record failures and run on Ray
+like any sweep.
 """
 
 from __future__ import annotations
@@ -40,10 +48,11 @@ import math
 import multiprocessing
 import os
 import signal
+import importlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pandas as pd
 
@@ -80,8 +89,10 @@ DEFAULT_METRICS = [m for m in STANDARD_METRICS if m != "wall_s"]
 #: Axes that are options of a run rather than scenario keys.
 RUN_OPTIONS = ("scenario", "cc", "queue", "rtt_ms", "jitter_ms", "seed")
 #: Keys of a sweep spec.
-SPEC_KEYS = ("name", "description", "base", "set", "axes", "metrics")
+SPEC_KEYS = ("name", "description", "base", "run", "set", "axes", "metrics")
 BACKENDS = ("local", "ray")
+#: The key of a run function's row that holds its per-run data (name -> DataFrame).
+DATA = "data"
 
 
 def standard_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
@@ -167,6 +178,8 @@ class Sweep:
     fixed: dict[str, Any] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
     label: str = "<sweep>"
+    #: A run function (``module:function``) instead of the scenario runner; see the module doc.
+    run: str = ""
 
     def points(self) -> list[dict[str, Any]]:
         """Every combination of the axes, the first axis slowest."""
@@ -183,19 +196,20 @@ class Sweep:
             "fixed": self.fixed,
             "metrics": self.metrics,
             "label": self.label,
+            "run": self.run,
         }
 
     @staticmethod
     def from_plain(d: Mapping[str, Any]) -> "Sweep":
         return Sweep(
             d["name"], d["base"], d["base_dir"], [(k, list(v)) for k, v in d["axes"]], dict(d["fixed"]),
-            list(d["metrics"]), d["label"],
+            list(d["metrics"]), d["label"], d.get("run", ""),
         )
 
     def fingerprint(self) -> str:
         """Identifies the sweep's runs: the spec, and the base scenario's text when it is a file."""
         h = hashlib.sha256(json.dumps(self.as_dict() | {"label": ""}, sort_keys=True).encode())
-        bases = [self.base] + [v for k, vs in self.axes if k == "scenario" for v in vs]
+        bases = [] if self.run else [self.base] + [v for k, vs in self.axes if k == "scenario" for v in vs]
         for b in bases:
             if isinstance(b, str):
                 try:
@@ -231,10 +245,15 @@ def from_dict(doc: Mapping[str, Any], *, base_dir: str | None = None, label: str
         if k not in SPEC_KEYS:
             raise UserError(f"{label}: unknown key {k!r}, expected one of {', '.join(SPEC_KEYS)}")
     base = doc.get("base")
+    run = doc.get("run", "")
+    if not isinstance(run, str) or (run and ":" not in run):
+        raise UserError(f"{label}: run: got {run!r}, expected a run function as module:function")
+    if run and base is not None:
+        raise UserError(f"{label}: base: a sweep with a run function has no base scenario (its function builds the runs)")
     axes_doc = doc.get("axes", {})
     if not isinstance(axes_doc, dict):
         raise UserError(f"{label}: axes: expected a table of key = [values]")
-    if base is None and "scenario" not in axes_doc:
+    if base is None and not run and "scenario" not in axes_doc:
         raise UserError(f"{label}: base: missing; expected a catalog name, a scenario file or a [base] table")
     if base is not None and not isinstance(base, (str, dict)):
         raise UserError(f"{label}: base: got {base!r}, expected a catalog name, a scenario file or a [base] table")
@@ -254,20 +273,66 @@ def from_dict(doc: Mapping[str, Any], *, base_dir: str | None = None, label: str
     fixed = doc.get("set", {})
     if not isinstance(fixed, dict):
         raise UserError(f"{label}: set: expected a table of key = value")
-    metrics = doc.get("metrics", DEFAULT_METRICS)
-    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) and m for m in metrics):
+    metrics = doc.get("metrics", [] if run else DEFAULT_METRICS)
+    if not isinstance(metrics, list) or not (metrics or run) or not all(isinstance(m, str) and m for m in metrics):
         raise UserError(f"{label}: metrics: got {metrics!r}, expected a non-empty list of metric names or summary.json paths")
     sweep = Sweep(
         name=str(doc.get("name", Path(label).stem)),
         base=base if base is not None else "",
         base_dir=base_dir or str(Path.cwd()),
         axes=axes,
-        fixed=_flatten(fixed),
+        # A run function gets [set] as written (its own keys, not scenario paths).
+        fixed=dict(fixed) if run else _flatten(fixed),
         metrics=list(metrics),
         label=label,
+        run=run,
     )
-    check(sweep)
+    if run:
+        try:
+            run_function(run)
+        except UserError as e:
+            raise UserError(f"{label}: run: {e}") from None
+    else:
+        check(sweep)
     return sweep
+
+
+def of_function(
+    name: str,
+    fn: Callable[[dict[str, Any]], Mapping[str, Any]] | str,
+    metrics: list[str] | None = None,
+    label: str | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    axes: list[tuple[str, list[Any]]] | None = None,
+) -> Sweep:
+    """A sweep whose runs are calls of ``fn`` (a module-level function, or its ``module:function``
+    name), each with one point (``fixed`` and the point's keys) as a dict; the points are the
+    combinations of ``axes``, or given to :func:`execute`. ``metrics``: columns every row has (NaN
+    when the run failed); other keys the rows return follow them."""
+    ref = fn if isinstance(fn, str) else f"{fn.__module__}:{fn.__qualname__}"
+    run_function(ref)
+    return Sweep(
+        name=name, base="", base_dir="", axes=list(axes or []), fixed=dict(fixed or {}),
+        metrics=list(metrics or []), label=label or name, run=ref,
+    )
+
+
+def run_function(ref: str) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    """The function a ``module:function`` reference names; a :class:`UserError` if it cannot be
+    imported or is not a function."""
+    module, _, name = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except ImportError as e:
+        raise UserError(f"{ref}: cannot import {module}: {e}") from None
+    except AttributeError:
+        raise UserError(f"{ref}: no {name!r} in {module}") from None
+    if not callable(obj):
+        raise UserError(f"{ref}: not a function")
+    fn: Callable[[dict[str, Any]], Mapping[str, Any]] = obj
+    return fn
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -340,6 +405,15 @@ def run_point(plain: Mapping[str, Any], index: int, point: dict[str, Any]) -> di
     sweep = Sweep.from_plain(plain)
     row: dict[str, Any] = {"run": index, **point}
     try:
+        if sweep.run:
+            got = dict(run_function(sweep.run)({**sweep.fixed, **point}))
+            # The function may repeat the point's keys (they keep the point's values) and give its
+            # own ``error`` (a failure it caught).
+            row.update({k: v for k, v in got.items() if k not in row and k != "error"})
+            row["error"] = str(got.get("error") or "")
+            # Refused here, as this run's failure, rather than when the sweep stores it.
+            json.dumps({k: v for k, v in row.items() if k != DATA}, default=_plain_value)
+            return row
         src, _ = scenario_for(sweep, point)
         rtt = point.get("rtt_ms")
         result = api.run(
@@ -467,11 +541,63 @@ def _read_done(runs: Path, ids: dict[str, int]) -> dict[int, dict[str, Any]]:
     return done
 
 
-def columns(sweep: Sweep, points: list[dict[str, Any]]) -> list[str]:
-    names: list[str] = []
+def columns(sweep: Sweep, points: list[dict[str, Any]], rows: Iterable[Mapping[str, Any]] = ()) -> list[str]:
+    """The table's columns: ``run``, the points' keys, the metrics, any other key the rows have
+    (a run function's own columns, in the order they first appear) and ``error``."""
+    names: list[str] = ["run"]
     for p in points:
         names += [k for k in p if k not in names]
-    return ["run", *names, *sweep.metrics, "error"]
+    names += [m for m in sweep.metrics if m not in names]
+    for r in rows:
+        names += [k for k in r if k not in names and k != "error"]
+    return [*names, "error"]
+
+
+def _plain_value(v: Any) -> Any:
+    """A JSON-able form of a numpy scalar (a row's value from pandas/numpy arithmetic)."""
+    item = getattr(v, "item", None)
+    if callable(item):
+        return item()
+    raise TypeError(f"a run's value {v!r} ({type(v).__name__}) cannot be stored: expected numbers, text, lists or tables")
+
+
+def _as_stored(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row as it is stored and read back (a JSON round trip), so that a run finished now and
+    one read from ``runs/`` after a resume give the same table."""
+    out: dict[str, Any] = json.loads(json.dumps(row, default=_plain_value))
+    return out
+
+
+def data_path(out: str | Path, point: Mapping[str, Any], name: str) -> Path:
+    """Where a run's data table ``name`` is kept."""
+    return Path(out) / "runs" / f"{run_id(point)}.{name}.csv.gz"
+
+
+#: pandas before 3 parses CSV floats to within an ulp unless told; 3 parses them exactly by
+#: default (and deprecates the option).
+_EXACT_FLOATS: dict[str, Any] = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
+def read_data(out: str | Path, points: list[dict[str, Any]], name: str) -> list[pd.DataFrame | None]:
+    """Each point's data table ``name`` (None for a run that has none: it failed, or gave none),
+    as the run function returned it (floats read back exactly)."""
+    tables: list[pd.DataFrame | None] = []
+    for p in points:
+        f = data_path(out, p, name)
+        tables.append(pd.read_csv(f, keep_default_na=False, na_values=[""], **_EXACT_FLOATS) if f.is_file() else None)
+    return tables
+
+
+def _write_data(out: Path, point: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+    for name, table in data.items():
+        if table is None:
+            continue
+        if not isinstance(table, pd.DataFrame):
+            table = pd.DataFrame(table)
+        path = data_path(out, point, name)
+        tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+        table.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0, "compresslevel": 1})
+        os.replace(tmp, path)
 
 
 def execute(
@@ -485,11 +611,14 @@ def execute(
     progress: bool | None = None,
     desc: str | None = None,
     force: bool = False,
+    restart_flag: str = "--restart",
 ) -> pd.DataFrame:
     """Runs the sweep's points (default: every combination of its axes) and returns the table,
     one row per point in order. With ``out``, finished runs are kept in ``out/runs/`` as they
     complete and skipped when the same sweep runs again; ``summary.csv`` (and
-    ``summary.parquet`` with pyarrow) are written at the end."""
+    ``summary.parquet`` with pyarrow) are written at the end. A run function's per-run data
+    (its row's ``"data"``) is kept only with ``out`` (:func:`read_data`). ``restart_flag``: the
+    option a refusal of ``out`` suggests."""
     if backend not in BACKENDS:
         raise UserError(f"--backend: got {backend!r}, expected one of {', '.join(BACKENDS)}")
     points = sweep.points() if points is None else points
@@ -499,7 +628,7 @@ def execute(
     done: dict[int, dict[str, Any]] = {}
     runs: Path | None = None
     if out is not None:
-        runs = _prepare(Path(out), sweep, force)
+        runs = _prepare(Path(out), sweep, force, restart_flag)
         done = _read_done(runs, ids)
     todo = [(i, p) for i, p in enumerate(points) if i not in done]
     plain = sweep.as_dict()
@@ -518,21 +647,26 @@ def execute(
     try:
         for row in stream:
             index = int(row["run"])
-            done[index] = row
+            data = row.pop(DATA, None) or {}
+            row = _as_stored(row)
             if runs is not None:
+                # The data first: a run whose row is in runs/ has all its files.
+                _write_data(runs.parent, points[index], data)
                 _write_atomically(runs / f"{run_id(points[index])}.json", json.dumps(row))
+            done[index] = row
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    df = pd.DataFrame([done[i] for i in range(len(points))], columns=columns(sweep, points))
+    rows = [done[i] for i in range(len(points))]
+    df = pd.DataFrame(rows, columns=columns(sweep, points, rows))
     if out is not None:
         write_summary(df, Path(out))
     return df
 
 
-def _prepare(out: Path, sweep: Sweep, force: bool = False) -> Path:
+def _prepare(out: Path, sweep: Sweep, force: bool = False, restart_flag: str = "--restart") -> Path:
     """Creates ``out`` for this sweep, or checks that it holds runs of the same sweep (with
     ``force``, whatever it holds is removed first)."""
     import shutil
@@ -551,10 +685,10 @@ def _prepare(out: Path, sweep: Sweep, force: bool = False) -> Path:
         if old != fp:
             raise UserError(
                 f"--out: {out} holds the runs of another sweep (or an earlier version of this spec); "
-                "choose another folder or add --restart to start again"
+                f"choose another folder or add {restart_flag} to start again"
             )
     elif out.is_dir() and any(out.iterdir()):
-        raise UserError(f"--out: {out} is not empty and is not a sweep's folder; choose another or add --restart")
+        raise UserError(f"--out: {out} is not empty and is not a sweep's folder; choose another or add {restart_flag}")
     # The marker first: a sweep killed right after it still finds its folder its own.
     out.mkdir(parents=True, exist_ok=True)
     if not marker.is_file():

@@ -132,6 +132,7 @@ def check_common(args: argparse.Namespace) -> None:
     if hasattr(args, "out") and args.out is not None:
         if str(args.out).strip() == "":
             raise UserError("--out: got '', expected a folder name")
-        if hasattr(args, "force"):
-            # Commands with --force write through outdir.results_dir: check before running.
+        if hasattr(args, "force") and getattr(args, "command", None) != "reproduce":
+            # Commands with --force write through outdir.results_dir: check before running. (The
+            # reproductions resume in their folder: reproduce.common.results_folder checks it.)
             check_target(args.out, force=args.force)

@@ -150,7 +150,9 @@ impl FortuneTeller {
         FortuneTeller {
             cfg,
             window,
-            slots: VecDeque::with_capacity(window + 1),
+            // Allocated once for the windows configs allow (at most 50 000 slots); a config
+            // that skipped validation grows it as needed rather than aborting here.
+            slots: VecDeque::with_capacity(window.min(1 << 16) + 1),
             sum_bytes: 0,
             idle: 0,
             busy: 0,

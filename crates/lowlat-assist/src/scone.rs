@@ -80,10 +80,19 @@ impl Default for SconeConfig {
 
 impl SconeConfig {
     /// Checks the settings: `Err("key: message")`.
+    /// Periods from 1 ms (a signal per millisecond per flow is already 30 kbit/s of them) to an
+    /// hour; the measured capacity's window from 1 ms to 50 s (its ring has a slot per
+    /// millisecond, as Zhuge's window of 5 frame intervals of at most 10 s).
     pub fn validate(&self) -> Result<(), String> {
-        for (k, d) in [("period", self.period), ("window", self.window), ("refresh", self.refresh)] {
-            if d == Duration::ZERO {
-                return Err(format!("{k}: got \"0 s\", expected a positive duration"));
+        let (ms, hour) = (Duration::from_millis(1), Duration::from_secs(3600));
+        let max_window = Duration(crate::zhuge::MAX_FRAME_INTERVAL.as_nanos() * 5);
+        for (k, d, max) in [
+            ("period", self.period, hour),
+            ("window", self.window, max_window),
+            ("refresh", self.refresh, hour),
+        ] {
+            if d < ms || d > max {
+                return Err(format!("{k}: got \"{d}\", expected \"{ms}\" to \"{max}\""));
             }
         }
         if self.policy_signal > scone::SIGNAL_UNKNOWN {

@@ -64,7 +64,7 @@
 //! plots (a logged prediction of a packet the artifact would not have predicted changes no
 //! state). Sans-IO: driven through the [`Middlebox`] hooks with `now`.
 
-use crate::fortune_teller::{FortuneTeller, FortuneTellerConfig};
+use crate::fortune_teller::{BurstRule, FortuneTeller, FortuneTellerConfig};
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bytes, Duration, FlowId, Packet, PacketKind, Time};
 use lowlat_net::middlebox::{BuiltFeedback, Direction, FeedbackPayload, Middlebox, QueueState, Verdict};
@@ -193,7 +193,58 @@ impl ZhugeConfig {
             log_limit: 2_000_000,
         }
     }
+
+    /// Checks the settings a scenario can give: `Err("key: message")`, keys as in a scenario's
+    /// `zhuge` table. The frame interval sets the Fortune Teller's window (5 of them in 1 ms
+    /// slots, a ring allocated once): from one slot to [`MAX_FRAME_INTERVAL`] (a 0.1 fps video;
+    /// beyond it the ring alone would take gigabytes). Intervals and holds are positive and at
+    /// most an hour.
+    pub fn validate(&self) -> Result<(), String> {
+        let t = &self.teller;
+        if t.slot == Duration::ZERO {
+            return Err("slot: got \"0 s\", expected a positive duration".into());
+        }
+        if t.frame_interval < t.slot || t.frame_interval > MAX_FRAME_INTERVAL {
+            return Err(format!(
+                "frame_interval: got \"{}\", expected \"{}\" to \"{MAX_FRAME_INTERVAL}\"",
+                t.frame_interval, t.slot
+            ));
+        }
+        if t.window_frames == 0 || t.window_frames > 100 {
+            return Err(format!("window_frames: got {}, expected 1 to 100", t.window_frames));
+        }
+        let (key, report) = match self.in_band {
+            InBandReports::Sampled { delay } => ("report_interval", delay),
+            InBandReports::PerPacket { interval } => ("report_interval", interval),
+        };
+        let hour = Duration::from_secs(3600);
+        for (k, d, positive) in [
+            (key, report, true),
+            ("max_hold", self.ack_hold.max_hold, false),
+            ("entry_cap", self.ack_hold.entry_cap, false),
+            ("expiry", self.ack_hold.expiry, false),
+            ("scale_window", self.ack_hold.scale_window, false),
+            ("warmup", self.ack_hold.warmup, false),
+        ] {
+            if (positive && d == Duration::ZERO) || d > hour {
+                let low = if positive { "above 0" } else { "at least 0" };
+                return Err(format!("{k}: got \"{d}\", expected a duration {low} and at most \"{hour}\""));
+            }
+        }
+        if let BurstRule::JoinAggregate { within } = t.burst_rule {
+            if within > hour {
+                return Err(format!(
+                    "burst_rule: an aggregate span of \"{within}\", expected at most \"{hour}\""
+                ));
+            }
+        }
+        Ok(())
+    }
 }
+
+/// The longest frame interval Zhuge takes (10 s: a 0.1 fps video; its window is then 50 000
+/// slots).
+pub const MAX_FRAME_INTERVAL: Duration = Duration::from_secs(10);
 
 /// One logged prediction.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -283,8 +283,10 @@ pub struct External {
 }
 
 impl ExternalConfig {
-    /// Builds the controller and the handle its driver keeps.
-    pub fn build(&self) -> (External, ExternalHandle) {
+    /// Builds the controller and the handle its driver keeps, once
+    /// [`ExternalConfig::validate`] accepts the settings (an error naming the key otherwise).
+    pub fn build(&self) -> Result<(External, ExternalHandle), String> {
+        self.validate()?;
         let start = self.start_rate.max(self.min_rate).min(self.max_rate);
         let handle = ExternalHandle(Arc::new(Mutex::new(Shared {
             config: self.clone(),
@@ -294,7 +296,7 @@ impl ExternalConfig {
             window: FeedbackWindow::default(),
             history: std::collections::VecDeque::new(),
         })));
-        (External { handle: handle.clone() }, handle)
+        Ok((External { handle: handle.clone() }, handle))
     }
 }
 
@@ -417,7 +419,7 @@ mod tests {
         assert_eq!((merged.delay_min_s, merged.delay_max_s), (whole.delay_min_s, whole.delay_max_s));
 
         // Over the last two calls: the last two reports only.
-        let (mut cc, h) = ExternalConfig::default().build();
+        let (mut cc, h) = ExternalConfig::default().build().unwrap();
         let mut two = FeedbackWindow::default();
         for (i, r) in reports.iter().enumerate() {
             cc.on_feedback(Time::ZERO, r);
@@ -434,7 +436,7 @@ mod tests {
 
     #[test]
     fn callback_sets_the_target_within_the_range() {
-        let (mut cc, h) = ExternalConfig::default().build();
+        let (mut cc, h) = ExternalConfig::default().build().unwrap();
         assert_eq!(cc.target_bitrate(), Bitrate::kbps(300));
         h.set_callback(Box::new(Double(300_000.0)));
         cc.on_feedback(Time::ZERO, &report(&[Some(50)], 10));
@@ -451,14 +453,14 @@ mod tests {
     #[test]
     fn nan_or_negative_decision_is_an_error_and_the_target_stays() {
         for bad in [f64::NAN, -1.0, f64::INFINITY, 0.0] {
-            let (mut cc, h) = ExternalConfig::default().build();
+            let (mut cc, h) = ExternalConfig::default().build().unwrap();
             h.set_callback(Box::new(Fails(bad)));
             cc.on_feedback(Time::ZERO, &report(&[Some(50)], 10));
             let e = h.error().expect("an error");
             assert!(e.contains("target_bitrate") && e.contains("finite"), "{e}");
             assert_eq!(cc.target_bitrate(), Bitrate::kbps(300));
         }
-        let (_, h) = ExternalConfig::default().build();
+        let (_, h) = ExternalConfig::default().build().unwrap();
         assert!(h.set_target_bps(f64::NAN).is_err());
         assert_eq!(h.set_target_bps(1e9).unwrap(), Bitrate::kbps(1500));
     }

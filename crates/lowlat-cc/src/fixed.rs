@@ -30,9 +30,11 @@ impl FixedRateConfig {
         above_up_to("pacing_factor", self.pacing_factor, 0.0, MAX_FACTOR)
     }
 
-    /// Builds the controller.
-    pub fn build(&self) -> FixedRate {
-        FixedRate { rate: self.rate, pacing: self.rate.scaled(self.pacing_factor) }
+    /// Builds the controller once [`FixedRateConfig::validate`] accepts the constants (a caller
+    /// that set fields by hand gets their error here, not a panic later).
+    pub fn build(&self) -> Result<FixedRate, String> {
+        self.validate()?;
+        Ok(FixedRate { rate: self.rate, pacing: self.rate.scaled(self.pacing_factor) })
     }
 }
 

@@ -244,9 +244,12 @@ impl NadaConfig {
         Ok(())
     }
 
-    /// Builds the controller, starting at RMIN.
-    pub fn build(&self) -> Nada {
-        Nada {
+    /// Builds the controller, starting at RMIN, once its `validate` accepts the constants: a caller that
+    /// set fields by hand (skipping the scenario's checks) gets the error naming the key here, not
+    /// a panic or a stuck run later.
+    pub fn build(&self) -> Result<Nada, String> {
+        self.validate()?;
+        Ok(Nada {
             cfg: self.clone(),
             r_ref: self.rmin.as_bps_f64(),
             d_base: None,
@@ -263,7 +266,7 @@ impl NadaConfig {
             last_update: None,
             buffer_len: 0,
             first_arrival: None,
-        }
+        })
     }
 }
 
@@ -643,7 +646,7 @@ mod tests {
             gamma_max,
             ..NadaConfig::default()
         };
-        let mut nada = cfg.build();
+        let mut nada = cfg.build().unwrap();
         let rates = drive(
             &mut nada,
             12.0,
@@ -674,7 +677,7 @@ mod tests {
     fn gradual_mode_settles_where_the_congestion_signal_meets_its_reference() {
         // A standing queueing delay of 30 ms: x_curr = 30 ms, so r_ref settles where
         // PRIO x XREF x RMAX / r_ref = 30 ms, i.e. 10 ms x 1.5 Mbit/s / 30 ms = 500 kbit/s.
-        let mut nada = NadaConfig::default().build();
+        let mut nada = NadaConfig::default().build().unwrap();
         let rates = drive(
             &mut nada,
             60.0,
@@ -698,7 +701,7 @@ mod tests {
     fn loss_adds_its_delay_penalty() {
         // 1 % loss (PLRREF) costs about DLOSS = 10 ms of equivalent delay (more while the smoothed
         // ratio fluctuates: the penalty is quadratic) on top of a 20 ms queue.
-        let mut nada = NadaConfig::default().build();
+        let mut nada = NadaConfig::default().build().unwrap();
         let rates = drive(
             &mut nada,
             90.0,
@@ -716,7 +719,7 @@ mod tests {
 
     #[test]
     fn rates_stay_within_rmin_and_rmax_and_the_buffer_splits_them() {
-        let mut nada = NadaConfig::default().build();
+        let mut nada = NadaConfig::default().build().unwrap();
         drive(
             &mut nada,
             10.0,
@@ -726,7 +729,7 @@ mod tests {
             |_| false,
         );
         assert_eq!(nada.reference_rate(), Bitrate::kbps(150));
-        let mut nada = NadaConfig::default().build();
+        let mut nada = NadaConfig::default().build().unwrap();
         drive(
             &mut nada,
             20.0,
@@ -833,7 +836,7 @@ mod tests {
     #[test]
     fn warping_blends_out_over_one_mean_interval_after_losses_stop() {
         let cfg = NadaConfig::default();
-        let mut nada = cfg.build();
+        let mut nada = cfg.build().unwrap();
         let mut seq = 0;
         let ms = Duration::from_millis;
         // Base delay 50 ms, then a standing 100 ms queue (above QTH) with every 20th packet lost.
@@ -878,7 +881,7 @@ mod tests {
         let ms = Duration::from_millis;
         // 1 % of packets CE-marked (PMRREF): p_mark averages 1 %, and each report's x_curr is the
         // 30 ms queue plus DMARK x (p_mark / PMRREF)² (2 ms at 1 %).
-        let mut nada = cfg.build();
+        let mut nada = cfg.build().unwrap();
         let mut seq = 0;
         feed(&mut nada, &mut seq, 20, |_| ms(50), |_| false, |_| false, |_| {});
         let mut samples = Vec::new();
@@ -906,7 +909,7 @@ mod tests {
         // 10 ms x 1.5 Mbit/s / 38 ms = 395 kbit/s.
         let settle = |every: u64| {
             let mut rates = Vec::new();
-            let r = drive_marked(&mut cfg.build(), 150.0, ms(20), every, &mut rates);
+            let r = drive_marked(&mut cfg.build().unwrap(), 150.0, ms(20), every, &mut rates);
             (r, rates)
         };
         let (clean, _) = settle(0);
@@ -973,7 +976,7 @@ mod tests {
                 rampup_on_filtered_delay,
                 ..NadaConfig::default()
             };
-            let mut nada = cfg.build();
+            let mut nada = cfg.build().unwrap();
             let (mut seq, mut modes) = (0, Vec::new());
             let owd = |k: u64| Duration::from_millis(50) + jitter[k as usize];
             feed(&mut nada, &mut seq, 3000, owd, |_| false, |_| false, |n| modes.push(n.mode()));

@@ -268,7 +268,7 @@ mod tests {
     use crate::FixedRateConfig;
 
     fn sender(cfg: SconeProConfig) -> SconePro {
-        let fallback = FixedRateConfig { rate: Bitrate::kbps(700), pacing_factor: 1.5 }.build();
+        let fallback = FixedRateConfig { rate: Bitrate::kbps(700), pacing_factor: 1.5 }.build().unwrap();
         cfg.build(Box::new(fallback)).unwrap()
     }
 

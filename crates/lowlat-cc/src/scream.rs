@@ -216,9 +216,12 @@ impl ScreamConfig {
 }
 
 impl ScreamConfig {
-    /// Builds the controller.
-    pub fn build(&self) -> Scream {
-        Scream {
+    /// Builds the controller once its `validate` accepts the constants: a caller that
+    /// set fields by hand (skipping the scenario's checks) gets the error naming the key here, not
+    /// a panic or a stuck run later.
+    pub fn build(&self) -> Result<Scream, String> {
+        self.validate()?;
+        Ok(Scream {
             cfg: self.clone(),
             cwnd: self.min_cwnd.0 as f64,
             in_flight: InFlight::default(),
@@ -246,7 +249,7 @@ impl ScreamConfig {
             rtp_queue_bytes: 0,
             rtp_queue_delay: Duration::ZERO,
             last_feedback: None,
-        }
+        })
     }
 }
 
@@ -560,7 +563,7 @@ mod tests {
 
     #[test]
     fn loss_cuts_the_window_by_beta_loss_once_per_rtt() {
-        let mut s = ScreamConfig::default().build();
+        let mut s = ScreamConfig::default().build().unwrap();
         // Grow the window with clean feedback (50 ms one way, 100 ms RTT).
         let mut seq = 0;
         for i in 0..40u64 {
@@ -600,7 +603,7 @@ mod tests {
 
     #[test]
     fn the_send_window_closes_at_cwnd() {
-        let mut s = ScreamConfig::default().build();
+        let mut s = ScreamConfig::default().build().unwrap();
         assert!(s.can_send(Time::ZERO, Bytes(1000)));
         send(&mut s, 0, 4, Time::ZERO);
         // 4000 in flight > 3000 + 1000 - 1000.
@@ -611,7 +614,7 @@ mod tests {
 
     #[test]
     fn overdue_feedback_restarts_the_window() {
-        let mut s = ScreamConfig::default().build();
+        let mut s = ScreamConfig::default().build().unwrap();
         send(&mut s, 0, 3, Time::ZERO);
         assert_eq!(s.poll_timeout(), Some(Time::from_secs(1)));
         s.handle_timeout(Time::from_secs(1) + Duration(1));
@@ -621,7 +624,7 @@ mod tests {
 
     #[test]
     fn a_delay_above_target_shrinks_the_window_by_gain_down_at_most_a_quarter() {
-        let mut s = ScreamConfig::default().build();
+        let mut s = ScreamConfig::default().build().unwrap();
         s.cwnd = 20_000.0;
         s.qdelay_target = 0.1;
         s.qdelay = 0.15; // off_target = -0.5
@@ -639,7 +642,7 @@ mod tests {
 
     #[test]
     fn an_unused_window_does_not_grow() {
-        let mut s = ScreamConfig::default().build();
+        let mut s = ScreamConfig::default().build().unwrap();
         s.cwnd = 15_000.0;
         s.qdelay_target = 0.1;
         s.qdelay = 0.01;

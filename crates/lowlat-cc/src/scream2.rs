@@ -321,10 +321,13 @@ mod k {
 }
 
 impl ScreamV2Config {
-    /// Builds the controller.
-    pub fn build(&self) -> ScreamV2 {
+    /// Builds the controller once its `validate` accepts the constants: a caller that
+    /// set fields by hand (skipping the scenario's checks) gets the error naming the key here, not
+    /// a panic or a stuck run later.
+    pub fn build(&self) -> Result<ScreamV2, String> {
+        self.validate()?;
         let mss = self.mss.0 as f64;
-        ScreamV2 {
+        Ok(ScreamV2 {
             cfg: self.clone(),
             cwnd: (self.initial_ref_wnd.0 as f64).max(self.min_ref_wnd.0 as f64),
             cwnd_i: 1.0,
@@ -387,7 +390,7 @@ impl ScreamV2Config {
             rate_adjust: 0.0,
             last_send_queue: None,
             last_transmit: None,
-        }
+        })
     }
 }
 
@@ -963,7 +966,7 @@ mod tests {
 
     #[test]
     fn heavy_loss_cuts_the_window_by_beta_loss_at_most_once_per_rtt() {
-        let mut s = cfg().build();
+        let mut s = cfg().build().unwrap();
         let mut p = Path { seq: 0 };
         p.warm_up(&mut s, 0, 10);
         let before = s.cwnd;
@@ -985,7 +988,7 @@ mod tests {
     #[test]
     fn an_isolated_loss_without_queueing_is_ignored() {
         // The reference reacts to loss only above a 1 % loss rate or with a queue building.
-        let mut s = cfg().build();
+        let mut s = cfg().build().unwrap();
         let mut p = Path { seq: 0 };
         p.warm_up(&mut s, 0, 10);
         let before = s.cwnd;
@@ -995,7 +998,7 @@ mod tests {
 
     #[test]
     fn queueing_above_half_the_target_backs_off_and_the_average_falls_at_once() {
-        let mut s = cfg().build();
+        let mut s = cfg().build().unwrap();
         let mut p = Path { seq: 0 };
         p.warm_up(&mut s, 0, 10);
         let before = s.cwnd;
@@ -1013,7 +1016,7 @@ mod tests {
     #[test]
     fn the_delay_back_off_softens_fourfold_below_0_8_of_the_acked_rate() {
         let cut = |acked_bps: f64| {
-            let mut s = cfg().build();
+            let mut s = cfg().build().unwrap();
             s.cwnd = 50_000.0;
             s.cwnd_i = 50_000.0;
             s.rate_share = Some(1e6);
@@ -1029,7 +1032,7 @@ mod tests {
 
     #[test]
     fn the_inflection_point_is_taken_once_per_cut_free_growth_period() {
-        let mut s = cfg().build();
+        let mut s = cfg().build().unwrap();
         s.cwnd = 40_000.0;
         s.virtual_alpha = 0.5;
         s.update_cwnd(1.0, false, true);
@@ -1050,8 +1053,8 @@ mod tests {
 
     #[test]
     fn a_varying_delay_limits_growth_and_the_window_headroom() {
-        let mut steady = cfg().build();
-        let mut varying = cfg().build();
+        let mut steady = cfg().build().unwrap();
+        let mut varying = cfg().build().unwrap();
         let (mut p, mut q) = (Path { seq: 0 }, Path { seq: 0 });
         for i in 0..100u64 {
             let at = Time::from_millis(100 * i);
@@ -1076,7 +1079,7 @@ mod tests {
     #[test]
     fn multiplicative_increase_phases_in_over_200_rtts_after_congestion() {
         let grow = |since_congestion: f64| {
-            let mut s = cfg().build();
+            let mut s = cfg().build().unwrap();
             s.cwnd = 20_000.0;
             s.cwnd_i = 1.0;
             s.s_rtt = 0.05;
@@ -1094,15 +1097,15 @@ mod tests {
 
     #[test]
     fn ecn_capable_sending_is_a_config_choice() {
-        assert_eq!(cfg().build().ecn_codepoint(), 0);
-        assert_eq!(ScreamV2Config { ecn: true, ..cfg() }.build().ecn_codepoint(), 0b10);
-        assert_eq!(ScreamV2Config { l4s: true, ..cfg() }.build().ecn_codepoint(), 0b01);
+        assert_eq!(cfg().build().unwrap().ecn_codepoint(), 0);
+        assert_eq!(ScreamV2Config { ecn: true, ..cfg() }.build().unwrap().ecn_codepoint(), 0b10);
+        assert_eq!(ScreamV2Config { l4s: true, ..cfg() }.build().unwrap().ecn_codepoint(), 0b01);
     }
 
     #[test]
     fn classic_ecn_cuts_by_beta_ecn_and_ce_is_ignored_when_not_ecn_capable() {
-        let mut off = cfg().build();
-        let mut on = ScreamV2Config { ecn: true, ..cfg() }.build();
+        let mut off = cfg().build().unwrap();
+        let mut on = ScreamV2Config { ecn: true, ..cfg() }.build().unwrap();
         let (mut p, mut q) = (Path { seq: 0 }, Path { seq: 0 });
         p.warm_up(&mut off, 0, 10);
         q.warm_up(&mut on, 0, 10);
@@ -1119,7 +1122,7 @@ mod tests {
         // Every packet CE-marked for a second: alpha climbs towards 1 and the window shrinks
         // every reaction; a mark on one packet in ten barely dents it.
         let run = |marked_every: u64| {
-            let mut s = ScreamV2Config { l4s: true, ..cfg() }.build();
+            let mut s = ScreamV2Config { l4s: true, ..cfg() }.build().unwrap();
             let mut p = Path { seq: 0 };
             p.warm_up(&mut s, 0, 10);
             let before = s.cwnd;
@@ -1152,7 +1155,7 @@ mod tests {
         // 300 ms RTT, then a standing queue above the target: the reference's double division by
         // s_rtt / 30 ms leaves the window nearly untouched; dividing once backs off clearly.
         let run = |once: bool| {
-            let mut s = ScreamV2Config { virtual_backoff_scaled_once: once, ..cfg() }.build();
+            let mut s = ScreamV2Config { virtual_backoff_scaled_once: once, ..cfg() }.build().unwrap();
             let mut p = Path { seq: 0 };
             for i in 0..100u64 {
                 p.exchange(&mut s, Time::from_millis(100 * i), 10, &[], 250, 0);

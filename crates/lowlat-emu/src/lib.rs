@@ -10,7 +10,10 @@
 //! - [`relay`]: the UDP relay (`lowlat emulate`): datagrams in both directions through the paths,
 //!   counted, measured, and written as the simulator's `summary.json` and series, plus a pcap.
 //! - [`pcap`]: the pcap writer.
+//! - [`quic`]: the wire format of lowlat's transport on real sockets (QUIC-shaped data and ACK packets).
+//! - [`transport`]: lowlat's transport sender and receiver on real sockets (`lowlat send`/`receive` for a bulk flow).
 //! - [`traffic`]: a paced CBR sender and a counting sink for real sockets (tests, `lowlat bench`).
+//! - [`endpoint`]: the results contract (summary.json, series) of one `lowlat send`/`receive` endpoint.
 //! - [`bench`]: the relay's added delay, throughput limit and timer error.
 //! - [`shell`]: the link shell (`lowlat shell`): IP packets between two TUN devices through the paths.
 //!
@@ -22,12 +25,15 @@
 
 pub mod bench;
 pub mod clock;
+pub mod endpoint;
 pub mod network;
 pub mod pcap;
+pub mod quic;
 pub mod relay;
 pub mod rtp;
 pub mod shell;
 pub mod traffic;
+pub mod transport;
 
 pub use network::Network;
 pub use relay::{Relay, RelayConfig, RelayCounters, RelayReport};

@@ -6,7 +6,10 @@
 //! wall clock and tests drive it on made-up instants. The links are `lowlat-net`'s, unchanged, and
 //! so is the middlebox at the bottleneck (`lowlat_sim::assist`, as in the simulator): Zhuge with
 //! in-band feedback for an RTP flow, whose reports leave at the bottleneck's site towards the
-//! sender, while the client's own feedback is dropped there.
+//! sender, while the client's own feedback is dropped there; Zhuge out-of-band and FastAck for a
+//! bulk flow (lowlat's transport, [`crate::quic`]): ACKs held, or dropped and written by the AP;
+//! the SCONE signaller (`scone-rtc`: NETWORK_SIGNAL frames, `scone`: SCONE packets) for an RTP
+//! flow's sender.
 
 use lowlat_core::{Packet, PacketKind, Time};
 use lowlat_net::middlebox::{Direction, FeedbackPayload, Verdict};
@@ -31,22 +34,48 @@ impl Path {
     }
 }
 
-/// The links of one relayed flow and the packets they deliver.
+/// The paths of one scenario flow the relay maps clients to.
+#[derive(Clone, Copy, Debug)]
+struct FlowPaths {
+    /// The flow's index in the scenario (what packets carry as their flow id).
+    index: u32,
+    forward: Path,
+    reverse: Path,
+    /// What a forward datagram of this flow must be for the middlebox.
+    parse: Parse,
+}
+
+/// The links of the relayed flows (one bottleneck and reverse link, each flow's access and egress
+/// links) and the packets they deliver.
 #[derive(Debug)]
 pub struct Network {
     links: Vec<Link>,
     names: Vec<String>,
-    forward: Path,
-    reverse: Path,
+    /// The mapped flows, in the scenario's order.
+    flows: Vec<FlowPaths>,
+    /// Scenario flow index -> position in `flows`.
+    by_flow: Vec<Option<u8>>,
     delivered: VecDeque<(Direction, Packet)>,
     /// Per link: the instant it asked to be woken (cached: asking is cheap, but it is asked often).
     wake: Vec<Option<Time>>,
-    /// The relayed flow's index in the scenario (what the middlebox knows it by).
-    flow: u32,
     /// Reverse packets the middlebox dropped or kept (their ids).
-    taken: VecDeque<u64>,
-    /// Feedback the middlebox built for the sender: its bytes (RTCP).
-    assist_out: VecDeque<Vec<u8>>,
+    taken: VecDeque<(u64, bool)>,
+    /// Feedback the middlebox built for a flow's sender: the flow's index and the bytes (RTCP, a
+    /// QUIC-shaped ACK packet, a NETWORK_SIGNAL frame or a SCONE packet).
+    assist_out: VecDeque<(u32, Vec<u8>)>,
+    /// Packet numbers of the ACK packets the middlebox (FastAck) writes.
+    ack_pn: u64,
+}
+
+/// What the relay must read in each forward datagram for the middlebox at the bottleneck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parse {
+    /// Nothing: no middlebox, any datagram passes.
+    Any,
+    /// An RTP header with the transport-wide sequence number (Zhuge in-band, SCONE).
+    Rtp,
+    /// A lowlat transport data packet's number ([`crate::quic`]: FastAck, Zhuge out-of-band).
+    Transport,
 }
 
 /// Index of the bottleneck (whose queue holds the middlebox) and of the reverse link.
@@ -63,32 +92,64 @@ fn direction(kind: PacketKind) -> Direction {
 
 impl Network {
     /// The paths of flow `flow` of `scenario` (its first flow if `None`; bottleneck and reverse
-    /// links alone if it has none). Errors on an unknown flow id or on network assistance, which
-    /// the emulator does not run on real packets yet.
+    /// links alone if it has none). Errors on an unknown flow id, or on network assistance the
+    /// relayed flow cannot carry on real packets (FastAck needs a bulk flow, SCONE an RTP one).
     pub fn from_scenario(scenario: &Scenario, flow: Option<&str>) -> Result<Network, String> {
-        let f = match flow {
-            Some(id) => Some(scenario.flows.iter().find(|f| f.id == id).ok_or_else(|| {
+        let mapped: Vec<usize> = match flow {
+            Some(id) => vec![scenario.flows.iter().position(|f| f.id == id).ok_or_else(|| {
                 let ids: Vec<&str> = scenario.flows.iter().map(|f| f.id.as_str()).collect();
                 format!("{}: no flow {id:?}; expected one of {ids:?}", scenario.source)
-            })?),
-            None => scenario.flows.first(),
+            })?],
+            None => (0..scenario.flows.len()).collect(),
         };
-        let index = f.map_or(0, |f| scenario.flows.iter().position(|g| g.id == f.id).unwrap_or(0));
+        // Link indices are bytes: 2 shared links and at most 4 per flow.
+        if mapped.len() > 63 {
+            return Err(format!(
+                "{}: {} flows: the relay maps at most 63 (name one with --flow)",
+                scenario.source,
+                mapped.len()
+            ));
+        }
+        // What each mapped flow's forward datagrams must be for the middlebox.
+        let mut parses = vec![Parse::Any; mapped.len()];
         let middlebox = match scenario.assist.as_str() {
             "none" => None,
-            "zhuge" => {
-                let roles = lowlat_sim::assist::flow_roles(scenario, false);
-                if !matches!(roles.get(index), Some(lowlat_assist::FlowRole::InBand(_))) {
-                    return Err(format!(
-                        "{}: bottleneck.assist = \"zhuge\" on real packets needs the relayed flow to be an \
-                         rtp-video flow with a rate controller (Zhuge's in-band feedback)",
-                        scenario.source
-                    ));
+            name @ ("zhuge" | "fastack" | "scone" | "scone-rtc") => {
+                let roles = lowlat_sim::assist::flow_roles(scenario, name == "fastack");
+                for (k, &i) in mapped.iter().enumerate() {
+                    let f = &scenario.flows[i];
+                    let bulk = f.transport.as_ref().is_some_and(|t| t.web.is_none() && t.downloads.is_none());
+                    parses[k] = match (name, roles[i]) {
+                        ("fastack", lowlat_assist::FlowRole::InBand(_)) => Parse::Any,
+                        (_, lowlat_assist::FlowRole::InBand(_)) => Parse::Rtp,
+                        ("scone" | "scone-rtc", _) => Parse::Any,
+                        (_, lowlat_assist::FlowRole::OutOfBand) if bulk => Parse::Transport,
+                        (_, lowlat_assist::FlowRole::OutOfBand) => {
+                            return Err(format!(
+                                "{}: flow {:?}: bottleneck.assist = {name:?} on real packets acts on rtp-video \
+                                 flows with a rate controller and bulk flows only (expected one of those, or \
+                                 name another flow with --flow)",
+                                scenario.source, f.id
+                            ))
+                        }
+                        _ => Parse::Any,
+                    };
+                    if parses[k] != Parse::Any && (f.access.is_some() || f.reverse) {
+                        return Err(format!(
+                            "{}: flow {:?}: bottleneck.assist = {name:?} on real packets: an assisted flow may \
+                             not have an access link or reverse = true yet",
+                            scenario.source, f.id
+                        ));
+                    }
                 }
-                if f.is_some_and(|f| f.access.is_some() || f.reverse) {
+                if parses.iter().all(|p| *p == Parse::Any) {
+                    let want = match name {
+                        "zhuge" => "an rtp-video flow with a rate controller (in-band) or a bulk flow (out-of-band)",
+                        "fastack" => "a bulk flow (lowlat's transport, `lowlat send` for a bulk flow)",
+                        _ => "an rtp-video flow with a rate controller (the signal's receiver)",
+                    };
                     return Err(format!(
-                        "{}: bottleneck.assist = \"zhuge\" on real packets: the relayed flow may not have an \
-                         access link or reverse = true yet",
+                        "{}: bottleneck.assist = {name:?} on real packets needs a relayed flow to be {want}",
                         scenario.source
                     ));
                 }
@@ -96,8 +157,7 @@ impl Network {
             }
             other => {
                 return Err(format!(
-                    "{}: bottleneck.assist = {other:?}: the emulator runs \"zhuge\" (in-band) on real \
-                     packets, not this one yet; expected \"none\" or \"zhuge\"",
+                    "{}: bottleneck.assist = {other:?}: expected \"none\", \"zhuge\", \"fastack\", \"scone\" or \"scone-rtc\"",
                     scenario.source
                 ))
             }
@@ -110,36 +170,48 @@ impl Network {
             names.push(name);
             links.len() - 1
         };
-        // The same order, names and therefore random streams as the simulator's dumbbell.
+        // The same names and therefore random streams as the simulator's dumbbell.
         let bottleneck = add(&scenario.bottleneck, "bottleneck".into());
         let reverse = add(&scenario.reverse, "reverse".into());
-        let (mut fwd, mut back) = (Path::default(), Path::default());
-        let access = f.and_then(|f| {
-            f.access.as_ref().map(|c| {
+        let mut flows = Vec::with_capacity(mapped.len().max(1));
+        for (k, &i) in mapped.iter().enumerate() {
+            let f = &scenario.flows[i];
+            let (mut fwd, mut back) = (Path::default(), Path::default());
+            let access = f.access.as_ref().map(|c| {
                 (add(c, format!("flow.{}.access.up", f.id)), add(c, format!("flow.{}.access.down", f.id)))
-            })
-        });
-        let egress = f.and_then(|f| {
-            f.egress.as_ref().map(|c| {
+            });
+            let egress = f.egress.as_ref().map(|c| {
                 (add(c, format!("flow.{}.egress.down", f.id)), add(c, format!("flow.{}.egress.up", f.id)))
-            })
-        });
-        if let Some((up, _)) = access {
-            fwd.push(up);
+            });
+            if let Some((up, _)) = access {
+                fwd.push(up);
+            }
+            fwd.push(bottleneck);
+            if let Some((down, _)) = egress {
+                fwd.push(down);
+            }
+            if let Some((_, up)) = egress {
+                back.push(up);
+            }
+            back.push(reverse);
+            if let Some((_, down)) = access {
+                back.push(down);
+            }
+            if f.reverse {
+                std::mem::swap(&mut fwd, &mut back);
+            }
+            flows.push(FlowPaths { index: i as u32, forward: fwd, reverse: back, parse: parses[k] });
         }
-        fwd.push(bottleneck);
-        if let Some((down, _)) = egress {
-            fwd.push(down);
+        if flows.is_empty() {
+            // A scenario without flows: its bottleneck and reverse link alone, as flow 0.
+            let (mut fwd, mut back) = (Path::default(), Path::default());
+            fwd.push(bottleneck);
+            back.push(reverse);
+            flows.push(FlowPaths { index: 0, forward: fwd, reverse: back, parse: Parse::Any });
         }
-        if let Some((_, up)) = egress {
-            back.push(up);
-        }
-        back.push(reverse);
-        if let Some((_, down)) = access {
-            back.push(down);
-        }
-        if f.is_some_and(|f| f.reverse) {
-            std::mem::swap(&mut fwd, &mut back);
+        let mut by_flow = vec![None; scenario.flows.len().max(1)];
+        for (k, f) in flows.iter().enumerate() {
+            by_flow[f.index as usize] = Some(k as u8);
         }
         if let Some(mb) = middlebox {
             links[BOTTLENECK].set_middlebox(mb);
@@ -148,28 +220,46 @@ impl Network {
         Ok(Network {
             links,
             names,
-            forward: fwd,
-            reverse: back,
+            flows,
+            by_flow,
             delivered: VecDeque::with_capacity(256),
             wake,
-            flow: index as u32,
             taken: VecDeque::new(),
             assist_out: VecDeque::new(),
+            ack_pn: 0,
         })
     }
 
-    /// The relayed flow's index in the scenario: the flow id its packets must carry.
-    pub fn flow_index(&self) -> u32 {
-        self.flow
+    /// The scenario indices of the flows clients are mapped to, in order (the one `--flow`
+    /// named, or every flow of the scenario; flow 0 if it has none).
+    pub fn mapped_flows(&self) -> impl Iterator<Item = u32> + '_ {
+        self.flows.iter().map(|f| f.index)
     }
 
-    /// The id of a reverse packet the middlebox dropped or kept (its payload can go).
-    pub fn poll_taken(&mut self) -> Option<u64> {
+    fn paths(&self, flow: u32) -> &FlowPaths {
+        let k = self.by_flow.get(flow as usize).copied().flatten().unwrap_or(0);
+        &self.flows[usize::from(k)]
+    }
+
+    /// The first mapped flow's index in the scenario: the flow id a single client's packets carry.
+    pub fn flow_index(&self) -> u32 {
+        self.flows[0].index
+    }
+
+    /// What the relay must read in each forward datagram of scenario flow `flow`.
+    pub fn parse(&self, flow: u32) -> Parse {
+        self.paths(flow).parse
+    }
+
+    /// A reverse packet the middlebox took: its id, and whether the middlebox keeps it to release
+    /// it later (`true`: keep its payload) or dropped it (`false`: the payload can go).
+    pub fn poll_taken(&mut self) -> Option<(u64, bool)> {
         self.taken.pop_front()
     }
 
-    /// Feedback the middlebox built for the sender (RTCP bytes), to send it from the site.
-    pub fn poll_assist_feedback(&mut self) -> Option<Vec<u8>> {
+    /// Feedback the middlebox built for the sender of a flow (its scenario index, the bytes), to
+    /// send it from the site.
+    pub fn poll_assist_feedback(&mut self) -> Option<(u32, Vec<u8>)> {
         self.assist_out.pop_front()
     }
 
@@ -185,8 +275,24 @@ impl Network {
             }
         }
         while let Some(fb) = self.links[BOTTLENECK].poll_feedback(now) {
-            if let FeedbackPayload::Rtcp(bytes) = fb.payload {
-                self.assist_out.push_back(bytes);
+            let flow = fb.flow.0;
+            match fb.payload {
+                FeedbackPayload::Rtcp(bytes) => self.assist_out.push_back((flow, bytes)),
+                FeedbackPayload::Frame(frame) => match frame.downcast::<lowlat_transport::AckFrame>() {
+                    Ok(ack) => {
+                        let mut bytes = Vec::with_capacity(64);
+                        crate::quic::encode_ack(self.ack_pn, &ack, &mut bytes);
+                        self.ack_pn += 1;
+                        self.assist_out.push_back((flow, bytes));
+                    }
+                    Err(other) => {
+                        if let Ok(signal) = other.downcast::<lowlat_assist::scone::SconeSignal>() {
+                            let (lowlat_assist::scone::SconeSignal::Capacity(bytes)
+                            | lowlat_assist::scone::SconeSignal::Advice(bytes)) = *signal;
+                            self.assist_out.push_back((flow, bytes));
+                        }
+                    }
+                },
             }
         }
         self.wake[BOTTLENECK] = self.links[BOTTLENECK].poll_timeout();
@@ -194,7 +300,7 @@ impl Network {
 
     /// A reverse packet continues from the site (the end of the reverse link).
     fn after_site(&mut self, now: Time, mut pkt: Packet) {
-        let path = self.reverse;
+        let path = self.paths(pkt.flow.0).reverse;
         let site = (0..path.len).find(|&h| path.get(h) == Some(REVERSE)).unwrap_or(0);
         pkt.hop = site + 1;
         match path.get(pkt.hop) {
@@ -219,17 +325,19 @@ impl Network {
         &self.names
     }
 
-    fn path(&self, d: Direction) -> Path {
+    fn path(&self, flow: u32, d: Direction) -> Path {
+        let p = self.paths(flow);
         match d {
-            Direction::Forward => self.forward,
-            Direction::Reverse => self.reverse,
+            Direction::Forward => p.forward,
+            Direction::Reverse => p.reverse,
         }
     }
 
-    /// A packet enters its direction's path at `now` (`kind` Data: forward, Feedback: reverse).
+    /// A packet enters its flow's path in its direction at `now` (`kind` Data: forward, Feedback:
+    /// reverse; `flow`: a mapped scenario flow, else the first mapped flow's path).
     pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
         pkt.hop = 0;
-        let first = self.path(direction(pkt.kind)).get(0).expect("every path holds a bottleneck");
+        let first = self.path(pkt.flow.0, direction(pkt.kind)).get(0).expect("every path holds a bottleneck");
         self.enter(first, now, pkt);
     }
 
@@ -260,12 +368,12 @@ impl Network {
                     {
                         let verdict = self.links[BOTTLENECK].handle_reverse(now, &mut pkt);
                         if verdict != Verdict::Pass {
-                            self.taken.push_back(pkt.id);
+                            self.taken.push_back((pkt.id, verdict == Verdict::Consume));
                             self.drain_site(now);
                             continue;
                         }
                     }
-                    let path = self.path(direction(pkt.kind));
+                    let path = self.path(pkt.flow.0, direction(pkt.kind));
                     pkt.hop += 1;
                     match path.get(pkt.hop) {
                         Some(next) => self.enter(next, now, pkt),
@@ -293,18 +401,34 @@ impl Network {
         self.wake.iter().flatten().min().copied()
     }
 
-    /// The propagation delay of direction `d`'s links.
-    pub fn path_delay(&self, d: Direction) -> lowlat_core::Duration {
-        let p = self.path(d);
+    /// The propagation delay of scenario flow `flow`'s links in direction `d`.
+    pub fn path_delay(&self, flow: u32, d: Direction) -> lowlat_core::Duration {
+        let p = self.path(flow, d);
         (0..p.len)
             .filter_map(|h| p.get(h))
             .map(|l| self.links[l].delay())
             .fold(lowlat_core::Duration::ZERO, |a, b| a + b)
     }
 
-    /// Packets inside the links of direction `d` (queued, in service or propagating).
-    pub fn packets_inside(&self, d: Direction) -> usize {
-        let p = self.path(d);
+    /// Packets inside every link of direction `d` (each link carries one direction), every flow's.
+    pub fn packets_inside_all(&self, d: Direction) -> usize {
+        let mut seen = [false; 256];
+        let mut n = 0;
+        for f in &self.flows {
+            let p = if d == Direction::Forward { f.forward } else { f.reverse };
+            for l in (0..p.len).filter_map(|h| p.get(h)) {
+                if !std::mem::replace(&mut seen[l], true) {
+                    n += self.links[l].packets_inside();
+                }
+            }
+        }
+        n
+    }
+
+    /// Packets inside the links of flow `flow`'s path in direction `d` (queued, in service or
+    /// propagating; the shared bottleneck and reverse link count every flow's).
+    pub fn packets_inside(&self, flow: u32, d: Direction) -> usize {
+        let p = self.path(flow, d);
         (0..p.len).filter_map(|h| p.get(h)).map(|l| self.links[l].packets_inside()).sum()
     }
 }
@@ -334,7 +458,9 @@ mod tests {
         let err = Network::from_scenario(&scenario("assist = \"zhuge\""), None).unwrap_err();
         assert!(err.contains("rtp-video"), "{err}");
         let err = Network::from_scenario(&scenario("assist = \"fastack\""), None).unwrap_err();
-        assert!(err.contains("\"fastack\""), "{err}");
+        assert!(err.contains("\"fastack\"") && err.contains("a bulk flow"), "{err}");
+        let err = Network::from_scenario(&scenario("assist = \"scone-rtc\""), None).unwrap_err();
+        assert!(err.contains("rtp-video"), "{err}");
     }
 
     #[test]
@@ -354,7 +480,7 @@ mod tests {
         let mut fb = Packet::new(1, FlowId(0), Bytes(125), 0, t);
         fb.kind = PacketKind::Feedback;
         n.handle_input(t, fb);
-        assert_eq!(n.packets_inside(Direction::Reverse), 1);
-        assert_eq!(n.packets_inside(Direction::Forward), 0);
+        assert_eq!(n.packets_inside(0, Direction::Reverse), 1);
+        assert_eq!(n.packets_inside(0, Direction::Forward), 0);
     }
 }

@@ -1,18 +1,21 @@
-//! A pcap writer (the classic format with nanosecond timestamps, link type IPv4) for the datagrams
-//! the relay forwards: each is written with the IPv4 and UDP headers it would carry on the
-//! emulated wire, so Wireshark/tshark decode the payload (RTP, RTCP) by port.
+//! A pcap writer (the classic format with nanosecond timestamps, link type RAW: each record an
+//! IPv4 or IPv6 packet, told apart by its version) for the datagrams the relay forwards: each is
+//! written with the IPv4 or IPv6 and UDP headers it would carry on the emulated wire, so
+//! Wireshark/tshark decode the payload (RTP, RTCP) by port.
 
 use std::io::{self, BufWriter, Write};
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Magic of a pcap file with nanosecond timestamps.
 const MAGIC_NS: u32 = 0xa1b2_3c4d;
-/// LINKTYPE_IPV4: each record starts with an IPv4 header.
-const LINKTYPE_IPV4: u32 = 228;
+/// LINKTYPE_RAW: each record starts with an IPv4 or an IPv6 header.
+const LINKTYPE_RAW: u32 = 101;
 /// IPv4 (20) + UDP (8) header bytes.
-const HEADERS: usize = 28;
+pub(crate) const HEADERS: usize = 28;
+/// IPv6 (40) + UDP (8) header bytes.
+const HEADERS_V6: usize = 48;
 
 /// Writes datagrams to a pcap file.
 #[derive(Debug)]
@@ -21,7 +24,7 @@ pub struct PcapWriter {
     /// Unix time of the relay's clock zero, ns.
     epoch_unix_ns: u128,
     ip_id: u16,
-    /// Datagrams not written because an address is not IPv4.
+    /// Datagrams not written because one address is IPv4 and the other IPv6.
     pub skipped: u64,
 }
 
@@ -35,26 +38,38 @@ impl PcapWriter {
         out.write_all(&0i32.to_le_bytes())?;
         out.write_all(&0u32.to_le_bytes())?;
         out.write_all(&65_535u32.to_le_bytes())?;
-        out.write_all(&LINKTYPE_IPV4.to_le_bytes())?;
+        out.write_all(&LINKTYPE_RAW.to_le_bytes())?;
         let epoch_unix_ns = epoch_unix.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         Ok(PcapWriter { out, epoch_unix_ns, ip_id: 0, skipped: 0 })
     }
 
     /// Records `payload` sent from `src` to `dst` at `at_ns` on the relay's clock.
     pub fn write(&mut self, at_ns: u64, src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> io::Result<()> {
-        let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (src, dst) else {
-            self.skipped += 1;
-            return Ok(());
+        let mut head = [0u8; HEADERS_V6];
+        let (headers, payload) = match (src, dst) {
+            (SocketAddr::V4(src), SocketAddr::V4(dst)) => {
+                let payload = &payload[..payload.len().min(65_535 - HEADERS)];
+                self.ip_id = self.ip_id.wrapping_add(1);
+                head[..HEADERS].copy_from_slice(&ipv4_udp_headers(src, dst, payload.len(), self.ip_id));
+                (&head[..HEADERS], payload)
+            }
+            (SocketAddr::V6(src), SocketAddr::V6(dst)) => {
+                let payload = &payload[..payload.len().min(65_535 - 8)];
+                head = ipv6_udp_headers(src, dst, payload);
+                (&head[..], payload)
+            }
+            _ => {
+                self.skipped += 1;
+                return Ok(());
+            }
         };
-        let payload = &payload[..payload.len().min(65_535 - HEADERS)];
-        let total = HEADERS + payload.len();
+        let total = headers.len() + payload.len();
         let t = self.epoch_unix_ns + u128::from(at_ns);
         self.out.write_all(&((t / 1_000_000_000) as u32).to_le_bytes())?;
         self.out.write_all(&((t % 1_000_000_000) as u32).to_le_bytes())?;
         self.out.write_all(&(total as u32).to_le_bytes())?;
         self.out.write_all(&(total as u32).to_le_bytes())?;
-        self.ip_id = self.ip_id.wrapping_add(1);
-        self.out.write_all(&ipv4_udp_headers(src, dst, payload.len(), self.ip_id))?;
+        self.out.write_all(headers)?;
         self.out.write_all(payload)
     }
 
@@ -63,7 +78,7 @@ impl PcapWriter {
         self.epoch_unix_ns = epoch_unix.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     }
 
-    /// Records a whole IPv4 packet (`lowlat shell`: what crossed between the TUN devices) at
+    /// Records a whole IP packet (`lowlat shell`: what crossed between the TUN devices) at
     /// `at_ns` on the pump's clock, as it is.
     pub fn write_packet(&mut self, at_ns: u64, packet: &[u8]) -> io::Result<()> {
         let packet = &packet[..packet.len().min(65_535)];
@@ -83,7 +98,7 @@ impl PcapWriter {
 
 /// The IPv4 header (checksummed, TTL 64, don't fragment) and the UDP header (checksum 0: none,
 /// which IPv4 allows) of a datagram of `len` payload bytes.
-fn ipv4_udp_headers(src: SocketAddrV4, dst: SocketAddrV4, len: usize, id: u16) -> [u8; HEADERS] {
+pub(crate) fn ipv4_udp_headers(src: SocketAddrV4, dst: SocketAddrV4, len: usize, id: u16) -> [u8; HEADERS] {
     let mut h = [0u8; HEADERS];
     h[0] = 0x45;
     h[2..4].copy_from_slice(&((HEADERS + len) as u16).to_be_bytes());
@@ -100,6 +115,48 @@ fn ipv4_udp_headers(src: SocketAddrV4, dst: SocketAddrV4, len: usize, id: u16) -
     h[20..22].copy_from_slice(&src.port().to_be_bytes());
     h[22..24].copy_from_slice(&dst.port().to_be_bytes());
     h[24..26].copy_from_slice(&((8 + len) as u16).to_be_bytes());
+    h
+}
+
+/// The one's-complement sum of `bytes` as 16-bit words (a last odd byte padded with zero).
+fn ones_sum(bytes: &[u8], mut sum: u64) -> u64 {
+    let mut chunks = bytes.chunks_exact(2);
+    for w in &mut chunks {
+        sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        sum += u64::from(*last) << 8;
+    }
+    sum
+}
+
+/// The IPv6 header (hop limit 64, next header UDP) and the UDP header of a datagram carrying
+/// `payload`, with its checksum over the pseudo-header (RFC 8200 §8.1: mandatory in IPv6).
+fn ipv6_udp_headers(src: SocketAddrV6, dst: SocketAddrV6, payload: &[u8]) -> [u8; HEADERS_V6] {
+    let mut h = [0u8; HEADERS_V6];
+    let udp_len = (8 + payload.len()) as u16;
+    h[0] = 0x60;
+    h[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    h[6] = 17;
+    h[7] = 64;
+    h[8..24].copy_from_slice(&src.ip().octets());
+    h[24..40].copy_from_slice(&dst.ip().octets());
+    h[40..42].copy_from_slice(&src.port().to_be_bytes());
+    h[42..44].copy_from_slice(&dst.port().to_be_bytes());
+    h[44..46].copy_from_slice(&udp_len.to_be_bytes());
+    // Pseudo-header: addresses, UDP length, next header; then the UDP header and payload.
+    let mut sum = ones_sum(&h[8..40], u64::from(udp_len) + 17);
+    sum = ones_sum(&h[40..46], sum);
+    sum = ones_sum(payload, sum);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    // A computed zero is sent as all ones (zero means "no checksum", not allowed in IPv6).
+    let checksum = match !(sum as u16) {
+        0 => 0xffff,
+        c => c,
+    };
+    h[46..48].copy_from_slice(&checksum.to_be_bytes());
     h
 }
 
@@ -121,12 +178,35 @@ mod tests {
         w.write(1_500_000_000, "127.0.0.1:1".parse().unwrap(), "127.0.0.1:2".parse().unwrap(), &[1, 2, 3])
             .unwrap();
         w.write(0, "[::1]:1".parse().unwrap(), "[::1]:2".parse().unwrap(), &[1]).unwrap();
+        w.write(0, "[::1]:1".parse().unwrap(), "127.0.0.1:2".parse().unwrap(), &[1]).unwrap();
         w.flush().unwrap();
         let b = std::fs::read(&path).unwrap();
         std::fs::remove_file(&path).ok();
-        assert_eq!(b.len(), 24 + 16 + 31);
+        assert_eq!(b.len(), 24 + 16 + 31 + 16 + 49);
+        assert_eq!(u32::from_le_bytes(b[20..24].try_into().unwrap()), LINKTYPE_RAW);
         assert_eq!(u32::from_le_bytes(b[24..28].try_into().unwrap()), 1);
         assert_eq!(u32::from_le_bytes(b[28..32].try_into().unwrap()), 500_000_000);
-        assert_eq!(w.skipped, 1);
+        let v6 = &b[24 + 16 + 31 + 16..];
+        assert_eq!((v6[0] >> 4, v6[6], u16::from_be_bytes([v6[44], v6[45]])), (6, 17, 9));
+        assert_eq!(w.skipped, 1, "mixed families are skipped");
+    }
+
+    #[test]
+    fn the_ipv6_udp_checksum_verifies() {
+        let src: SocketAddrV6 = "[2001:db8::1]:5004".parse().unwrap();
+        let dst: SocketAddrV6 = "[2001:db8::2]:6000".parse().unwrap();
+        for payload in [&b"abc"[..], &[0u8; 0][..], &[0xff; 101][..]] {
+            let h = ipv6_udp_headers(src, dst, payload);
+            // Summing the pseudo-header, the UDP header with its checksum and the payload gives
+            // all ones.
+            let udp_len = u64::from(u16::from_be_bytes([h[44], h[45]]));
+            let mut sum = ones_sum(&h[8..40], udp_len + 17);
+            sum = ones_sum(&h[40..48], sum);
+            sum = ones_sum(payload, sum);
+            while sum > 0xffff {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            assert_eq!(sum, 0xffff, "payload of {} bytes", payload.len());
+        }
     }
 }

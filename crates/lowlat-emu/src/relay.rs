@@ -1,17 +1,22 @@
 //! The UDP relay (`lowlat emulate SCENARIO --listen ADDR --forward ADDR`): datagrams that reach
 //! `listen` cross the scenario's forward path (access up, bottleneck, egress down) and leave
-//! towards `forward`; the answers `forward` sends back cross the reverse path to the client that
-//! spoke last. The payloads wait beside the links; the links see lowlat packets of the datagrams'
+//! towards `forward`; the answers `forward` sends back cross the reverse path to their client.
+//! Each source address is a client with its own socket towards `forward` (the answers to it come
+//! back on that socket, as through a NAT) and the paths of one scenario flow: the `k`-th client
+//! the `k`-th flow's (round robin beyond; [`RelayConfig::flow`] pins them all to one), all
+//! sharing the bottleneck and the reverse link. The payloads wait beside the links; the links see lowlat packets of the datagrams'
 //! sizes, so queues, AQMs, traces, loss and jitter act exactly as in the simulator.
 //!
 //! Bad input never stops the relay: empty, truncated or oversized datagrams are counted as
 //! malformed and dropped, datagrams on the server side from anyone but `forward` as unexpected,
-//! and payloads beyond a memory budget as overflow. The run ends at the scenario's duration (or
+//! datagrams from clients beyond `max_clients` as refused, and payloads beyond a memory budget as
+//! overflow. The per-datagram path allocates nothing (payload buffers are recycled; a new client
+//! allocates its socket and buffers once). The run ends at the scenario's duration (or
 //! `duration`), or when the caller's `should_stop` says so (Ctrl-C), and reports what the links
 //! and the real packets measured in the simulator's results contract.
 
 use crate::clock::{precise_timers, wait_readable, WallClock, SPIN_NS};
-use crate::network::Network;
+use crate::network::{Network, Parse};
 use crate::pcap::PcapWriter;
 use hdrhistogram::Histogram;
 use lowlat_core::{Bytes, Duration, FlowId, Packet, PacketKind, Time};
@@ -47,8 +52,8 @@ pub struct RelayConfig {
     pub forward: SocketAddr,
     /// How long to run; `None`: the scenario's duration.
     pub duration: Option<Duration>,
-    /// The scenario flow whose access and egress links the relayed traffic crosses (default: the
-    /// first flow).
+    /// The scenario flow whose access and egress links every client crosses (default: the
+    /// `k`-th client crosses the `k`-th flow's, round robin).
     pub flow: Option<String>,
     /// Write every forwarded datagram here, as it leaves the emulated path.
     pub pcap: Option<PathBuf>,
@@ -56,14 +61,18 @@ pub struct RelayConfig {
     pub max_datagram: usize,
     /// Bytes added to each datagram's size on the emulated links (28: count IPv4 and UDP headers).
     pub overhead: u32,
-    /// Payload bytes held per direction at most (queued or propagating); more are dropped as
-    /// overflow.
+    /// Payload bytes held per direction and client at most (queued or propagating); more are
+    /// dropped as overflow.
     pub buffer_bytes: usize,
+    /// Clients served at most (each new source address is a client); datagrams from more are
+    /// refused.
+    pub max_clients: usize,
 }
 
 impl RelayConfig {
-    /// Defaults: the scenario's duration and first flow, no pcap, datagrams up to 65 507 bytes
-    /// counted by their payload size, 64 MiB of payloads per direction.
+    /// Defaults: the scenario's duration, every flow mapped, no pcap, datagrams up to 65 507
+    /// bytes counted by their payload size, 64 MiB of payloads per direction and client, 64
+    /// clients.
     pub fn new(listen: SocketAddr, forward: SocketAddr) -> RelayConfig {
         RelayConfig {
             listen,
@@ -74,6 +83,7 @@ impl RelayConfig {
             max_datagram: 65_507,
             overhead: 0,
             buffer_bytes: 64 << 20,
+            max_clients: 64,
         }
     }
 }
@@ -89,6 +99,11 @@ pub struct RelayCounters {
     pub malformed: [u64; 2],
     /// Payloads refused because the direction's buffer budget was full.
     pub overflow: [u64; 2],
+    /// Clients the relay took on (each with its own server-side socket and return path).
+    pub clients: u64,
+    /// Datagrams from clients beyond `max_clients` (or a second client for an assisted flow),
+    /// dropped.
+    pub refused: u64,
     /// Datagrams on the server side from an address other than `forward`, dropped.
     pub unexpected: u64,
     /// Answers from the server before any client spoke (nowhere to send them), dropped.
@@ -97,8 +112,11 @@ pub struct RelayCounters {
     pub send_errors: u64,
     /// Datagrams still inside the emulated links when the run ended.
     pub in_flight: [u64; 2],
-    /// Feedback datagrams the middlebox (Zhuge) wrote and sent to the client.
+    /// Feedback datagrams the middlebox wrote and sent to the client (Zhuge's transport-cc or
+    /// RFC 8888, FastAck's ACK packets, SCONE signals).
     pub assist_feedback: u64,
+    /// Reverse datagrams the middlebox held for a while (out-of-band Zhuge delaying ACKs).
+    pub assist_held: u64,
 }
 
 /// The results of a relay run.
@@ -135,8 +153,9 @@ impl RelayReport {
         v["relay"] = serde_json::json!({
             "received": c.received, "forwarded": c.forwarded, "malformed": c.malformed,
             "overflow": c.overflow, "unexpected": c.unexpected, "no_client": c.no_client,
+            "clients": c.clients, "refused": c.refused,
             "send_errors": c.send_errors, "in_flight": c.in_flight, "cpu_s": self.cpu_s,
-            "assist_feedback": c.assist_feedback,
+            "assist_feedback": c.assist_feedback, "assist_held": c.assist_held,
             "timer_lateness_us": { "p50": us(0.5), "p99": us(0.99), "max": us(1.0) },
         });
         serde_json::to_string_pretty(&v).expect("plain data")
@@ -159,6 +178,15 @@ fn zhuge_summary(any: &dyn std::any::Any) -> Option<lowlat_sim::results::AssistS
             .then(|| log.iter().filter(|r| err_ms(r) <= 10.0).count() as f64 / n as f64),
         dropped_client_feedback: z.dropped_client_feedback(),
     })
+}
+
+/// A forward datagram's sequence number as the middlebox reads it.
+#[derive(Clone, Copy)]
+enum Wide {
+    /// RTP's 16-bit transport-wide sequence number.
+    Rtp(u16),
+    /// A transport packet number truncated to 32 bits.
+    Transport(u32),
 }
 
 /// Payloads of one direction waiting for their packets to leave the links, in packet-id order
@@ -429,30 +457,69 @@ fn kernel_timestamps(sock: &UdpSocket) {
     }
 }
 
+/// One client of the relay: its address, the socket it reaches the server from (so the server's
+/// answers find their way back, as through a NAT), the scenario flow whose paths it crosses, and
+/// what the relay measured for it.
+struct Client {
+    addr: SocketAddr,
+    sock: UdpSocket,
+    /// The scenario flow's index (the flow id its packets carry).
+    flow: u32,
+    /// What its forward datagrams must be for the middlebox.
+    parse: Parse,
+    stores: [PayloadStore; 2],
+    metrics: [FlowMetrics; 2],
+    first_in: [Option<Time>; 2],
+    last_in: [Option<Time>; 2],
+    seq: [u64; 2],
+    /// The last transport-wide sequence number (RTP) or packet number (transport) seen, unwrapped.
+    transport_seq: Option<u64>,
+    /// Reverse payloads the middlebox keeps (out-of-band Zhuge holding ACKs) until it releases them.
+    held: VecDeque<(u64, Vec<u8>)>,
+    /// Datagrams leaving towards the server, sent together.
+    sends: SendBatch,
+}
+
+/// Bits of a packet's `app` that hold the relay's own sequence number; the bits above hold the
+/// client's index (below bit 62, which marks non-congestion-control feedback).
+const SEQ_BITS: u32 = 40;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+/// One client's results to report: its name, scenario flow, and per direction its metrics,
+/// first and last arrival.
+type Entry<'a> = (String, u32, &'a [FlowMetrics; 2], [Option<Time>; 2], [Option<Time>; 2]);
+
+/// A non-blocking, timestamping UDP socket on `local` for one client's side towards the server.
+fn server_socket(local: IpAddr) -> Result<UdpSocket, String> {
+    let s = UdpSocket::bind((local, 0)).map_err(|e| format!("cannot bind the server side: {e}"))?;
+    s.set_nonblocking(true).map_err(|e| format!("cannot make a socket non-blocking: {e}"))?;
+    bigger_buffers(&s);
+    kernel_timestamps(&s);
+    Ok(s)
+}
+
 /// A relay, bound and ready to run.
 pub struct Relay {
     cfg: RelayConfig,
     scenario: Scenario,
     net: Network,
     client_sock: UdpSocket,
-    server_sock: UdpSocket,
-    client: Option<SocketAddr>,
-    stores: [PayloadStore; 2],
-    metrics: [FlowMetrics; 2],
-    first_in: [Option<Time>; 2],
-    last_in: [Option<Time>; 2],
-    seq: [u64; 2],
-    /// Whether a middlebox sits at the bottleneck (forward datagrams must then be RTP).
-    assisted: bool,
-    /// The last transport-wide sequence number seen, unwrapped.
-    transport_seq: Option<u64>,
+    /// The first client's server-side socket, bound before it arrives.
+    spare_sock: Option<UdpSocket>,
+    /// The address the server-side sockets bind to.
+    local: IpAddr,
+    clients: Vec<Client>,
+    /// The scenario flows clients are mapped to, in order.
+    mapped: Vec<u32>,
     next_id: u64,
     counters: RelayCounters,
     lateness: Histogram<u64>,
     pcap: Option<PcapWriter>,
     wakes: u64,
-    /// Datagrams leaving towards the server (0) and the client (1), sent together.
-    sends: [SendBatch; 2],
+    /// Datagrams leaving towards the clients, sent together.
+    back: SendBatch,
+    /// The sockets to wait on: the listening one, then each client's.
+    fds: Vec<RawFd>,
 }
 
 impl Relay {
@@ -462,7 +529,6 @@ impl Relay {
             return Err(format!("max datagram: got {}, expected 1 to 65535 bytes", cfg.max_datagram));
         }
         let net = Network::from_scenario(&scenario, cfg.flow.as_deref())?;
-        let assisted = net.links().first().is_some_and(|l| l.middlebox().is_some());
         let client_sock =
             UdpSocket::bind(cfg.listen).map_err(|e| format!("--listen {}: cannot bind: {e}", cfg.listen))?;
         let local: IpAddr = match cfg.forward.ip() {
@@ -471,35 +537,77 @@ impl Relay {
             IpAddr::V6(ip) if ip.is_loopback() => Ipv6Addr::LOCALHOST.into(),
             IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
         };
-        let server_sock =
-            UdpSocket::bind((local, 0)).map_err(|e| format!("cannot bind the server side: {e}"))?;
-        for s in [&client_sock, &server_sock] {
-            s.set_nonblocking(true).map_err(|e| format!("cannot make a socket non-blocking: {e}"))?;
-            bigger_buffers(s);
-            kernel_timestamps(s);
+        if cfg.max_clients == 0 || cfg.max_clients > 1 << (62 - SEQ_BITS) {
+            return Err(format!(
+                "max clients: got {}, expected 1 to {}",
+                cfg.max_clients,
+                1 << (62 - SEQ_BITS)
+            ));
         }
-        let bin = scenario.bin;
+        let server_sock = server_socket(local)?;
+        client_sock.set_nonblocking(true).map_err(|e| format!("cannot make a socket non-blocking: {e}"))?;
+        bigger_buffers(&client_sock);
+        kernel_timestamps(&client_sock);
+        let mapped = net.mapped_flows().collect();
+        let fds = vec![client_sock.as_raw_fd()];
         Ok(Relay {
-            stores: [PayloadStore::new(cfg.buffer_bytes), PayloadStore::new(cfg.buffer_bytes)],
             cfg,
             scenario,
             net,
             client_sock,
-            server_sock,
-            client: None,
-            metrics: [FlowMetrics::new(bin), FlowMetrics::new(bin)],
-            first_in: [None; 2],
-            last_in: [None; 2],
-            seq: [0; 2],
-            assisted,
-            transport_seq: None,
+            spare_sock: Some(server_sock),
+            local,
+            clients: Vec::new(),
+            mapped,
             next_id: 0,
             counters: RelayCounters::default(),
             lateness: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid"),
             pcap: None,
             wakes: 0,
-            sends: [SendBatch::default(), SendBatch::default()],
+            back: SendBatch::default(),
+            fds,
         })
+    }
+
+    /// The client at `addr`, taken on if it is new and there is room: the `k`-th client crosses
+    /// the `k`-th mapped flow's paths (round robin when there are more clients than flows, but
+    /// an assisted flow carries one client only: its middlebox state is the flow's).
+    fn client_for(&mut self, addr: SocketAddr) -> Option<usize> {
+        if let Some(i) = self.clients.iter().position(|c| c.addr == addr) {
+            return Some(i);
+        }
+        if self.clients.len() >= self.cfg.max_clients {
+            return None;
+        }
+        let k = self.clients.len();
+        let flow = self.mapped[k % self.mapped.len()];
+        let parse = self.net.parse(flow);
+        if parse != Parse::Any && self.clients.iter().any(|c| c.flow == flow) {
+            return None;
+        }
+        let sock = match self.spare_sock.take() {
+            Some(s) => s,
+            None => server_socket(self.local).ok()?,
+        };
+        self.fds.push(sock.as_raw_fd());
+        let bin = self.scenario.bin;
+        let budget = self.cfg.buffer_bytes;
+        self.clients.push(Client {
+            addr,
+            sock,
+            flow,
+            parse,
+            stores: [PayloadStore::new(budget), PayloadStore::new(budget)],
+            metrics: [FlowMetrics::new(bin), FlowMetrics::new(bin)],
+            first_in: [None; 2],
+            last_in: [None; 2],
+            seq: [0; 2],
+            transport_seq: None,
+            held: VecDeque::new(),
+            sends: SendBatch::default(),
+        });
+        self.counters.clients += 1;
+        Some(k)
     }
 
     /// The address clients send to (the bound port when `listen` asked for port 0).
@@ -507,9 +615,10 @@ impl Relay {
         self.client_sock.local_addr().unwrap_or(self.cfg.listen)
     }
 
-    /// The address the relay sends to the server from.
+    /// The address the relay sends the first client's datagrams to the server from.
     pub fn server_side_addr(&self) -> SocketAddr {
-        self.server_sock.local_addr().unwrap_or(self.cfg.forward)
+        let sock = self.spare_sock.as_ref().or(self.clients.first().map(|c| &c.sock));
+        sock.and_then(|s| s.local_addr().ok()).unwrap_or(self.cfg.forward)
     }
 
     /// Runs until the duration ends or `should_stop` returns true (asked every 50 ms).
@@ -528,7 +637,6 @@ impl Relay {
             );
         }
         let end = Time::ZERO + self.cfg.duration.unwrap_or(self.scenario.duration);
-        let fds = [self.client_sock.as_raw_fd(), self.server_sock.as_raw_fd()];
         let cap = (self.cfg.max_datagram + 1).min(65_536);
         let mut batches = [RecvBatch::new(cap), RecvBatch::new(cap)];
         let mut next_check = Time::ZERO + STOP_CHECK;
@@ -549,35 +657,38 @@ impl Relay {
                     self.emit(d, pkt, &clock);
                     sent = true;
                 }
-                self.flush(0);
-                self.flush(1);
+                self.flush_all();
                 self.drain_site(now);
                 if sent {
                     self.lateness.saturating_record((now - due).as_nanos().max(1));
                 }
             }
             let mut got = 0;
-            for (d, batch) in batches.iter_mut().enumerate() {
+            // The listening socket (side 0), then each client's server-side socket (side 1).
+            let mut f = 0;
+            while f < self.fds.len() {
+                let (d, fd) = (usize::from(f > 0), self.fds[f]);
                 // A few batches at most, so a flood cannot starve the links' departures.
                 for _ in 0..4 {
-                    let n = batch.recv(fds[d]);
+                    let n = batches[d].recv(fd);
                     let at = clock.now();
                     for i in 0..n {
                         // The kernel's arrival time, on the relay's clock, within what the links
                         // already saw and now.
-                        let stamped = batch
+                        let stamped = batches[d]
                             .kernel_time_unix_ns(i)
                             .map_or(at, |ns| Time(ns.saturating_sub(unix_at_zero_ns)))
                             .clamp(net_now, at.max(net_now));
                         net_now = stamped;
-                        let (src, data, truncated) = batch.get(i);
-                        self.ingress(d, stamped, src, data, truncated);
+                        let (src, data, truncated) = batches[d].get(i);
+                        self.ingress(f, stamped, src, data, truncated);
                     }
                     got += n;
                     if n < BATCH {
                         break;
                     }
                 }
+                f += 1;
             }
             now = clock.now();
             if got > 0 {
@@ -589,7 +700,7 @@ impl Relay {
             }
             let left = (deadline - now).as_nanos();
             if left > SPIN_NS {
-                wait_readable(&fds, Some(left - SPIN_NS));
+                wait_readable(&self.fds, Some(left - SPIN_NS));
             } else {
                 while clock.now() < deadline {
                     std::hint::spin_loop();
@@ -606,8 +717,10 @@ impl Relay {
         Ok(report)
     }
 
-    /// A datagram read from side `d` (0: the client's, 1: the server's) at `now`.
-    fn ingress(&mut self, d: usize, now: Time, src: Option<SocketAddr>, data: &[u8], truncated: bool) {
+    /// A datagram read at `now` on socket `f` of [`Relay::fds`]: 0, the listening one (a client's
+    /// datagram, forward), else client `f - 1`'s server-side socket (an answer, reverse).
+    fn ingress(&mut self, f: usize, now: Time, src: Option<SocketAddr>, data: &[u8], truncated: bool) {
+        let d = usize::from(f > 0);
         self.counters.received[d] += 1;
         if d == 1 && src != Some(self.cfg.forward) {
             self.counters.unexpected += 1;
@@ -617,62 +730,109 @@ impl Relay {
             self.counters.malformed[d] += 1;
             return;
         }
-        // A middlebox at the bottleneck reads the RTP header's transport-wide sequence number.
+        let k = if d == 0 {
+            // Invariant: recvmmsg on a UDP socket names the sender.
+            let Some(k) = src.and_then(|a| self.client_for(a)) else {
+                self.counters.refused += 1;
+                return;
+            };
+            k
+        } else {
+            f - 1
+        };
+        let c = &mut self.clients[k];
+        // A middlebox at the bottleneck reads the RTP header's transport-wide sequence number,
+        // or the transport packet's number.
         let mut transport_seq = None;
-        if d == 0 && self.assisted {
-            match lowlat_wire::RtpHeader::decode(data, lowlat_wire::rtp::DEFAULT_TRANSPORT_SEQ_ID) {
-                Ok((h, _, _)) if h.transport_seq.is_some() => transport_seq = h.transport_seq,
-                _ => {
+        if d == 0 {
+            let seq = match c.parse {
+                Parse::Any => Ok(None),
+                Parse::Rtp => {
+                    match lowlat_wire::RtpHeader::decode(data, lowlat_wire::rtp::DEFAULT_TRANSPORT_SEQ_ID) {
+                        Ok((h, _, _)) if h.transport_seq.is_some() => Ok(h.transport_seq.map(Wide::Rtp)),
+                        _ => Err(()),
+                    }
+                }
+                Parse::Transport => match crate::quic::peek_pn(data) {
+                    Some(pn) if crate::quic::is_data(data) => Ok(Some(Wide::Transport(pn))),
+                    _ => Err(()),
+                },
+            };
+            match seq {
+                Ok(s) => transport_seq = s,
+                Err(()) => {
                     self.counters.malformed[d] += 1;
                     return;
                 }
             }
         }
-        if d == 0 {
-            self.client = src;
-        } else if self.client.is_none() {
-            self.counters.no_client += 1;
-            return;
-        }
         let id = self.next_id;
-        if !self.stores[d].push(id, data) {
+        if !c.stores[d].push(id, data) {
             self.counters.overflow[d] += 1;
             return;
         }
         self.next_id += 1;
         let size = Bytes(data.len() as u64 + u64::from(self.cfg.overhead));
         // With a middlebox, the packet's sequence number is its real transport-wide one (what an
-        // AP reads from the RTP header extension); the relay's own count rides in `app`.
+        // AP reads from the RTP header extension) or its packet number; the relay's own count
+        // rides in `app`, with the client's index.
         let seq = match transport_seq {
-            Some(s16) => {
-                let prev = self.transport_seq.unwrap_or(u64::from(s16));
+            Some(Wide::Rtp(s16)) => {
+                let prev = c.transport_seq.unwrap_or(u64::from(s16));
                 let seq = (prev as i64 + i64::from(s16.wrapping_sub(prev as u16) as i16)).max(0) as u64;
-                self.transport_seq = Some(prev.max(seq));
+                c.transport_seq = Some(prev.max(seq));
                 seq
             }
-            None => self.seq[d],
+            Some(Wide::Transport(pn32)) => {
+                let seq = crate::quic::expand_pn(c.transport_seq, pn32);
+                c.transport_seq = Some(c.transport_seq.map_or(seq, |p| p.max(seq)));
+                seq
+            }
+            None => c.seq[d],
         };
-        let mut pkt = Packet::new(id, FlowId(self.net.flow_index()), size, seq, now);
-        pkt.app = self.seq[d];
-        self.seq[d] += 1;
+        let mut pkt = Packet::new(id, FlowId(c.flow), size, seq, now);
+        pkt.app = ((k as u64) << SEQ_BITS) | (c.seq[d] & SEQ_MASK);
+        // A Generic NACK (RTCP RTPFB, FMT 1) is not congestion feedback: Zhuge lets it pass.
+        if d == 1
+            && c.parse == Parse::Rtp
+            && data.len() >= 12
+            && data[1] == lowlat_wire::rtcp::PT_RTPFB
+            && data[0] & 0x1f == 1
+        {
+            pkt.app |= lowlat_core::APP_NON_CC_FEEDBACK;
+        }
+        c.seq[d] += 1;
         pkt.kind = if d == 0 { PacketKind::Data } else { PacketKind::Feedback };
-        self.metrics[d].on_sent(now, size.0);
-        self.first_in[d].get_or_insert(now);
-        self.last_in[d] = Some(now);
+        c.metrics[d].on_sent(now, size.0);
+        c.first_in[d].get_or_insert(now);
+        c.last_in[d] = Some(now);
         self.net.handle_input(now, pkt);
         self.drain_site(now);
     }
 
     /// Frees what the middlebox took from the reverse path and sends the feedback it wrote to
-    /// the client, from the relay's listening socket (the AP speaks for the receiver).
+    /// the flow's client, from the relay's listening socket (the AP speaks for the receiver).
     fn drain_site(&mut self, now: Time) {
-        while let Some(id) = self.net.poll_taken() {
-            if let Some(b) = self.stores[1].take(id) {
-                self.stores[1].recycle(b);
+        while let Some((id, kept)) = self.net.poll_taken() {
+            // Reverse packets are taken rarely (the middlebox's verdicts): a binary search per
+            // client finds the one whose store holds the id.
+            for c in &mut self.clients {
+                if c.stores[1].held.binary_search_by_key(&id, |h| h.0).is_ok() {
+                    if let Some(b) = c.stores[1].take(id) {
+                        if kept {
+                            self.counters.assist_held += 1;
+                            c.held.push_back((id, b));
+                        } else {
+                            c.stores[1].recycle(b);
+                        }
+                        break;
+                    }
+                }
             }
         }
-        while let Some(bytes) = self.net.poll_assist_feedback() {
-            let Some(client) = self.client else { continue };
+        while let Some((flow, bytes)) = self.net.poll_assist_feedback() {
+            // An assisted flow carries one client.
+            let Some(client) = self.clients.iter().find(|c| c.flow == flow).map(|c| c.addr) else { continue };
             if self.client_sock.send_to(&bytes, client).is_err() {
                 self.counters.send_errors += 1;
             }
@@ -686,35 +846,55 @@ impl Relay {
     /// A packet left the emulated path: its payload goes out of the other side.
     fn emit(&mut self, dir: Direction, pkt: Packet, clock: &WallClock) {
         let d = usize::from(dir == Direction::Reverse);
-        // Invariant: every packet in the links has its payload held (pushed before input).
-        let Some(payload) = self.stores[d].take(pkt.id) else { return };
-        let (src, dst) = match (d, self.client) {
-            (0, c) => (c, Some(self.cfg.forward)),
-            (_, c) => (Some(self.cfg.forward), c),
+        let k = ((pkt.app & !lowlat_core::APP_NON_CC_FEEDBACK) >> SEQ_BITS) as usize;
+        let Some(c) = self.clients.get_mut(k) else { return };
+        // Invariant: every packet in the links has its payload held (pushed before input), in the
+        // store or, once the middlebox kept it, beside it (a handful at most: look there first).
+        let kept = if d == 1 { c.held.iter().position(|h| h.0 == pkt.id) } else { None };
+        let payload = match kept {
+            Some(i) => c.held.remove(i).map(|h| h.1),
+            None => c.stores[d].take(pkt.id),
         };
+        let Some(payload) = payload else { return };
+        let (src, dst) = if d == 0 { (c.addr, self.cfg.forward) } else { (self.cfg.forward, c.addr) };
         let now = clock.now();
         self.counters.forwarded[d] += 1;
-        self.metrics[d].on_received(now, pkt.app, pkt.size as u64, pkt.sent_at);
-        if let (Some(p), Some(src), Some(dst)) = (&mut self.pcap, src, dst) {
+        c.metrics[d].on_received(now, pkt.app & SEQ_MASK, pkt.size as u64, pkt.sent_at);
+        if let Some(p) = &mut self.pcap {
             // A failing disk must not stop the relay; the error shows as a short pcap.
             let _ = p.write(now.as_nanos(), src, dst, &payload);
         }
-        match dst {
-            Some(dst) => {
-                if self.sends[d].push(payload, dst) {
-                    self.flush(d);
+        if d == 0 {
+            if c.sends.push(payload, dst) {
+                self.counters.send_errors += c.sends.flush(c.sock.as_raw_fd());
+                for b in c.sends.bufs.drain(..) {
+                    c.stores[0].recycle(b);
                 }
             }
-            None => self.stores[d].recycle(payload),
+        } else if self.back.push(payload, dst) {
+            self.flush_back();
         }
     }
 
-    /// Sends what direction `d` has batched, in one `sendmmsg` call per [`BATCH`].
-    fn flush(&mut self, d: usize) {
-        let fd = if d == 0 { self.server_sock.as_raw_fd() } else { self.client_sock.as_raw_fd() };
-        self.counters.send_errors += self.sends[d].flush(fd);
-        for b in self.sends[d].bufs.drain(..) {
-            self.stores[d].recycle(b);
+    /// Sends what is batched towards the clients, in one `sendmmsg` call per [`BATCH`].
+    fn flush_back(&mut self) {
+        self.counters.send_errors += self.back.flush(self.client_sock.as_raw_fd());
+        // The buffers go back to the first client's store (any store recycles any buffer).
+        for b in self.back.bufs.drain(..) {
+            if let Some(c) = self.clients.first_mut() {
+                c.stores[1].recycle(b);
+            }
+        }
+    }
+
+    /// Sends everything batched, both ways.
+    fn flush_all(&mut self) {
+        self.flush_back();
+        for c in &mut self.clients {
+            self.counters.send_errors += c.sends.flush(c.sock.as_raw_fd());
+            for b in c.sends.bufs.drain(..) {
+                c.stores[0].recycle(b);
+            }
         }
     }
 
@@ -725,82 +905,98 @@ impl Relay {
         let bin_ns = bin.as_nanos().max(1);
         let nbins = end.as_nanos().div_ceil(bin_ns) as usize;
         let bin_s = bin.as_secs_f64();
-        let base = self.cfg.flow.clone().or_else(|| sc.flows.first().map(|f| f.id.clone()));
-        let ids = match base {
-            Some(b) => [b.clone(), format!("{b}.reverse")],
-            None => ["forward".to_string(), "reverse".to_string()],
-        };
-        let reverse_delay = |d: usize| -> Duration {
-            // The propagation delay back to the sender of direction d: the other direction's links.
-            let other = if d == 0 { Direction::Reverse } else { Direction::Forward };
-            self.net.path_delay(other)
-        };
+        // One pair of results (forward, reverse) per client, named after its flow (`#2`, `#3`
+        // for further clients on the same flow); a run without clients reports the first
+        // mapped flow, empty.
+        let placeholder = [FlowMetrics::new(bin), FlowMetrics::new(bin)];
+        let mut entries: Vec<Entry<'_>> = Vec::new();
+        for (k, c) in self.clients.iter().enumerate() {
+            let name = sc.flows.get(c.flow as usize).map_or("forward", |f| f.id.as_str());
+            let earlier = self.clients[..k].iter().filter(|o| o.flow == c.flow).count();
+            let name = if earlier > 0 { format!("{name}#{}", earlier + 1) } else { name.to_string() };
+            entries.push((name, c.flow, &c.metrics, c.first_in, c.last_in));
+        }
+        if entries.is_empty() {
+            let flow = self.mapped[0];
+            let name = sc.flows.get(flow as usize).map_or("forward", |f| f.id.as_str()).to_string();
+            entries.push((name, flow, &placeholder, [None; 2], [None; 2]));
+        }
         let mut flows = Vec::new();
         let (mut f_id, mut f_t, mut f_send, mut f_recv, mut f_owd) = (vec![], vec![], vec![], vec![], vec![]);
         let mut counters = self.counters;
-        for (d, m) in self.metrics.iter().enumerate() {
-            let start = self.first_in[d].unwrap_or(Time::ZERO);
-            let rx_end = m.last_rx.max(self.last_in[d]).unwrap_or(end).min(end);
-            let span = rx_end.saturating_since(start).as_secs_f64();
-            let thr = if span > 0.0 { m.rx_bytes as f64 * 8.0 / span / 1e3 } else { 0.0 };
-            let could_arrive = m.max_seq.map_or(0, |s| s + 1);
-            let owd_hist = m.owd.histogram();
-            let owd = Stats::from_ns(&owd_hist, m.owd_sum_ns, Some(m.owd_max_ns));
-            let shift = reverse_delay(d).as_millis_f64();
-            let add = |v: Option<f64>| v.map(|x| x + shift);
-            let limit_ns = (200e6 - reverse_delay(d).as_nanos() as f64).max(0.0) as u64;
-            let over = m.owd.len() - owd_hist.count_between(0, limit_ns).min(m.owd.len());
-            counters.in_flight[d] =
-                self.net.packets_inside(if d == 0 { Direction::Forward } else { Direction::Reverse }) as u64;
-            flows.push(FlowSummary {
-                id: ids[d].clone(),
-                kind: "udp-relay".into(),
-                cc: "none".into(),
-                start_s: start.as_secs_f64(),
-                end_s: end.as_secs_f64(),
-                throughput_kbps: thr,
-                goodput_kbps: thr,
-                loss_ratio: if could_arrive > 0 { m.lost() as f64 / could_arrive as f64 } else { 0.0 },
-                owd_ms: owd,
-                rtt_ms: Stats::default(),
-                packets_sent: m.sent_packets,
-                packets_received: m.rx_packets,
-                frame_delay_ms: None,
-                fps_mean: None,
-                ratio_rtt_over_200ms: None,
-                ratio_frame_delay_over_400ms: None,
-                ratio_fps_below_10: None,
-                ce_reported: None,
-                retransmissions: None,
-                recovered: None,
-                net_rtt_ms: Stats {
-                    mean: add(owd.mean),
-                    p50: add(owd.p50),
-                    p90: add(owd.p90),
-                    p95: add(owd.p95),
-                    p99: add(owd.p99),
-                    max: add(owd.max),
-                },
-                ratio_net_rtt_over_200ms: if m.owd.is_empty() {
-                    0.0
-                } else {
-                    over as f64 / m.owd.len() as f64
-                },
-                transfers: None,
-                completion_ms: None,
-                connections: None,
-            });
-            for i in 0..nbins {
-                let b = m.bins.get(i).copied().unwrap_or_default();
-                f_id.push(ids[d].clone());
-                f_t.push(i as f64 * bin_s);
-                f_send.push(b.tx_bytes as f64 * 8.0 / bin_s / 1e3);
-                f_recv.push(b.rx_bytes as f64 * 8.0 / bin_s / 1e3);
-                f_owd.push(if b.rx_packets > 0 {
-                    b.owd_sum_ns as f64 / b.rx_packets as f64 * 1e-6
-                } else {
-                    f64::NAN
+        // Datagrams inside the links, and those the middlebox keeps.
+        let kept: u64 = self.clients.iter().map(|c| c.held.len() as u64).sum();
+        counters.in_flight = [
+            self.net.packets_inside_all(Direction::Forward) as u64,
+            self.net.packets_inside_all(Direction::Reverse) as u64 + kept,
+        ];
+        for (name, flow, metrics, first_in, last_in) in &entries {
+            for (d, m) in metrics.iter().enumerate() {
+                let id = if d == 0 { name.clone() } else { format!("{name}.reverse") };
+                // The propagation delay back to the sender of direction d: the other direction's links.
+                let back =
+                    self.net.path_delay(*flow, if d == 0 { Direction::Reverse } else { Direction::Forward });
+                let start = first_in[d].unwrap_or(Time::ZERO);
+                let rx_end = m.last_rx.max(last_in[d]).unwrap_or(end).min(end);
+                let span = rx_end.saturating_since(start).as_secs_f64();
+                let thr = if span > 0.0 { m.rx_bytes as f64 * 8.0 / span / 1e3 } else { 0.0 };
+                let could_arrive = m.max_seq.map_or(0, |s| s + 1);
+                let owd_hist = m.owd.histogram();
+                let owd = Stats::from_ns(&owd_hist, m.owd_sum_ns, Some(m.owd_max_ns));
+                let shift = back.as_millis_f64();
+                let add = |v: Option<f64>| v.map(|x| x + shift);
+                let limit_ns = (200e6 - back.as_nanos() as f64).max(0.0) as u64;
+                let over = m.owd.len() - owd_hist.count_between(0, limit_ns).min(m.owd.len());
+                flows.push(FlowSummary {
+                    id: id.clone(),
+                    kind: "udp-relay".into(),
+                    cc: "none".into(),
+                    start_s: start.as_secs_f64(),
+                    end_s: end.as_secs_f64(),
+                    throughput_kbps: thr,
+                    goodput_kbps: thr,
+                    loss_ratio: if could_arrive > 0 { m.lost() as f64 / could_arrive as f64 } else { 0.0 },
+                    owd_ms: owd,
+                    rtt_ms: Stats::default(),
+                    packets_sent: m.sent_packets,
+                    packets_received: m.rx_packets,
+                    frame_delay_ms: None,
+                    fps_mean: None,
+                    ratio_rtt_over_200ms: None,
+                    ratio_frame_delay_over_400ms: None,
+                    ratio_fps_below_10: None,
+                    ce_reported: None,
+                    retransmissions: None,
+                    recovered: None,
+                    net_rtt_ms: Stats {
+                        mean: add(owd.mean),
+                        p50: add(owd.p50),
+                        p90: add(owd.p90),
+                        p95: add(owd.p95),
+                        p99: add(owd.p99),
+                        max: add(owd.max),
+                    },
+                    ratio_net_rtt_over_200ms: if m.owd.is_empty() {
+                        0.0
+                    } else {
+                        over as f64 / m.owd.len() as f64
+                    },
+                    transfers: None,
+                    completion_ms: None,
+                    connections: None,
                 });
+                for i in 0..nbins {
+                    let b = m.bins.get(i).copied().unwrap_or_default();
+                    f_id.push(id.clone());
+                    f_t.push(i as f64 * bin_s);
+                    f_send.push(b.tx_bytes as f64 * 8.0 / bin_s / 1e3);
+                    f_recv.push(b.rx_bytes as f64 * 8.0 / bin_s / 1e3);
+                    f_owd.push(if b.rx_packets > 0 {
+                        b.owd_sum_ns as f64 / b.rx_packets as f64 * 1e-6
+                    } else {
+                        f64::NAN
+                    });
+                }
             }
         }
         let (links, link_series) = link_results(self.net.links(), self.net.link_names(), end, bin);

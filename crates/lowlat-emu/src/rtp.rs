@@ -49,10 +49,6 @@ pub fn media_flow<'a>(scenario: &'a Scenario, id: Option<&str>) -> Result<&'a Fl
         format!("{}: no rtp-video flow{}", scenario.source, id.map(|i| format!(" {i:?}")).unwrap_or_default())
     })?;
     match &f.media {
-        Some(m) if m.nack => Err(format!(
-            "{}: flow {:?}: nack = true is simulated only (lowlat send/receive do not retransmit yet); remove it",
-            scenario.source, f.id
-        )),
         Some(m) if !lowlat_sim::scenario::is_window_controller(&m.cc) => Ok(f),
         _ => Err(format!(
             "{}: flow {:?} is not an rtp-video flow with a rate controller",
@@ -72,6 +68,10 @@ pub struct SenderReport {
     pub metrics: FlowMetrics,
     /// Feedback datagrams that were not readable RTCP feedback.
     pub malformed_feedback: u64,
+    /// Network signals read (NETWORK_SIGNAL frames or SCONE packets from the access point).
+    pub signals: u64,
+    /// Generic NACKs read (`nack = true`).
+    pub nacks: u64,
     /// Wall seconds run.
     pub elapsed_s: f64,
 }
@@ -85,8 +85,10 @@ pub struct ReceiverReport {
     pub metrics: FlowMetrics,
     /// Datagrams that were not lowlat RTP.
     pub malformed: u64,
-    /// Feedback datagrams sent.
+    /// Feedback datagrams sent (NACKs included).
     pub feedback_sent: u64,
+    /// Generic NACKs sent (`nack = true`).
+    pub nacks_sent: u64,
 }
 
 /// Per packet: its unwrapped transport-wide sequence number and arrival time (`None`: lost).
@@ -133,6 +135,35 @@ fn rtcp_arrivals(bytes: &[u8], last: &mut Option<u64>) -> Option<(Time, Arrivals
     Some((report_time, arrivals))
 }
 
+/// The sequence numbers a Generic NACK datagram (RTCP RTPFB, FMT 1) asks for; `None` for
+/// anything else.
+fn generic_nack(b: &[u8]) -> Option<Vec<u16>> {
+    if b.len() < 12 || b[1] != lowlat_wire::rtcp::PT_RTPFB || b[0] & 0x1f != 1 {
+        return None;
+    }
+    let n = lowlat_wire::GenericNack::decode(b).ok()?;
+    Some(n.lost().collect())
+}
+
+/// What an access point's signal datagram says, as the simulator hands it to the sender: a
+/// NETWORK_SIGNAL frame (SCONE-PRO for RTC: capacity share and queue) or a SCONE packet (its
+/// 7-bit rate signal, long-term advice). `None` for anything else (RTCP starts with version 2,
+/// neither of these).
+fn network_signal(b: &[u8]) -> Option<lowlat_cc::NetworkSignal> {
+    use lowlat_core::Bitrate;
+    if b.first() == Some(&(lowlat_wire::netsignal::FRAME_TYPE as u8)) {
+        let r = lowlat_wire::NetworkSignalRepr::decode(b).ok()?;
+        return Some(lowlat_cc::NetworkSignal {
+            capacity: Bitrate::bps(r.capacity_bps),
+            queue: Bytes(r.queue_bytes),
+            long_term: false,
+        });
+    }
+    let r = lowlat_wire::SconeRepr::decode(b).ok()?;
+    let bps = lowlat_wire::scone::signal_to_bps(r.rate_signal).ok()??;
+    Some(lowlat_cc::NetworkSignal { capacity: Bitrate::from_bps_f64(bps), queue: Bytes(0), long_term: true })
+}
+
 /// Sends flow `flow`'s video from `socket` to `dest` for `duration` (default: the scenario's),
 /// reading feedback on the same socket. `should_stop` is asked every 50 ms.
 pub fn run_sender(
@@ -147,7 +178,12 @@ pub fn run_sender(
     let m = f.media.as_ref().expect("checked by media_flow");
     let end = Time::ZERO + duration.unwrap_or(scenario.duration);
     let rng = stream(scenario.seed, &format!("flow.{}", f.id));
-    let mut sender = RtpSender::new(m, Time::ZERO, end, f.rate, f.packet_size, rng, media::mailbox());
+    // The sender reads a NACK from its mailbox, as in the simulator: each one read off the wire
+    // is posted there under an id of its own.
+    let mailbox = media::mailbox();
+    let mut sender = RtpSender::new(m, Time::ZERO, end, f.rate, f.packet_size, rng, mailbox.clone());
+    let mut nack_id = 0u64;
+    let mut nacks = 0u64;
     socket.set_nonblocking(true).map_err(|e| format!("socket: {e}"))?;
     crate::relay::bigger_buffers(socket);
     precise_timers();
@@ -155,6 +191,7 @@ pub fn run_sender(
     let clock = WallClock::start();
     let mut metrics = FlowMetrics::new(scenario.bin);
     let mut malformed = 0;
+    let mut signals = 0;
     let mut last_seq = None;
     let mut out = Vec::with_capacity(2048);
     let mut buf = vec![0u8; 65_536];
@@ -198,6 +235,28 @@ pub fn run_sender(
             match socket.recv_from(&mut buf) {
                 Ok((n, _)) => {
                     let now = clock.now();
+                    if let Some(signal) = network_signal(&buf[..n]) {
+                        // The access point's SCONE / NETWORK_SIGNAL datagram (`scone`, `scone-rtc`).
+                        sender.handle_assist(now, &AssistFeedback::Signal(signal));
+                        signals += 1;
+                        continue;
+                    }
+                    if let Some(lost) = generic_nack(&buf[..n]) {
+                        // Generic NACK (RFC 4585 §6.2.1): resend what the history still holds.
+                        mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
+                            nack_id,
+                            // No receiver reports on these sockets yet, so no RTCP RTT: the
+                            // sender's once-per-RTT rule does not hold back a resend.
+                            media::RtcpMessage::Nack { lost, forward_delay: Duration::ZERO },
+                        ));
+                        let mut pkt = Packet::new(nack_id, FlowId(0), Bytes(n as u64), 0, now);
+                        pkt.kind = lowlat_core::PacketKind::Feedback;
+                        pkt.app = nack_id | lowlat_core::APP_NON_CC_FEEDBACK;
+                        sender.handle_packet(now, &pkt);
+                        nack_id += 1;
+                        nacks += 1;
+                        continue;
+                    }
                     match rtcp_arrivals(&buf[..n], &mut last_seq) {
                         Some((report_time, arrivals)) => {
                             sender.handle_assist(now, &AssistFeedback::Report { report_time, arrivals })
@@ -220,6 +279,8 @@ pub fn run_sender(
         media: sender.media_metrics().unwrap_or_default(),
         metrics,
         malformed_feedback: malformed,
+        signals,
+        nacks,
         elapsed_s: clock.now().min(end).as_secs_f64(),
     })
 }
@@ -245,7 +306,7 @@ pub fn run_receiver(
     let mut clock: Option<WallClock> = None;
     let mut peer: Option<SocketAddr> = None;
     let mut metrics = FlowMetrics::new(scenario.bin);
-    let (mut malformed, mut feedback_sent, mut next_id) = (0u64, 0u64, 0u64);
+    let (mut malformed, mut feedback_sent, mut next_id, mut nacks_sent) = (0u64, 0u64, 0u64, 0u64);
     let mut last_seq: Option<u64> = None;
     let mut twcc = TwccBuilder::new(FEEDBACK_SSRC, MEDIA_SSRC);
     let mut out = Vec::with_capacity(1500);
@@ -308,13 +369,21 @@ pub fn run_receiver(
         };
         let now = c.now();
         while let Some(_t) = receiver.poll_transmit(now) {
-            let Some((_, media::RtcpMessage::Report { arrivals: report, .. })) =
-                mailbox.lock().expect("the lock is never held across a panic").pop_front()
-            else {
-                continue;
-            };
+            let msg = mailbox.lock().expect("the lock is never held across a panic").pop_front();
             out.clear();
-            encode_feedback(m.feedback_format, &mut twcc, &report, now, &mut out);
+            match msg {
+                Some((_, media::RtcpMessage::Report { arrivals: report, .. })) => {
+                    encode_feedback(m.feedback_format, &mut twcc, &report, now, &mut out)
+                }
+                Some((_, media::RtcpMessage::Nack { lost, .. })) if !lost.is_empty() => {
+                    // Invariant: the requester asks for 1 to 1000 packets at a time.
+                    lowlat_wire::GenericNack::from_lost(FEEDBACK_SSRC, MEDIA_SSRC, &lost)
+                        .encode(&mut out)
+                        .expect("a NACK of 1 to 1000 packets encodes");
+                    nacks_sent += 1;
+                }
+                _ => continue,
+            }
             if let (Some(p), false) = (peer, out.is_empty()) {
                 let _ = socket.send_to(&out, p);
                 feedback_sent += 1;
@@ -330,6 +399,7 @@ pub fn run_receiver(
         metrics,
         malformed,
         feedback_sent,
+        nacks_sent,
     })
 }
 
@@ -389,7 +459,8 @@ impl SenderReport {
             "frames_sent": self.media.frames_sent,
             "rtt_ms": ms_stats(self.media.rtt.iter().copied()),
             "ratio_rtt_over_200ms": if self.media.rtt.is_empty() { 0.0 } else { rtt_over as f64 / self.media.rtt.len() as f64 },
-            "malformed_feedback": self.malformed_feedback,
+            "malformed_feedback": self.malformed_feedback, "network_signals": self.signals,
+            "nacks_received": self.nacks, "retransmissions": self.media.retransmissions,
             "bin_s": m.bin.as_secs_f64(), "send_kbps": kbps_bins(m, false),
         }))
         .expect("plain data")
@@ -415,7 +486,8 @@ impl ReceiverReport {
             "frame_delay_ms": ms_stats(frames.iter().map(|f| f.1)),
             "fps_mean": if span > 0.0 { frames.len() as f64 / span } else { 0.0 },
             "ratio_frame_delay_over_400ms": if frames.is_empty() { 0.0 } else { late as f64 / frames.len() as f64 },
-            "feedback_sent": self.feedback_sent, "malformed": self.malformed,
+            "feedback_sent": self.feedback_sent, "nacks_sent": self.nacks_sent,
+            "recovered": self.media.recovered, "malformed": self.malformed,
             "bin_s": m.bin.as_secs_f64(), "recv_kbps": kbps_bins(m, true),
         }))
         .expect("plain data")

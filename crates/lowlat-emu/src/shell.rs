@@ -11,7 +11,7 @@
 //! [`open_tun`] opens a TUN device in a given namespace.
 
 use crate::clock::{precise_timers, wait_readable, WallClock, SPIN_NS};
-use crate::network::Network;
+use crate::network::{Network, Parse};
 use crate::pcap::PcapWriter;
 use crate::relay::PayloadStore;
 use hdrhistogram::Histogram;
@@ -107,7 +107,15 @@ pub struct ShellCounters {
     pub overflow: [u64; 2],
     /// Writes the kernel refused.
     pub write_errors: u64,
+    /// Packets the middlebox wrote for the command (feedback, ACKs, signals), as IPv4/UDP.
+    pub assist_feedback: u64,
+    /// Reverse packets the middlebox held for a while (out-of-band Zhuge).
+    pub assist_held: u64,
 }
+
+/// The flow id of packets the middlebox must not act on (not the assisted flow's UDP datagrams):
+/// no scenario flow has it, so every middlebox passes them.
+const UNASSISTED: u32 = u32::MAX;
 
 /// The two TUN devices and the scenario's paths between them.
 pub struct ShellPump {
@@ -124,6 +132,16 @@ pub struct ShellPump {
     seq: [u64; 2],
     next_id: u64,
     pcap: Option<PcapWriter>,
+    /// What the middlebox reads in the assisted flow's UDP payloads (`Any`: no middlebox).
+    parse: Parse,
+    /// The assisted flow's UDP ports `(the command's, the host's)`, learned from its data.
+    ports: Option<(u16, u16)>,
+    /// The last transport-wide sequence number or packet number seen, unwrapped.
+    transport_seq: Option<u64>,
+    /// Reverse packets the middlebox keeps until it releases them.
+    held: std::collections::VecDeque<(u64, Vec<u8>)>,
+    /// A packet the middlebox wrote, headers and all.
+    out: Vec<u8>,
 }
 
 /// What a shell run measured.
@@ -137,7 +155,9 @@ pub struct ShellReport {
 impl ShellPump {
     /// Pumps between `inside` (the TUN in the command's namespace, address `inside_addr`) and
     /// `outside` (the TUN on the caller's side, address `host_addr`) through `scenario`'s paths.
-    /// Network assistance is not run in the shell (its AP parses RTP in UDP datagrams).
+    /// The scenario's `assist` runs on the first flow's UDP datagrams as in the relay (RTP for
+    /// Zhuge in-band and SCONE, lowlat's transport for FastAck and Zhuge out-of-band); what the
+    /// middlebox writes goes to the command as IPv4/UDP from the host's side of the flow.
     pub fn new(
         scenario: Scenario,
         inside: OwnedFd,
@@ -145,14 +165,10 @@ impl ShellPump {
         inside_addr: Ipv4Addr,
         host_addr: Ipv4Addr,
     ) -> Result<ShellPump, String> {
-        if scenario.assist != "none" {
-            return Err(format!(
-                "{}: bottleneck.assist = {:?}: lowlat shell runs no access-point assistance yet; use \
-                 lowlat emulate (the UDP relay) for Zhuge, or assist = \"none\"",
-                scenario.source, scenario.assist
-            ));
-        }
-        let net = Network::from_scenario(&scenario, None)?;
+        // The command's traffic crosses the first flow's links.
+        let first = scenario.flows.first().map(|f| f.id.clone());
+        let net = Network::from_scenario(&scenario, first.as_deref())?;
+        let parse = net.parse(net.flow_index());
         let hist = || Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid");
         Ok(ShellPump {
             scenario,
@@ -165,6 +181,11 @@ impl ShellPump {
             seq: [0; 2],
             next_id: 0,
             pcap: None,
+            parse,
+            ports: None,
+            transport_seq: None,
+            held: std::collections::VecDeque::new(),
+            out: Vec::with_capacity(2048),
         })
     }
 
@@ -201,6 +222,7 @@ impl ShellPump {
                 while let Some((dir, pkt)) = self.net.poll_output() {
                     self.emit(dir, pkt, clock.now());
                 }
+                self.drain_site(now);
             }
             let mut got = 0;
             for (d, &fd) in raw.iter().enumerate() {
@@ -253,17 +275,110 @@ impl ShellPump {
             return;
         }
         self.next_id += 1;
+        let (flow, seq, not_cc) = self.classify(d, data);
         let mut pkt =
-            Packet::new(id, FlowId(self.net.flow_index()), Bytes(data.len() as u64), self.seq[d], now);
+            Packet::new(id, FlowId(flow), Bytes(data.len() as u64), seq.unwrap_or(self.seq[d]), now);
+        pkt.app = self.seq[d];
+        if not_cc {
+            pkt.app |= lowlat_core::APP_NON_CC_FEEDBACK;
+        }
         self.seq[d] += 1;
         pkt.kind = if d == 0 { PacketKind::Data } else { PacketKind::Feedback };
         self.net.handle_input(now, pkt);
+        self.drain_site(now);
+    }
+
+    /// Which flow a packet from side `d` is for the middlebox (the scenario's first flow for the
+    /// assisted flow's UDP datagrams, [`UNASSISTED`] for anything else), its sequence number as
+    /// the middlebox reads it, and whether it is a NACK (not congestion feedback).
+    fn classify(&mut self, d: usize, ip: &[u8]) -> (u32, Option<u64>, bool) {
+        let flow = self.net.flow_index();
+        if self.parse == Parse::Any {
+            return (flow, None, false);
+        }
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        let Some(udp) = ip.get(ihl..).filter(|u| ip[9] == 17 && ihl >= 20 && u.len() >= 8) else {
+            return (UNASSISTED, None, false);
+        };
+        let ports = (u16::from_be_bytes([udp[0], udp[1]]), u16::from_be_bytes([udp[2], udp[3]]));
+        let payload = &udp[8..];
+        if d == 1 {
+            // The host's answers on the assisted flow's ports are its feedback.
+            let ours = self.ports.is_some_and(|(cmd, host)| ports == (host, cmd));
+            let nack =
+                payload.len() >= 12 && payload[1] == lowlat_wire::rtcp::PT_RTPFB && payload[0] & 0x1f == 1;
+            return if ours { (flow, None, nack) } else { (UNASSISTED, None, false) };
+        }
+        let seq = match self.parse {
+            Parse::Rtp => lowlat_wire::RtpHeader::decode(payload, lowlat_wire::rtp::DEFAULT_TRANSPORT_SEQ_ID)
+                .ok()
+                .and_then(|(h, _, _)| h.transport_seq)
+                .map(|s16| {
+                    let prev = self.transport_seq.unwrap_or(u64::from(s16));
+                    (prev as i64 + i64::from(s16.wrapping_sub(prev as u16) as i16)).max(0) as u64
+                }),
+            Parse::Transport => crate::quic::peek_pn(payload)
+                .filter(|_| crate::quic::is_data(payload))
+                .map(|pn| crate::quic::expand_pn(self.transport_seq, pn)),
+            Parse::Any => None,
+        };
+        match seq {
+            Some(s) => {
+                self.transport_seq = Some(self.transport_seq.map_or(s, |p| p.max(s)));
+                self.ports = Some(ports);
+                (flow, Some(s), false)
+            }
+            // DNS, ICMP, another port: the middlebox lets it be.
+            None => (UNASSISTED, None, false),
+        }
+    }
+
+    /// Frees or keeps what the middlebox took from the reverse path, and writes what it built to
+    /// the command as IPv4/UDP from the host's side of the assisted flow.
+    fn drain_site(&mut self, now: Time) {
+        while let Some((id, kept)) = self.net.poll_taken() {
+            if let Some(b) = self.stores[1].take(id) {
+                if kept {
+                    self.counters.assist_held += 1;
+                    self.held.push_back((id, b));
+                } else {
+                    self.stores[1].recycle(b);
+                }
+            }
+        }
+        while let Some((_, bytes)) = self.net.poll_assist_feedback() {
+            let Some((cmd_port, host_port)) = self.ports else { continue };
+            let len = bytes.len().min(MAX_PACKET - crate::pcap::HEADERS);
+            self.out.clear();
+            self.out.extend_from_slice(&crate::pcap::ipv4_udp_headers(
+                std::net::SocketAddrV4::new(self.addrs[1], host_port),
+                std::net::SocketAddrV4::new(self.addrs[0], cmd_port),
+                len,
+                self.counters.assist_feedback as u16,
+            ));
+            self.out.extend_from_slice(&bytes[..len]);
+            self.counters.assist_feedback += 1;
+            if let Some(p) = &mut self.pcap {
+                let _ = p.write_packet(now.as_nanos(), &self.out);
+            }
+            // SAFETY: writes out.len() bytes from a live buffer.
+            let n = unsafe { libc::write(self.fds[0].as_raw_fd(), self.out.as_ptr().cast(), self.out.len()) };
+            if n < 0 {
+                self.counters.write_errors += 1;
+            }
+        }
     }
 
     /// A packet left the emulated path: it is written to the other side's TUN.
     fn emit(&mut self, dir: Direction, pkt: Packet, now: Time) {
         let d = usize::from(dir == Direction::Reverse);
-        let Some(payload) = self.stores[d].take(pkt.id) else { return };
+        // A packet the middlebox kept and released is beside the store (a handful at most).
+        let kept = if d == 1 { self.held.iter().position(|h| h.0 == pkt.id) } else { None };
+        let payload = match kept {
+            Some(i) => self.held.remove(i).map(|h| h.1),
+            None => self.stores[d].take(pkt.id),
+        };
+        let Some(payload) = payload else { return };
         self.counters.forwarded[d] += 1;
         if let Some(p) = &mut self.pcap {
             // A failing disk must not stop the pump; the error shows as a short pcap.
@@ -295,6 +410,7 @@ impl ShellPump {
                 "inside_addr": self.addrs[0].to_string(), "host_addr": self.addrs[1].to_string(),
                 "received": c.received, "forwarded": c.forwarded, "unexpected": c.unexpected,
                 "overflow": c.overflow, "write_errors": c.write_errors,
+                "assist_feedback": c.assist_feedback, "assist_held": c.assist_held,
                 "owd_ms": { "forward": owd(&self.owd[0]), "reverse": owd(&self.owd[1]) },
             },
             "links": links,
@@ -389,6 +505,72 @@ mod tests {
         assert!(report.summary_json.contains("\"owd_ms\""));
     }
 
+    /// An IPv4/UDP packet from `src` to `dst` carrying `payload`.
+    fn udp(src: (Ipv4Addr, u16), dst: (Ipv4Addr, u16), payload: &[u8]) -> Vec<u8> {
+        let h = crate::pcap::ipv4_udp_headers(
+            std::net::SocketAddrV4::new(src.0, src.1),
+            std::net::SocketAddrV4::new(dst.0, dst.1),
+            payload.len(),
+            1,
+        );
+        [&h[..], payload].concat()
+    }
+
+    #[test]
+    fn fastack_in_the_shell_acknowledges_the_commands_transport_packets() {
+        let text =
+            "name = \"t\"\nduration = \"5 s\"\n[bottleneck]\nrate = \"10 Mbit/s\"\ndelay = \"15 ms\"\n\
+                    assist = \"fastack\"\n[reverse]\nrate = \"10 Mbit/s\"\ndelay = \"5 ms\"\n\
+                    [[flows]]\nid = \"f\"\nkind = \"bulk\"\ncc = \"cubic\"\n";
+        let sc = Scenario::parse(text, Format::Toml, "t.toml", std::path::Path::new(".")).unwrap();
+        let (inside, app) = pair();
+        let (outside, host) = pair();
+        let (me, peer) = (Ipv4Addr::new(10, 251, 0, 2), Ipv4Addr::new(10, 251, 0, 1));
+        let pump = ShellPump::new(sc, inside, outside, me, peer).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let runner = std::thread::spawn(move || pump.run(|| flag.load(Ordering::Relaxed)));
+        let mut data = Vec::new();
+        for pn in 0..4 {
+            crate::quic::encode_data(pn, 0, 0, 1200, &mut data);
+            send(&app, &udp((me, 4000), (peer, 5000), &data));
+        }
+        // Not the flow's: passes untouched, and the AP does not count it.
+        send(&app, &udp((me, 4001), (peer, 53), b"dns?"));
+        for _ in 0..5 {
+            recv(&host);
+        }
+        // The AP's ACKs reach the command from the host's side of the flow, before any answer.
+        let mut acked = Vec::new();
+        while acked.len() < 4 {
+            let p = recv(&app);
+            assert_eq!((&p[12..16], &p[16..20]), (&peer.octets()[..], &me.octets()[..]));
+            assert_eq!(
+                (u16::from_be_bytes([p[20], p[21]]), u16::from_be_bytes([p[22], p[23]])),
+                (5000, 4000)
+            );
+            let Ok(crate::quic::Datagram::Ack { frame, .. }) = crate::quic::decode(&p[28..]) else {
+                panic!("not an ACK packet")
+            };
+            acked = (0..4).filter(|&pn| frame.contains(pn)).collect();
+        }
+        // The client's own ACK is dropped at the AP; other answers pass.
+        let mut ack = Vec::new();
+        let frame = lowlat_transport::AckFrame {
+            ranges: lowlat_transport::AckRanges::from_slice(&[(0, 3)]),
+            ..Default::default()
+        };
+        crate::quic::encode_ack(0, &frame, &mut ack);
+        send(&host, &udp((peer, 5000), (me, 4000), &ack));
+        let answer = udp((peer, 53), (me, 4001), b"dns!");
+        send(&host, &answer);
+        assert_eq!(recv(&app), answer);
+        stop.store(true, Ordering::Relaxed);
+        let c = runner.join().unwrap().counters;
+        assert_eq!((c.forwarded, c.unexpected), ([5, 1], [0, 0]), "{c:?}");
+        assert!(c.assist_feedback >= 2, "{c:?}");
+    }
+
     #[test]
     fn assistance_and_bad_tun_names_are_one_line_errors() {
         assert!(open_tun("", None).unwrap_err().contains("1 to 15"));
@@ -399,6 +581,6 @@ mod tests {
         let sc = Scenario::parse(text, Format::Toml, "t.toml", std::path::Path::new(".")).unwrap();
         let ((a, _), (b, _)) = (pair(), pair());
         let err = ShellPump::new(sc, a, b, Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST).err().unwrap();
-        assert!(err.contains("assist") && !err.contains('\n'), "{err}");
+        assert!(err.contains("assist") && err.contains("bulk flow") && !err.contains('\n'), "{err}");
     }
 }

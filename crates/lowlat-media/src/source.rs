@@ -56,6 +56,11 @@ impl FrameSizeTrace {
         FrameSizeTrace::new(sizes).ok_or_else(|| "no frame sizes (or all zero)".to_string())
     }
 
+    /// The largest frame relative to the trace's mean.
+    pub fn peak_ratio(&self) -> f64 {
+        self.sizes.iter().map(|&s| f64::from(s)).fold(0.0, f64::max) / self.mean
+    }
+
     /// Frames in the trace.
     pub fn len(&self) -> usize {
         self.sizes.len()
@@ -95,6 +100,19 @@ pub struct VideoSourceConfig {
     pub key_frame_interval: Option<Duration>,
     /// A target change by more than this factor (up or down) forces a key frame (2).
     pub key_frame_on_change: f64,
+}
+
+impl VideoSourceConfig {
+    /// The largest frame the codec makes relative to a steady frame (rate / fps): a key frame
+    /// (K_r) for the synthetic codec, the trace's largest frame over its mean for a trace;
+    /// before the synthetic codec's noise (10 %, so a key frame is within about 1.5x of this).
+    pub fn peak_frame_ratio(&self) -> f64 {
+        match &self.codec {
+            Codec::Synthetic => self.key_frame_ratio.max(1.0),
+            Codec::Perfect => 1.0,
+            Codec::Trace(t) => t.peak_ratio(),
+        }
+    }
 }
 
 impl Default for VideoSourceConfig {

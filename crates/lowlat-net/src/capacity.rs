@@ -4,19 +4,11 @@
 //! a packet that starts service at some instant has been fully transmitted. Time only moves forward
 //! for a server, so it keeps a cursor and each query is amortised O(1).
 
+pub use crate::schedule::RateSchedule;
+use crate::schedule::BIT_NS_PER_BYTE;
 use crate::wifi::{WifiChannel, WifiConfig};
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
-
-/// Piecewise-constant rate: `points[i].1` holds from `points[i].0` until the next point. Without
-/// a period the last rate holds forever (and before the first point, the first rate holds); with
-/// one, the steps repeat every period (a measured trace looped, as mahimahi loops its traces).
-#[derive(Clone, Debug, PartialEq)]
-pub struct RateSchedule {
-    points: Vec<(Time, Bitrate)>,
-    /// `Some(p)`: the steps (all in `[0, p)`, the first at 0) repeat every `p`.
-    period: Option<Duration>,
-}
 
 /// Mahimahi-style delivery opportunities: at each instant, up to `bytes_per_opportunity` bytes may
 /// leave. The opportunity list repeats with period `period` (mahimahi loops its traces).
@@ -55,96 +47,6 @@ pub struct Server {
     last_opportunity: Option<(u64, u64)>,
     /// Wi-Fi: the channel's transmit opportunities.
     wifi: Option<WifiChannel>,
-}
-
-/// Bits x nanoseconds in one byte-second: bytes x 8 x 1e9.
-const BIT_NS_PER_BYTE: u128 = 8_000_000_000;
-
-impl RateSchedule {
-    /// A schedule from `(from, rate)` steps: non-empty, strictly increasing times.
-    pub fn new(points: Vec<(Time, Bitrate)>) -> Result<RateSchedule, String> {
-        if points.is_empty() {
-            return Err("a rate schedule needs at least one step".into());
-        }
-        if let Some(w) = points.windows(2).find(|w| w[1].0 <= w[0].0) {
-            return Err(format!("step times must increase: {} is not after {}", w[1].0, w[0].0));
-        }
-        Ok(RateSchedule { points, period: None })
-    }
-
-    /// A schedule whose steps repeat every `period`: the first step at 0, the last before `period`.
-    pub fn looping(points: Vec<(Time, Bitrate)>, period: Duration) -> Result<RateSchedule, String> {
-        let mut s = RateSchedule::new(points)?;
-        if s.points[0].0 != Time::ZERO {
-            return Err("a looping schedule must start at 0".into());
-        }
-        let last = s.points[s.points.len() - 1].0;
-        if period == Duration::ZERO || last.as_nanos() >= period.as_nanos() {
-            return Err(format!("the period ({period}) must end after the last step ({last})"));
-        }
-        s.period = Some(period);
-        Ok(s)
-    }
-
-    /// The steps.
-    pub fn points(&self) -> &[(Time, Bitrate)] {
-        &self.points
-    }
-
-    /// How long one repetition lasts (`None`: the schedule does not repeat).
-    pub fn period(&self) -> Option<Duration> {
-        self.period
-    }
-
-    /// The rate in force at `t` and when that step ends (`Time::MAX` for the last step of a
-    /// schedule that does not repeat). O(log steps).
-    fn step_at(&self, t: Time) -> (Bitrate, Time) {
-        match self.period {
-            None => {
-                let i = self.points.partition_point(|p| p.0 <= t).saturating_sub(1);
-                (self.points[i].1, self.points.get(i + 1).map_or(Time::MAX, |p| p.0))
-            }
-            Some(p) => {
-                let (cycle, rest) = (t.as_nanos() / p.as_nanos(), t.as_nanos() % p.as_nanos());
-                let i = self.points.partition_point(|x| x.0.as_nanos() <= rest).saturating_sub(1);
-                let end = self.points.get(i + 1).map_or(p.as_nanos(), |x| x.0.as_nanos());
-                let start = cycle.saturating_mul(p.as_nanos());
-                (self.points[i].1, Time(start.saturating_add(end)))
-            }
-        }
-    }
-
-    /// The rate at `t`.
-    pub fn rate_at(&self, t: Time) -> Bitrate {
-        self.step_at(t).0
-    }
-
-    /// Whole bytes the schedule carries in [from, to).
-    pub fn bytes_between(&self, from: Time, to: Time) -> u64 {
-        (self.bit_ns(from, to) / BIT_NS_PER_BYTE) as u64
-    }
-
-    /// Whether the rate is zero from `t` for ever.
-    pub fn is_zero_from(&self, t: Time) -> bool {
-        let from = match self.period {
-            Some(_) => 0,
-            None => self.points.partition_point(|p| p.0 <= t).saturating_sub(1),
-        };
-        self.points[from..].iter().all(|p| p.1 == Bitrate::ZERO)
-    }
-
-    /// Bit-nanoseconds (bits x 1e9) the schedule carries in [from, to).
-    fn bit_ns(&self, from: Time, to: Time) -> u128 {
-        let mut total = 0u128;
-        let mut t = from;
-        while t < to {
-            let (rate, end) = self.step_at(t);
-            let end = end.min(to);
-            total += rate.as_bps() as u128 * (end - t).as_nanos() as u128;
-            t = end;
-        }
-        total
-    }
 }
 
 impl DeliveryTrace {
@@ -319,6 +221,18 @@ impl Server {
                 }
                 let mut need = bytes.0 as u128 * BIT_NS_PER_BYTE;
                 let mut t = start;
+                if let Some(p) = s.period() {
+                    // Skip the whole repetitions the packet needs, leaving at least one to walk:
+                    // the same answer as walking them (the walk cannot end inside them).
+                    let per = s.period_bit_ns;
+                    if per > 0 && need > 2 * per {
+                        let k = need / per - 1;
+                        need -= k * per;
+                        t = Time(t.as_nanos().saturating_add(
+                            u64::try_from(k).unwrap_or(u64::MAX).saturating_mul(p.as_nanos()),
+                        ));
+                    }
+                }
                 loop {
                     let (rate, end) = s.step_at(t);
                     let rate = rate.as_bps() as u128;
@@ -368,6 +282,45 @@ mod tests {
 
     fn rng() -> Rng {
         lowlat_core::rng::stream(1, "test")
+    }
+
+    /// Bit-nanoseconds walked step by step, as before whole repetitions were skipped.
+    fn walked(s: &RateSchedule, from: Time, to: Time) -> u128 {
+        let (mut t, mut total) = (from, 0u128);
+        while t < to {
+            let (rate, end) = s.step_at(t);
+            let end = end.min(to);
+            total += rate.as_bps() as u128 * (end - t).as_nanos() as u128;
+            t = end;
+        }
+        total
+    }
+
+    #[test]
+    fn skipping_whole_repetitions_gives_what_walking_gives() {
+        // Steps of 1 ns (a trace replayed at `trace_step = "1 ns"`) and of uneven lengths.
+        let fine = RateSchedule::looping(
+            vec![(Time(0), Bitrate::mbps(2)), (Time(1), Bitrate::mbps(3)), (Time(2), Bitrate::ZERO)],
+            Duration(4),
+        )
+        .unwrap();
+        let uneven = RateSchedule::looping(
+            vec![(ms(0), Bitrate::kbps(700)), (ms(13), Bitrate::mbps(9)), (ms(40), Bitrate::bps(1))],
+            Duration::from_millis(57),
+        )
+        .unwrap();
+        for (s, longest) in [(&fine, 1_000_003), (&uneven, 987_654_321)] {
+            for (from, len) in [(0u64, 3u64), (1, 9), (5, 1_000_003), (123_456_789, longest)] {
+                let (a, b) = (Time(from), Time(from + len));
+                assert_eq!(s.bit_ns(a, b), walked(s, a, b), "{from} + {len}");
+            }
+        }
+        // A packet needing millions of repetitions finishes where walking would have found it.
+        let mut server = Server::new(Capacity::Schedule(fine.clone()), rng());
+        let start = Time(7);
+        let end = server.finish_time(start, Bytes(1200)).unwrap();
+        let need = 1200u128 * BIT_NS_PER_BYTE;
+        assert!(walked(&fine, start, end) >= need && walked(&fine, start, Time(end.0 - 1)) < need);
     }
 
     impl Server {

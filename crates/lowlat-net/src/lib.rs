@@ -24,6 +24,7 @@ pub mod link;
 pub mod loss;
 pub mod middlebox;
 pub mod queue;
+pub mod schedule;
 pub mod trace;
 pub mod wifi;
 

@@ -97,8 +97,33 @@ fn error(file: &str, line: Option<usize>, message: impl Into<String>) -> TraceEr
     TraceError { file: file.to_string(), line, message: message.into() }
 }
 
+/// The largest text file read as a trace (or a scenario): 256 MiB, ten times an hour of a 100
+/// Mbit/s mahimahi trace. A bound, because a path such as `/dev/zero` would otherwise be read
+/// until memory runs out.
+pub const MAX_TEXT_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads a text file of at most [`MAX_TEXT_FILE_BYTES`]: refuses what is not a regular file
+/// (a directory, a FIFO that would block, a device that never ends), a larger file and one that
+/// is not UTF-8. The error says why, without the path (the caller names it).
+pub fn read_text_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
+        return Err(format!("{what}, expected a text file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TEXT_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_TEXT_FILE_BYTES {
+        return Err(format!("larger than {} MiB, expected a smaller text file", MAX_TEXT_FILE_BYTES >> 20));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text ({e})"))
+}
+
 fn read(path: &Path) -> Result<String, TraceError> {
-    std::fs::read_to_string(path)
+    read_text_file(path)
         .map_err(|e| error(&path.display().to_string(), None, format!("cannot read the trace: {e}")))
 }
 
@@ -115,6 +140,7 @@ pub fn parse_mahimahi(text: &str, source: &str) -> Result<DeliveryTrace, TraceEr
     let mut stamps: Vec<u64> = Vec::new();
     let mut zeros = 0usize;
     let mut last: Option<(u64, usize)> = None;
+    let mut same_ms = 0u64;
     for (n, l) in data_lines(text) {
         let ms: u64 = l.parse().map_err(|_| {
             error(source, Some(n), format!("got {l:?}, expected a whole number of milliseconds"))
@@ -130,6 +156,18 @@ pub fn parse_mahimahi(text: &str, source: &str) -> Result<DeliveryTrace, TraceEr
         }
         if ms > u64::MAX / 1_000_000 {
             return Err(error(source, Some(n), format!("timestamp {ms} ms is too large")));
+        }
+        // 1 Tbit/s, the largest rate lowlat takes anywhere (as for rate traces).
+        same_ms = if last.is_some_and(|(prev, _)| prev == ms) { same_ms + 1 } else { 1 };
+        if same_ms > MAX_OPPORTUNITIES_PER_MS {
+            return Err(error(
+                source,
+                Some(n),
+                format!(
+                    "more than {MAX_OPPORTUNITIES_PER_MS} delivery opportunities at {ms} ms: above 1 Tbit/s, the \
+                     largest rate a trace may hold"
+                ),
+            ));
         }
         last = Some((ms, n));
         if ms == 0 {
@@ -150,6 +188,9 @@ pub fn parse_mahimahi(text: &str, source: &str) -> Result<DeliveryTrace, TraceEr
     DeliveryTrace::new(opportunities, Duration::from_millis(period), MAHIMAHI_OPPORTUNITY_BYTES)
         .map_err(|m| error(source, None, m))
 }
+
+/// The most mahimahi opportunities (1500 B each) in one millisecond: 1 Tbit/s.
+pub const MAX_OPPORTUNITIES_PER_MS: u64 = 83_333;
 
 /// Loads a mahimahi trace file.
 pub fn load_mahimahi(path: &Path) -> Result<DeliveryTrace, TraceError> {
@@ -273,6 +314,18 @@ pub fn parse_rate_trace(
             r
         };
         prev_rate = Some(rate);
+        // The cap holds after scaling too: `trace_scale` must not make a sample absurd.
+        if rate * opts.scale > MAX_TRACE_MBPS {
+            return Err(error(
+                source,
+                Some(n),
+                format!(
+                    "got {rate} Mbit/s x trace_scale {:e} = {:e} Mbit/s, expected at most {MAX_TRACE_MBPS} Mbit/s (1 Tbit/s)",
+                    opts.scale,
+                    rate * opts.scale
+                ),
+            ));
+        }
         let bitrate = Bitrate::from_bps_f64(rate * opts.scale * 1e6);
         let at = match opts.step {
             Some(st) => Time::ZERO + Duration(st.as_nanos().saturating_mul(i as u64)),

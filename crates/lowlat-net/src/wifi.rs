@@ -13,7 +13,7 @@
 //! loaded 802.11n/ac channel (TXOPs every 1-4 ms, one in five hundred followed by an outage of 20 ms
 //! on average, A-MPDUs of at most 65 535 bytes).
 
-use crate::capacity::RateSchedule;
+use crate::schedule::RateSchedule;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bytes, Duration, Time};
 use rand::Rng as _;
@@ -48,15 +48,27 @@ impl Default for WifiConfig {
 
 impl WifiConfig {
     /// Checks the parameters; the message names the offending one.
+    ///
+    /// Gaps are at least [`MIN_ACCESS_GAP`]: contention (DIFS, backoff), a PPDU's preamble and the
+    /// block ACK exchange take longer than that, and the channel draws every gap, also while the
+    /// queue is empty, so a 1 ns gap would cost a billion draws per idle second. Gaps and outages
+    /// are at most an hour.
     pub fn validate(&self) -> Result<(), String> {
-        if self.access_min == Duration::ZERO {
-            return Err("access_min: expected a positive duration".into());
-        }
-        if self.access_max < self.access_min {
+        let hour = Duration::from_secs(3600);
+        if self.access_min < MIN_ACCESS_GAP || self.access_min > hour {
             return Err(format!(
-                "access_max: got {}, expected at least access_min ({})",
+                "access_min: got \"{}\", expected \"{MIN_ACCESS_GAP}\" to \"{hour}\"",
+                self.access_min
+            ));
+        }
+        if self.access_max < self.access_min || self.access_max > hour {
+            return Err(format!(
+                "access_max: got {}, expected at least access_min ({}) and at most {hour}",
                 self.access_max, self.access_min
             ));
+        }
+        if self.outage_mean > hour {
+            return Err(format!("outage_mean: got \"{}\", expected at most \"{hour}\"", self.outage_mean));
         }
         if !(0.0..=1.0).contains(&self.outage_probability) {
             return Err(format!(
@@ -70,6 +82,9 @@ impl WifiConfig {
         Ok(())
     }
 }
+
+/// The shortest gap between TXOPs a [`WifiConfig`] takes: 100 us.
+pub const MIN_ACCESS_GAP: Duration = Duration::from_micros(100);
 
 /// The serving state of a Wi-Fi downlink: the current TXOP and what it has left.
 #[derive(Clone, Debug)]
@@ -103,21 +118,31 @@ impl WifiChannel {
         if self.cfg.outage_probability > 0.0 && self.rng.random_bool(self.cfg.outage_probability) {
             // Exponential by inversion: -mean x ln(U), U in (0, 1].
             let u: f64 = 1.0 - self.rng.random::<f64>();
-            gap += (-(self.cfg.outage_mean.as_nanos() as f64) * u.ln()) as u64;
+            gap = gap.saturating_add((-(self.cfg.outage_mean.as_nanos() as f64) * u.ln()) as u64);
         }
         self.prev = self.txop;
-        self.txop += Duration(gap);
+        // At least 1 ns: a config that skipped `validate` (access_min 0) must not stall time.
+        self.txop += Duration(gap.max(1));
         let accrued = rate.bytes_between(self.prev, self.txop);
         self.left = accrued.min(self.cfg.max_aggregate.0);
     }
 
+    /// Whether no TXOP from `t` on can carry a byte: the rate (at most) over the longest access
+    /// gap is under 8 bits. A TXOP carries the whole bytes accrued since the previous one, so
+    /// such a rate (zero, or a few bit/s held to the end) never serves anything; only an outage's
+    /// longer gap might, after ages. Said so rather than drawing TXOPs for ever.
+    fn never_carries(&self, rate: &RateSchedule, t: Time) -> bool {
+        rate.max_rate_from(t).as_bps() as u128 * u128::from(self.cfg.access_max.as_nanos()) < 8_000_000_000
+    }
+
     /// When a packet of `bytes` that starts service at `start` leaves: at the first TXOP at or
     /// after `start` with room for it (spanning several if it is larger than what one carries);
-    /// `None` if the rate is zero for ever from there. Calls come with non-decreasing `start`.
+    /// `None` if no TXOP from there on can carry a byte (see `never_carries`: a rate of zero, or
+    /// of a few bit/s, for ever). Calls come with non-decreasing `start`.
     pub fn finish_time(&mut self, rate: &RateSchedule, start: Time, bytes: Bytes) -> Option<Time> {
         // TXOPs that passed while nothing waited are gone; their budget with them.
         while self.txop < start {
-            if rate.is_zero_from(self.txop) {
+            if self.never_carries(rate, self.txop) {
                 return None;
             }
             self.next_txop(rate);
@@ -129,7 +154,7 @@ impl WifiChannel {
                 return Some(self.txop);
             }
             need -= self.left;
-            if self.left == 0 && rate.is_zero_from(self.txop) {
+            if self.left == 0 && self.never_carries(rate, self.txop) {
                 return None;
             }
             self.next_txop(rate);

@@ -367,7 +367,7 @@ fn bench_dumbbell(
 /// Runs the UDP relay of `lowlat emulate` until its duration ends or Ctrl-C: `(summary_json,
 /// flow_series, link_series)`.
 #[pyfunction]
-#[pyo3(signature = (text, format, label, base_dir, listen, forward, duration_s=None, flow=None, pcap=None, max_datagram=65_507, overhead=0))]
+#[pyo3(signature = (text, format, label, base_dir, listen, forward, duration_s=None, flow=None, pcap=None, max_datagram=65_507, overhead=0, max_clients=64))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn emulate<'py>(
     py: Python<'py>,
@@ -382,6 +382,7 @@ fn emulate<'py>(
     pcap: Option<String>,
     max_datagram: usize,
     overhead: u32,
+    max_clients: usize,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let scenario = parse(text, format, label, base_dir)?;
     let addr = |flag: &str, a: &str| {
@@ -399,6 +400,7 @@ fn emulate<'py>(
         cfg.duration = Some(Duration::from_secs_f64(d));
     }
     cfg.flow = flow;
+    cfg.max_clients = max_clients;
     cfg.pcap = pcap.map(Into::into);
     cfg.max_datagram = max_datagram;
     cfg.overhead = overhead;
@@ -488,12 +490,12 @@ fn bench_relay(py: Python<'_>, seconds: f64, shaped_bps: u64) -> PyResult<Bound<
 }
 
 /// `lowlat send`: RTP video of a scenario's media flow to `dest` from `bind`, with the flow's
-/// controller and real feedback; returns the sender's summary JSON.
+/// controller and real feedback; returns `(summary_json, flow_series, link_series)` (the results contract).
 #[pyfunction]
 #[pyo3(signature = (text, format, label, base_dir, dest, bind="0.0.0.0:0", flow=None, duration_s=None, cc=None))]
-#[allow(clippy::too_many_arguments)]
-fn rtp_send(
-    py: Python<'_>,
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn rtp_send<'py>(
+    py: Python<'py>,
     text: &str,
     format: &str,
     label: &str,
@@ -503,7 +505,7 @@ fn rtp_send(
     flow: Option<&str>,
     duration_s: Option<f64>,
     cc: Option<&str>,
-) -> PyResult<String> {
+) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let mut scenario = parse(text, format, label, base_dir)?;
     if let Some(cc) = cc {
         scenario = scenario.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
@@ -514,23 +516,29 @@ fn rtp_send(
     let sock =
         std::net::UdpSocket::bind(bind).map_err(|e| EmulatorError::new_err(format!("--bind {bind}: {e}")))?;
     let duration = positive_duration(duration_s)?;
-    let report = py
+    let stop = || Python::attach(|py| py.check_signals().is_err());
+    // A bulk flow speaks lowlat's transport (QUIC-shaped packets), a media flow RTP.
+    let out = py
         .detach(|| {
-            lowlat_emu::rtp::run_sender(&scenario, flow, &sock, dest, duration, || {
-                Python::attach(|py| py.check_signals().is_err())
-            })
+            if lowlat_emu::transport::is_transport_flow(&scenario, flow) {
+                lowlat_emu::transport::run_sender(&scenario, flow, &sock, dest, duration, stop)
+                    .map(|r| lowlat_emu::endpoint::transport_sender(&scenario, flow, &r))
+            } else {
+                lowlat_emu::rtp::run_sender(&scenario, flow, &sock, dest, duration, stop)
+                    .map(|r| lowlat_emu::endpoint::rtp_sender(&scenario, flow, &r))
+            }
         })
         .map_err(EmulatorError::new_err)?;
-    Ok(report.summary_json())
+    Ok((out.summary_json, table(py, &out.result.flow_series)?, table(py, &out.result.link_series)?))
 }
 
 /// `lowlat receive`: receives a scenario's media flow on `listen` and answers with real feedback;
-/// returns the receiver's summary JSON.
+/// returns `(summary_json, flow_series, link_series)` (the results contract).
 #[pyfunction]
 #[pyo3(signature = (text, format, label, base_dir, listen, flow=None, duration_s=None))]
-#[allow(clippy::too_many_arguments)]
-fn rtp_receive(
-    py: Python<'_>,
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn rtp_receive<'py>(
+    py: Python<'py>,
     text: &str,
     format: &str,
     label: &str,
@@ -538,19 +546,24 @@ fn rtp_receive(
     listen: &str,
     flow: Option<&str>,
     duration_s: Option<f64>,
-) -> PyResult<String> {
+) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let scenario = parse(text, format, label, base_dir)?;
     let sock = std::net::UdpSocket::bind(listen)
         .map_err(|e| EmulatorError::new_err(format!("--listen {listen}: {e}")))?;
     let duration = positive_duration(duration_s)?;
-    let report = py
+    let stop = || Python::attach(|py| py.check_signals().is_err());
+    let out = py
         .detach(|| {
-            lowlat_emu::rtp::run_receiver(&scenario, flow, &sock, duration, || {
-                Python::attach(|py| py.check_signals().is_err())
-            })
+            if lowlat_emu::transport::is_transport_flow(&scenario, flow) {
+                lowlat_emu::transport::run_receiver(&scenario, flow, &sock, duration, stop)
+                    .map(|r| lowlat_emu::endpoint::transport_receiver(&scenario, flow, &r))
+            } else {
+                lowlat_emu::rtp::run_receiver(&scenario, flow, &sock, duration, stop)
+                    .map(|r| lowlat_emu::endpoint::rtp_receiver(&scenario, flow, &r))
+            }
         })
         .map_err(EmulatorError::new_err)?;
-    Ok(report.summary_json())
+    Ok((out.summary_json, table(py, &out.result.flow_series)?, table(py, &out.result.link_series)?))
 }
 
 fn positive_duration(s: Option<f64>) -> PyResult<Option<Duration>> {

@@ -105,9 +105,9 @@ fn peak_rate(c: &Capacity) -> Bitrate {
 /// Packets a link's queue can hold, for packets of `min_packet` bytes (none for unlimited).
 fn queue_packets(link: &LinkConfig, min_packet: u64) -> u64 {
     let limit = match &link.queue {
-        QueueConfig::DropTail { limit } | QueueConfig::CoDel { limit, .. } => *limit,
-        #[allow(unreachable_patterns)]
-        _ => return 0,
+        QueueConfig::DropTail { limit }
+        | QueueConfig::CoDel { limit, .. }
+        | QueueConfig::L4s { limit, .. } => *limit,
     };
     match limit {
         QueueLimit::Packets(n) => u64::from(n),
@@ -201,20 +201,44 @@ pub fn check(s: &Scenario, limits: &Limits) -> Result<Estimate, ScenarioError> {
     }
     let e = estimate(s);
     if e.memory_bytes > limits.memory_budget {
-        let key = if e.series_bytes >= e.queue_bytes.max(e.state_bytes) {
-            "bin"
+        let min_packet = s.flows.iter().map(|f| f.packet_size.0).min().unwrap_or(1500).max(40);
+        // The queue that holds the most, named with its limit and rate: what to change.
+        let largest = [("bottleneck", &s.bottleneck), ("reverse", &s.reverse)]
+            .into_iter()
+            .max_by_key(|(_, l)| queue_packets(l, min_packet))
+            .map(|(k, l)| (k, l, queue_packets(l, min_packet)))
+            .expect("two links");
+        let (key, why) = if e.series_bytes >= e.queue_bytes.max(e.state_bytes) {
+            ("bin".to_string(), String::new())
         } else if e.queue_bytes >= e.state_bytes {
-            "queue"
+            let (link, l, packets) = largest;
+            let limit = match &l.queue {
+                QueueConfig::DropTail { limit }
+                | QueueConfig::CoDel { limit, .. }
+                | QueueConfig::L4s { limit, .. } => match limit {
+                    QueueLimit::Time(d) => format!("\"{d}\""),
+                    QueueLimit::Bytes(b) => format!("\"{b}\""),
+                    QueueLimit::Packets(n) => format!("\"{n} packets\""),
+                    QueueLimit::Unlimited => "\"unlimited\"".into(),
+                },
+            };
+            (
+                format!("{link}.queue.limit"),
+                format!(
+                    "; the largest: {link}.queue.limit {limit} at a peak rate of \"{}\" holds {packets} packets",
+                    peak_rate(&l.capacity)
+                ),
+            )
         } else {
-            "flows"
+            ("flows".to_string(), String::new())
         };
         return Err(error(
             s,
-            key,
+            &key,
             format!(
                 "the run would need about {} of memory, above the memory budget of {} (series: {} bins \
                  per series (duration {} / bin {}) x {} series = {}; queues full of {} B packets: {}; \
-                 state of {} flows and {} links: {}): use a wider bin, a shorter duration, smaller \
+                 state of {} flows and {} links: {}{why}): use a wider bin, a shorter duration, smaller \
                  queues or fewer flows, or raise the budget (--memory-budget, LOWLAT_MEMORY_BUDGET)",
                 human_bytes(e.memory_bytes),
                 human_bytes(limits.memory_budget),

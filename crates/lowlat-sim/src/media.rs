@@ -12,6 +12,13 @@
 //! (RTX, RFC 4588): each media packet carries a 16-bit media sequence number and an RTX flag in
 //! its `app` word, while its transport-wide sequence number is new, so the congestion-control
 //! feedback (the receiver's, or Zhuge's at the AP) covers retransmissions like any media packet.
+//! Both ends use the RTT RTCP reports would give (it includes the downlink queue, which Zhuge's
+//! feedback skips): the receiver learns one every second (XR RRTR/DLRR: the forward delay of its
+//! latest media packet plus the reverse path's, taken as the forward path's smallest, the
+//! propagation being symmetric) and repeats a NACK after the largest of the last 1.5 s; the sender
+//! takes each NACK's (the receiver's latest forward delay, as a receiver report's LSR/DLSR gives
+//! it, plus the NACK's own transit) for its history's once-per-RTT rule, and caps retransmissions
+//! at its target rate over 500 ms (libwebrtc's rules, `lowlat_media::nack`).
 
 use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::scenario::registry::{external_config, is_external_controller};
@@ -19,7 +26,7 @@ use crate::scenario::MediaConfig;
 use lowlat_cc::{ExternalHandle, FeedbackReport, PacketResult, RateController, SentPacket};
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time, APP_NON_CC_FEEDBACK};
-use lowlat_media::nack::{NackConfig, NackRequester, SentHistory};
+use lowlat_media::nack::{NackConfig, NackRequester, RetransmissionLimiter, SentHistory};
 use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::{Arrival, FeedbackCollector, FeedbackEncoder, FrameAssembler};
 use lowlat_media::source::VideoSource;
@@ -37,7 +44,13 @@ pub enum RtcpMessage {
         arrivals: Vec<Arrival>,
     },
     /// A generic NACK: the media sequence numbers asked for again.
-    Nack(Vec<u16>),
+    Nack {
+        /// The missing media sequence numbers.
+        lost: Vec<u16>,
+        /// The forward one-way delay of the receiver's latest media packet (what a receiver
+        /// report's LSR/DLSR lets the sender compute an RTT from).
+        forward_delay: Duration,
+    },
 }
 
 /// RTCP in flight from receiver to sender, by increasing id.
@@ -128,6 +141,8 @@ pub struct RtpSender {
     /// 1 s), indexed by the 100 ms slot number modulo 10, and the slot last written.
     rtx_bits: [u64; 10],
     rtx_slot: u64,
+    /// With NACK: retransmissions capped at the target rate over 500 ms.
+    rtx_limiter: RetransmissionLimiter,
     /// The report handed to the controller, its packet list reused from report to report (a
     /// report per millisecond under Zhuge allocated one list each).
     report: FeedbackReport,
@@ -150,7 +165,9 @@ impl RtpSender {
         mailbox: Mailbox,
     ) -> RtpSender {
         let (cc, external): (Box<dyn RateController>, _) = if is_external_controller(&media.cc) {
-            let (cc, handle) = external_config(media, start_rate).build();
+            // Invariant: the scenario validator built this controller once already.
+            let (cc, handle) =
+                external_config(media, start_rate).build().expect("controller settings were validated");
             (Box::new(cc), Some(handle))
         } else {
             // Invariant: the scenario validator built this controller once already.
@@ -175,6 +192,7 @@ impl RtpSender {
             sent_media: media.nack.then(|| SentHistory::new(NackConfig::default().history_packets)),
             rtx_bits: [0; 10],
             rtx_slot: 0,
+            rtx_limiter: RetransmissionLimiter::new(NackConfig::default().rtx_limit_window),
             report: FeedbackReport::default(),
             assist_arrivals: Vec::new(),
         }
@@ -195,13 +213,19 @@ impl RtpSender {
         Bitrate::bps(self.rtx_bits.iter().sum())
     }
 
-    /// Answers a NACK: each packet still held goes back into the pacer, ahead of new media.
-    fn on_nack(&mut self, now: Time, lost: &[u16]) {
+    /// Answers a NACK whose RTCP RTT is `rtt`: each packet still held goes back into the pacer,
+    /// ahead of new media, while retransmissions stay within the target rate over 500 ms.
+    fn on_nack(&mut self, now: Time, lost: &[u16], rtt: Duration) {
         let Some(history) = self.sent_media.as_mut() else { return };
-        // A packet is not resent within an RTT of its last sending (libwebrtc's history rule).
-        let rtt = self.metrics.rtt.last().copied().unwrap_or(NackConfig::default().rtt);
+        // A packet is not resent within an RTT of its last sending (libwebrtc's history rule,
+        // with the RTCP RTT: `RtpPacketHistory::SetRtt` gets the RTP module's, not the
+        // congestion controller's, which under Zhuge skips the downlink queue).
+        let target = self.cc.target_bitrate();
+        let limiter = &mut self.rtx_limiter;
         for &s in lost {
-            if let Some((seq, packet)) = history.on_nack(now, s, rtt) {
+            if let Some((seq, packet)) =
+                history.on_nack(now, s, rtt, |p| limiter.try_use(now, p.size.bits(), target))
+            {
                 self.pacer.enqueue_retransmission(now, seq, &packet);
             }
         }
@@ -280,9 +304,9 @@ impl Endpoint for RtpSender {
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
             let msg = mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k));
             drop(mb);
-            if let Some((_, RtcpMessage::Nack(lost))) = msg {
+            if let Some((_, RtcpMessage::Nack { lost, forward_delay })) = msg {
                 self.last_now = now;
-                self.on_nack(now, &lost);
+                self.on_nack(now, &lost, forward_delay + (now - pkt.sent_at));
             }
             return;
         }
@@ -306,7 +330,7 @@ impl Endpoint for RtpSender {
             self.mailbox
                 .lock()
                 .expect("the mailbox lock is never held across a panic")
-                .retain(|(_, m)| matches!(m, RtcpMessage::Nack(_)));
+                .retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. }));
             // The AP's reports carry no ECN (Zhuge predicts arrival times only).
             let mut list = std::mem::take(&mut self.assist_arrivals);
             list.clear();
@@ -408,6 +432,11 @@ pub struct RtpReceiver {
     /// With NACK: the missing packets, and the NACK being built.
     nack: Option<NackRequester>,
     lost: Vec<u16>,
+    /// The forward one-way delay of the latest media packet and the smallest seen.
+    forward_delay: Duration,
+    min_forward_delay: Duration,
+    /// When the receiver next learns an RTT (its RTCP report interval).
+    next_rtt_at: Time,
     nack_bytes: Vec<u8>,
 }
 
@@ -424,6 +453,9 @@ impl RtpReceiver {
             mailbox,
             nack: media.nack.then(|| NackRequester::new(NackConfig::default())),
             lost: Vec::new(),
+            forward_delay: Duration::ZERO,
+            min_forward_delay: Duration::MAX,
+            next_rtt_at: start,
             nack_bytes: Vec::with_capacity(256),
         }
     }
@@ -436,6 +468,13 @@ impl Endpoint for RtpReceiver {
             return;
         }
         if let Some(nack) = self.nack.as_mut() {
+            self.forward_delay = now - pkt.sent_at;
+            self.min_forward_delay = self.min_forward_delay.min(self.forward_delay);
+            if now >= self.next_rtt_at {
+                // An RTCP RTT (XR RRTR/DLRR): forward delay now, reverse at its propagation delay.
+                nack.on_rtt(now, self.forward_delay + self.min_forward_delay);
+                self.next_rtt_at = now + NackConfig::default().rtcp_interval;
+            }
             let (seq, rtx) = unpack_media(pkt.app);
             if !nack.on_packet(now, seq, rtx) {
                 return; // a copy of a packet already there
@@ -457,10 +496,10 @@ impl Endpoint for RtpReceiver {
             let size = Bytes(IP_UDP + self.nack_bytes.len() as u64);
             let id = self.next_report_id;
             self.next_report_id += 1;
-            self.mailbox
-                .lock()
-                .expect("the mailbox lock is never held across a panic")
-                .push_back((id, RtcpMessage::Nack(self.lost.clone())));
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
+                id,
+                RtcpMessage::Nack { lost: self.lost.clone(), forward_delay: self.forward_delay },
+            ));
             return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
         }
         let mut report = self.collector.poll_report(now)?;

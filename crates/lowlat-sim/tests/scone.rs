@@ -83,7 +83,7 @@ fn scone_keys_are_checked() {
         s
     };
     let m = one_line(e("scone-rtc", "scone = { period = \"0 ms\" }", ""));
-    assert!(m.contains("bottleneck.scone.period") && m.contains("positive"), "{m}");
+    assert!(m.contains("bottleneck.scone.period") && m.contains("expected \"1 ms\" to"), "{m}");
     let m = one_line(e("scone", "scone = { policy_signal = 130 }", ""));
     assert!(m.contains("bottleneck.scone.policy_signal") && m.contains("got 130"), "{m}");
     let m = one_line(e("none", "scone = { period = \"20 ms\" }", ""));

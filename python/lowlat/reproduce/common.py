@@ -1,17 +1,24 @@
 """What the reproductions share: the trace families (the Zhuge paper's, generated stand-ins or
-files told apart by name), running many independent runs on a process pool, and the results
-folder they write into."""
+files told apart by name), running a grid of runs as a sweep (:func:`run_grid`: the one runner of
+:mod:`lowlat.sweep`, so a reproduction resumes after a kill, records a failed run and runs on
+Ray), and the results folder they write into."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-import multiprocessing
 import os
 import random
+import shutil
 import sys
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
+import pandas as pd
+
+from .. import sweep
 from ..userinput import UserError
 
 #: Trace families: label, file-name prefix, what it is, and how the generated stand-in looks
@@ -92,11 +99,72 @@ def family_traces(out: Path, traces: list[str] | None, seed: int, seconds: float
     return found
 
 
-def results_folder(out_dir: str | Path) -> Path:
-    """The folder a reproduction writes its files into, created if missing."""
+#: The file that marks a reproduction's results folder (and says which reproduction).
+MARKER = "reproduce.json"
+
+
+def results_folder(out_dir: str | Path, name: str, force: bool = False, options: Mapping[str, Any] | None = None) -> Path:
+    """The folder reproduction ``name`` writes into, created if missing. A folder it wrote before
+    with the same ``options`` (what decides the results: durations, seeds, the traces' contents)
+    is kept and its finished runs reused: the same command resumes. ``force`` empties it first. A
+    non-empty folder without the marker, another reproduction's, or the same one's with other
+    options is refused."""
     out = Path(out_dir)
+    if str(out_dir).strip() == "":
+        raise UserError("--out: got '', expected a folder name")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out: {out} exists and is not a folder")
+    marker = out / MARKER
+    if force and out.is_dir():
+        shutil.rmtree(out)
+    mine = {"reproduction": name, "options": json.loads(json.dumps(dict(options or {}), default=str))}
+    if marker.is_file():
+        try:
+            got = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            got = {}
+        got = got if isinstance(got, dict) else {}
+        if got.get("reproduction") != name:
+            raise UserError(
+                f"--out: {out} holds the results of `lowlat reproduce {got.get('reproduction')}`; "
+                "choose another folder or add --force to replace it whole"
+            )
+        old = got.get("options") or {}
+        changed = [k for k in sorted(set(old) | set(mine["options"])) if old.get(k) != mine["options"].get(k)]
+        if changed:
+            what = ", ".join(f"{k} {old.get(k)!r} there, {mine['options'].get(k)!r} now" for k in changed)
+            raise UserError(
+                f"--out: {out} holds `lowlat reproduce {name}` results with other options ({what}); "
+                "rerun with the same options to resume, choose another folder, or add --force to start again"
+            )
+    elif out.is_dir() and any(out.iterdir()):
+        raise UserError(
+            f"--out: {out} is not empty (results of an earlier run?); choose another folder or add --force to replace it whole"
+        )
     out.mkdir(parents=True, exist_ok=True)
+    if not marker.is_file():
+        tmp = out / f".{MARKER}.partial-{os.getpid()}"
+        tmp.write_text(json.dumps(mine, indent=2) + "\n")
+        os.replace(tmp, marker)
     return out
+
+
+def digest(paths: Iterable[Path]) -> str:
+    """A digest of the files' names and contents (a changed trace is a different experiment)."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(p).encode() + b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> Path:
+    """``df`` to ``path`` as CSV, atomically (a reproduction killed while writing its tables leaves
+    the old file or the new one; the rerun writes them again)."""
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    return path
 
 
 def show_progress(progress: bool | None) -> bool:
@@ -104,45 +172,81 @@ def show_progress(progress: bool | None) -> bool:
     return sys.stderr.isatty() if progress is None else progress
 
 
-def _indexed(item: tuple[int, Callable[[Any], dict[str, Any]], Any]) -> tuple[int, dict[str, Any]]:
-    return item[0], item[1](item[2])
+@dataclass(frozen=True)
+class Runner:
+    """How a reproduction's grids run: ``jobs`` processes (default: all cores) on the ``local``
+    pool or on Ray (``backend = "ray"``, ``address`` of a running cluster), with a progress bar
+    (default: when stderr is a terminal)."""
+
+    jobs: int | None = None
+    backend: str = "local"
+    address: str | None = None
+    progress: bool | None = None
 
 
-def pool_map(
-    fn: Callable[[Any], dict[str, Any]],
+def run_grid(
+    out: Path,
+    grid: str,
+    call: Callable[[Any], Mapping[str, Any]],
     specs: list[Any],
-    jobs: int | None,
-    progress: bool,
+    runner: Runner,
     desc: str,
-    cost: Callable[[Any], float] | None = None,
-) -> list[dict[str, Any]]:
-    """``fn`` over ``specs`` on ``jobs`` processes, results in order, with a progress bar.
-    ``cost`` (an estimate of a run's time) hands out the longest runs first, so no long run
-    starts last and keeps one process busy while the others idle."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(specs) or 1))
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    data: Iterable[str] = (),
+) -> tuple[pd.DataFrame, dict[str, list[pd.DataFrame | None]]]:
+    """Runs ``call`` (a reproduction's run function: a dataclass spec -> its row) over ``specs``
+    with the sweep runner, kept in ``out/sweeps/<grid>`` (one file per finished run: rerunning
+    resumes). Returns the rows in the specs' order (a spec's fields, then the row's values, then
+    ``error``) and, for each name in ``data``, the per-run tables the rows held under that key
+    (None for a run without). A run that raises is a row with its ``error``."""
+    types = {type(s) for s in specs}
+    if len(types) > 1 or not all(is_dataclass(s) for s in specs):
+        raise TypeError("run_grid: the specs must be instances of one dataclass")
+    kind = next(iter(types), object)
+    names = list(data)
+    fixed = {
+        "call": f"{call.__module__}:{call.__qualname__}",
+        "spec": f"{kind.__module__}:{kind.__qualname__}",
+        "data": names,
+        # Runs of another version of the experiment (its module's code, the simulator) are not
+        # reused: the folder is then refused unless --force.
+        "code": code_version(call),
+    }
+    grid_sweep = sweep.of_function(grid, run_spec, label=f"{out}: {grid}", fixed=fixed)
+    points = [asdict(s) for s in specs]
+    folder = out / "sweeps" / grid
+    df = sweep.execute(
+        grid_sweep,
+        points,
+        out=folder,
+        jobs=runner.jobs,
+        backend=runner.backend,
+        address=runner.address,
+        progress=runner.progress,
+        desc=desc,
+        restart_flag="--force",
+    )
+    return df.drop(columns=["run"]), {n: sweep.read_data(folder, points, n) for n in names}
 
-        bar = tqdm(total=len(specs), unit="run", desc=desc)
-    out: dict[int, dict[str, Any]] = {}
-    try:
-        items = [(i, fn, s) for i, s in enumerate(specs)]
-        if cost is not None:
-            items.sort(key=lambda item: -cost(item[2]))  # stable: equal costs keep their order
-        if jobs == 1:
-            for item in items:
-                i, row = _indexed(item)
-                out[i] = row
-                if bar is not None:
-                    bar.update(1)
-        else:
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                for i, row in pool.imap_unordered(_indexed, items, chunksize=1):
-                    out[i] = row
-                    if bar is not None:
-                        bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    return [out[i] for i in range(len(specs))]
+
+def code_version(fn: Callable[..., Any]) -> str:
+    """The simulator's version and a digest of the source of ``fn``'s module."""
+    from .. import _native
+
+    module = sys.modules.get(fn.__module__)
+    source = getattr(module, "__file__", None)
+    text = Path(source).read_bytes() if source and Path(source).is_file() else b""
+    return f"{_native.version()}-{hashlib.sha256(text).hexdigest()[:16]}"
+
+
+def run_spec(point: dict[str, Any]) -> dict[str, Any]:
+    """The run function of :func:`run_grid`'s sweeps: builds the spec (``point["spec"]``, a
+    dataclass) from the point's other keys, calls ``point["call"]`` on it and moves the row's
+    ``point["data"]`` entries into the run's data."""
+    point = dict(point)
+    call: Any = sweep.run_function(point.pop("call"))
+    kind: Any = sweep.run_function(point.pop("spec"))
+    names: list[str] = point.pop("data")
+    point.pop("code", None)
+    row = dict(call(kind(**point)))
+    row[sweep.DATA] = {n: row.pop(n, None) for n in names}
+    return row

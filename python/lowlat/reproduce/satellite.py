@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .common import pool_map, results_folder, show_progress
+from .common import Runner, results_folder, run_grid, write_csv
 
 RTT_S = 0.65
 PAUSE_S = 10.0
@@ -471,8 +471,15 @@ def _pick(rows: list[dict[str, Any]], **match: Any) -> dict[str, dict[str, list[
 
 
 def _csv(df: pd.DataFrame, path: Path) -> Path:
-    df.drop(columns=[c for c in ("series",) if c in df.columns]).to_csv(path, index=False)
-    return path
+    return write_csv(df.drop(columns=[c for c in ("series",) if c in df.columns]), path)
+
+
+def _with_series(df: pd.DataFrame, series: list[pd.DataFrame | None]) -> list[dict[str, Any]]:
+    """The rows of a grid with each run's series (kept beside the run) back as lists."""
+    return [
+        {**r, "series": None if s is None else {c: s[c].tolist() for c in s.columns}}
+        for r, s in zip(df.to_dict("records"), series)
+    ]
 
 
 def reproduce(
@@ -486,13 +493,19 @@ def reproduce(
     jobs: int | None = None,
     progress: bool | None = None,
     plots: bool = True,
+    backend: str = "local",
+    address: str | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Runs the parts and writes their CSVs and figures to ``out``; returns the tables."""
-    out = results_folder(out)
+    """Runs the parts and writes their CSVs and figures to ``out``; returns the tables. The runs
+    go through the sweep runner (``backend`` local or ray) and are kept in ``out/sweeps/``: the
+    same call on the same folder resumes (``force``: start again)."""
     seeds = seeds or [1, 2, 3]
     ccs = ccs or ["cubic", "bbr"]
     sizes = sizes or list(SIZES_MB)
-    show = show_progress(progress)
+    # The parts are separate grids: another --parts on the same folder adds or reuses them.
+    out = results_folder(out, "satellite", force, dict(seeds=seeds, ccs=ccs, sizes=sizes, lossy_size_b=lossy_size_b))
+    runner = Runner(jobs, backend, address, progress)
     written: list[Path] = []
     tables: dict[str, pd.DataFrame] = {}
     failed = 0
@@ -504,8 +517,8 @@ def reproduce(
         if "b" in parts:
             specs += geo_specs(["medium", "large"], [2, 10], ["none", "0-RTT", "0-RTT-BDP"], ["cubic"], seeds)
         specs = list(dict.fromkeys(specs))
-        rows = pool_map(run_geo, specs, jobs, show, "GEO downloads")
-        df = pd.DataFrame(rows)
+        df, data = run_grid(out, "geo", run_geo, specs, runner, "GEO downloads", data=["series"])
+        rows = _with_series(df, data["series"])
         failed += int((df["error"] != "").sum())
         written.append(_csv(df, out / "geo_runs.csv"))
         if "a" in parts:
@@ -534,8 +547,8 @@ def reproduce(
 
     if "c" in parts:
         specs_c = [LossyRun(p, cc, s, lossy_size_b) for p in LOSSES for cc in ("cubic", "newreno") for s in (seeds if p > 0 else seeds[:1])]
-        rows = pool_map(run_lossy, specs_c, jobs, show, f"{lossy_size_b / 1e9:g} GB lossy downloads")
-        df = pd.DataFrame(rows)
+        df, data = run_grid(out, "lossy", run_lossy, specs_c, runner, f"{lossy_size_b / 1e9:g} GB lossy downloads", data=["series"])
+        rows = _with_series(df, data["series"])
         failed += int((df["error"] != "").sum())
         tables["lossy"] = lossy_table(df)
         written.append(_csv(df, out / "lossy_runs.csv"))
@@ -550,10 +563,10 @@ def reproduce(
 
     if "d" in parts:
         specs_d = [WrongRun(sit, su, cc, seeds[0]) for sit in SITUATIONS for su in START_UPS if su != "none" for cc in ccs]
-        rows = pool_map(run_wrong, specs_d, jobs, show, "wrong saved set")
-        df = pd.DataFrame(rows)
+        df, data = run_grid(out, "wrong-saved-set", run_wrong, specs_d, runner, "wrong saved set", data=["series"])
+        rows = _with_series(df, data["series"])
         failed += int((df["error"] != "").sum())
-        tables["wrong"] = df.drop(columns=["series"])
+        tables["wrong"] = df
         written.append(_csv(df, out / "wrong_saved_set.csv"))
         if plots:
             written.append(

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .common import check_seconds, family_traces, pool_map, results_folder, show_progress
+from .common import Runner, check_seconds, digest, family_traces, find_traces, results_folder, run_grid, write_csv
 from .zhuge import HOP_MS, WIRED_ONE_WAY_MS
 
 #: The seed talk's table (ms): scheme -> (mean, P90, P99).
@@ -268,13 +268,18 @@ def reproduce(
     progress: bool | None = None,
     plots: bool = True,
     log: Callable[[str], None] = print,
+    backend: str = "local",
+    address: str | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Runs the comparison and the shoot-out, writes their files to ``out_dir``, returns the tables."""
+    """Runs the comparison and the shoot-out, writes their files to ``out_dir``, returns the tables.
+    The runs go through the sweep runner (``backend`` local or ray) and are kept in
+    ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again)."""
     check_seconds(seconds)
-    out = results_folder(out_dir)
-    show = show_progress(progress)
-    found = family_traces(out, traces, seed, seconds)
     ks = ABW_KS if ks is None else ks
+    given = digest(f for _, f in find_traces(traces)) if traces else None
+    out = results_folder(out_dir, "scone", force, dict(seconds=seconds, ks=ks, seed=seed, traces=traces, traces_digest=given))
+    found = family_traces(out, traces, seed, seconds)
     rng = random.Random(seed)
     # The drop at a random instant in the second half of the run (the Zhuge paper: 144-176 s of 200 s).
     drops = {k: round(rng.uniform(0.72 * seconds, 0.88 * seconds), 1) for k in ks}
@@ -282,14 +287,11 @@ def reproduce(
     specs = [Run(fam, str(f), s, h, seconds, seed) for fam, f in found for s, h in pairs]
     specs += [Run("ABW", f"drop 30/{k}", s, h, seconds, seed, k, drops[k]) for k in ks for s, h in pairs]
     started = time.perf_counter()
-    df = pd.DataFrame(pool_map(run_one, specs, jobs, show, "scone"))
+    df, _ = run_grid(out, "runs", run_one, specs, Runner(jobs, backend, address, progress), "scone")
     wall = time.perf_counter() - started
-    df.to_csv(out / "summary.csv", index=False)
     fl = frame_latency(df)
-    fl.to_csv(out / "frame_latency.csv", index=False)
     so = shootout(df)
-    so.to_csv(out / "shootout.csv", index=False)
-    written = [out / "summary.csv", out / "frame_latency.csv", out / "shootout.csv"]
+    written = [write_csv(df, out / "summary.csv"), write_csv(fl, out / "frame_latency.csv"), write_csv(so, out / "shootout.csv")]
     if plots:
         written.append(plot_frame_latency(fl, out / "frame_latency.png"))
         written.append(plot_shootout(df, out / "shootout.png"))

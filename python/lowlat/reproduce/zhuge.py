@@ -41,7 +41,15 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
 - Loss repair: the artifact's sender retransmits (``--policy=rtx``, RTXOnlyPolicy, with a 1 s
   frame deadline ``--ddl=1000``); the GCC flows here run with ``nack = true`` (RTCP generic NACK
   and RTX, libwebrtc's rules, giving up after 1 s; docs/scenario-format.md). Copa's transport
-  retransmits on its own.
+  retransmits on its own. The artifact repairs differently: its receiver acknowledges every
+  packet and its sender resends a packet group unacknowledged after srtt + 4 rttvar (checked every
+  1 ms, ``PacketSenderUdp::CheckRetransmission``/``IsRtxTimeout``), ahead of new media, until the
+  frame is 1 s old; WebRTC's NACK is used here because the GCC flows are WebRTC's. Both ends time
+  their NACK rules by the RTT RTCP measures (the downlink queue included), as libwebrtc does; with
+  the congestion feedback's RTT, which Zhuge shortens, the receiver NACKed again every 100 ms while
+  the first retransmission was still queued and the sender answered each (W1+W2, GCC+Zhuge: 3033
+  retransmissions recovering 914 packets, frames later than 400 ms 0.056; with the RTCP RTT and
+  libwebrtc's retransmission cap: 1213 recovering 782, 0.034).
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
@@ -63,11 +71,37 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
   velocity doubling only after three RTTs), so it keeps sending above the new capacity for
   seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
-  base RTT.
-- *Frame delay under CoDel*: on the shared W1+W2 traces, NACK/RTX raises the share of frames
-  later than 400 ms for every GCC scheme (FIFO 0.040 -> 0.044, CoDel 0.051 -> 0.063, Zhuge
-  0.039 -> 0.056, mean over 16 traces): frames that lost a packet now complete, but late, and
-  the retransmissions, sent ahead of new media, add load during the traces' deep fades.
+  base RTT. The artifact's statistic differs (``static-exp/output-stat.awk``,
+  ``summary-stat.awk``, ``tcp-static-exp.conf``): 72 s runs with the drop at 20-52 s; the time
+  from the first RTT sample above 200 ms to the first one back below (one episode, 20 s if it
+  never returns), the RTT being the sender's smoothed estimate (``TcpSocketBase`` ``m_rtt_net``,
+  an ``RttMeanDeviation`` of ACK samples, so including Zhuge's ACK holding); each scheme's value
+  is the better of its FIFO and CoDel runs (Copa: ``copa-fifo``/``copa-codel``, Copa+Zhuge:
+  ``copa-fifortc``/``copa-wirtc``). Its Copa (``tcp-copa.cc``, from ccp_copa) updates once per
+  half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK from RTT_standing,
+  with delta 0.5 and mode switching on. Here the time above 200 ms is the network RTT's, each
+  scheme on its one queue. The artifact's statistic on the network RTT does not change the
+  outcome (k = 10, 5 seeds: first episode Copa 2.68 s over CoDel / 5.32 s over FIFO, Copa+Zhuge
+  2.80 / 4.32 s; the better of each pair 2.68 vs 2.80 s, as with the time above 200 ms); the
+  sender's RTT with ACK holding and the artifact's Copa are not modelled.
+- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2: 0.034 vs 0.040, -16 %, not the
+  paper's -30 % or more)*: most late frames of every scheme fall in capacity outages no scheme can
+  carry a frame through: ``office-wifi_6`` spends 25 % of its time under 0.5 Mbit/s (GCC's minimum
+  rate) and ``rest-wifi_14`` 15 %; these two traces hold 0.18/0.15 (Zhuge) and 0.30/0.16 (FIFO) of
+  late frames, the other 14 only 0.015 (Zhuge) and 0.013 (FIFO). On those 14 GCC+Zhuge loses
+  frames to CoDel's drops in the short fades (the artifact runs it over ``FqCoDel``, as here);
+  over the FIFO (``--gcc-zhuge-queue fifo``) it loses 0.2 % of its packets and has 0.008 frames
+  later than 400 ms on those 14 traces (GCC+FIFO 0.013, -39 %), but 0.80 of GCC+FIFO's
+  throughput.
+- *How the artifact counts frames* (``app_delay.awk``, ``real-exp/stat.sh``,
+  ``summary_stat.sh``; ``VideoDecoder::DecodeDataPacket``): a frame's delay is its decode time
+  minus its send time; frames decode in order (a complete frame waits for every earlier one); a
+  frame still incomplete when a packet of a frame 1 s (25 frames) newer arrives is discarded and
+  counted with its discard time (so late); frames neither decoded nor discarded by the end are
+  not counted; the ratio is over every frame of a family's traces pooled. Here a frame's delay is
+  its completion (no in-order wait: kinder to every lossy scheme), a frame never completed counts
+  as late (as a discarded one there), and the tables average the traces' ratios (the traces run
+  255-297 s, so pooling weighs them almost alike).
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
@@ -84,7 +118,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -92,10 +126,9 @@ import pandas as pd
 
 from .common import FAMILIES as FAMILIES
 from .common import family_of as family_of
-from .common import check_seconds, family_traces, results_folder, show_progress
+from .common import Runner, check_seconds, digest, family_traces, results_folder, run_grid, write_csv
 from .common import find_traces as find_traces
 from .common import generate_trace as generate_trace
-from .common import pool_map as pool_map
 
 #: The schemes of the paper: (label, controller, queue, assistance). Queue "fifo/codel": FIFO on
 #: the Wi-Fi families, CoDel on the cellular ones (and in the ABW drop), as the artifact's
@@ -287,17 +320,6 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
     return row
 
 
-#: Relative cost per simulated second of each scheme (measured on the shipped traces: Copa
-#: sends up to the 100 Mbit/s encoder cap; Zhuge adds a report per millisecond).
-SCHEME_COST = {"Copa": 3.0, "Copa+FastAck": 3.5, "Copa+Zhuge": 4.0, "GCC+Zhuge": 1.5}
-
-
-def run_cost(spec: TraceRun | DropRun) -> float:
-    """An estimate of a run's time, to start the longest first."""
-    seconds = spec.seconds if isinstance(spec, TraceRun) else 200.0
-    return seconds * SCHEME_COST.get(spec.scheme, 1.0)
-
-
 def durations_after(r: Any, drop_s: float, window_s: float = 20.0) -> dict[str, float]:
     """Seconds, in ``window_s`` after the drop, of RTT > 200 ms and frame delay > 400 ms (200 ms
     bins), and of fps < 10 (1 s bins)."""
@@ -389,23 +411,36 @@ def plot_drop(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def drop_timeline(k: int, seed: int) -> tuple[float, pd.DataFrame]:
-    """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant):
-    ``(drop_s, series)`` with the network RTT and sending rate per 200 ms bin from 2 s before
-    the drop to 8 s after."""
+def drop_window(spec: DropRun) -> dict[str, Any]:
+    """One ABW-drop run's video series from 2 s before the drop to 8 s after (the network RTT and
+    the sending and receiving rates per 200 ms bin), as its data ``series``: the runs of
+    :func:`drop_timeline`."""
     from ..api import run
 
-    drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
     top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
-    cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / k:.6g} Mbit/s"}]}
+    drop = spec.drop_s
+    cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
+    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False).flow_series
+    fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
+    fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
+    return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
+
+
+def drop_timeline(k: int, seed: int, out: Path, runner: Runner) -> tuple[float, pd.DataFrame, pd.DataFrame]:
+    """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
+    as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
+    and sending rate per 200 ms bin from 2 s before the drop to 8 s after, and the runs' rows
+    (their ``error``)."""
+    drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
+    specs = [DropRun(k, scheme, drop, seed) for scheme in ABW_SCHEMES]
+    rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
-    for scheme in ABW_SCHEMES:
-        fs = run(scenario(scheme, cap, False, 200.0, seed, cellular=True), progress=False).flow_series
-        fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
-        fs["scheme"] = scheme
-        fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
-        parts.append(fs[["scheme", "t_s", "rtt_ms", "send_kbps", "recv_kbps"]])
-    return drop, pd.concat(parts, ignore_index=True)
+    for spec, fs in zip(specs, data["series"]):
+        if fs is not None:
+            fs.insert(0, "scheme", spec.scheme)
+            parts.append(fs)
+    cols = ["scheme", "t_s", "rtt_ms", "send_kbps", "recv_kbps"]
+    return drop, pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols), rows
 
 
 def plot_drop_timeline(drop: float, series: pd.DataFrame, k: int, path: Path) -> Path:
@@ -446,7 +481,33 @@ def worst_throughput_trace(df: pd.DataFrame) -> str | None:
     return str(share.idxmin()) if len(share) else None
 
 
-def plot_rate_timeline(spec: TraceRun, path: Path) -> Path:
+def rate_series(spec: TraceRun) -> dict[str, Any]:
+    """One trace run's throughput and its video series (sending rate, one-way delay per bin) as
+    its data ``series``: the runs of :func:`rate_timeline`."""
+    from ..api import run
+
+    cap = trace_capacity(spec.trace, spec.trace_format)
+    sc = scenario(
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+    )
+    r = run(sc, progress=False)
+    fs = r.flow_series[r.flow_series["flow"] == "video"]
+    return {"throughput_kbps": r.summary["flows"][0]["throughput_kbps"], "series": fs[["t_s", "send_kbps", "owd_ms"]]}
+
+
+#: The schemes :func:`plot_rate_timeline` draws.
+RATE_TIMELINE_SCHEMES = ("GCC+FIFO", "GCC+CoDel", "GCC+Zhuge")
+
+
+def rate_timeline(spec: TraceRun, out: Path, runner: Runner) -> tuple[pd.DataFrame, list[pd.DataFrame | None]]:
+    """The runs of :data:`RATE_TIMELINE_SCHEMES` over ``spec``'s trace, as the grid
+    ``gcc-rate-timeline`` in ``out``: their rows and series."""
+    specs = [replace(spec, scheme=scheme) for scheme in RATE_TIMELINE_SCHEMES]
+    rows, data = run_grid(out, "gcc-rate-timeline", rate_series, specs, runner, "gcc rate timeline", data=["series"])
+    return rows, data["series"]
+
+
+def plot_rate_timeline(spec: TraceRun, rows: pd.DataFrame, series: list[pd.DataFrame | None], path: Path) -> Path:
     """Sending rate and RTT over one trace for GCC+FIFO, GCC+CoDel and GCC+Zhuge, with the
     trace's capacity: where in-band Zhuge costs GCC throughput (after each capacity collapse,
     GCC cuts to 0.85x an acknowledged bitrate measured from predicted arrivals, which follow the
@@ -471,14 +532,10 @@ def plot_rate_timeline(spec: TraceRun, path: Path) -> Path:
             rates[-1] *= CONDITIONS["trace_scale"]
         step = CONDITIONS["trace_step_ms"] / 1000.0
         axes[0].step([i * step for i in range(len(rates))], rates, where="post", color="k", lw=0.5, label="capacity")
-    for scheme in ("GCC+FIFO", "GCC+CoDel", "GCC+Zhuge"):
-        cap = trace_capacity(spec.trace, spec.trace_format)
-        sc = scenario(
-            scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
-        )
-        r = run(sc, progress=False)
-        fs = r.flow_series[r.flow_series["flow"] == "video"]
-        thr = r.summary["flows"][0]["throughput_kbps"] / 1000
+    for scheme, thr_kbps, fs in zip(rows["scheme"], rows["throughput_kbps"], series):
+        if fs is None:
+            continue
+        thr = thr_kbps / 1000
         axes[0].plot(fs["t_s"], fs["send_kbps"].rolling(5, min_periods=1).mean() / 1000, lw=1, label=f"{scheme} ({thr:.1f} Mbit/s)")
         axes[1].plot(fs["t_s"], fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS, lw=0.8, label=scheme)
     axes[0].set_ylim(0, None)
@@ -573,12 +630,20 @@ def reproduce(
     wifi_ap: bool = False,
     gcc_zhuge_queue: str = "codel",
     log: Callable[[str], None] = print,
+    backend: str = "local",
+    address: str | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
-    drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants."""
+    drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants. The
+    runs go through the sweep runner (``backend`` local or ray) and are kept in
+    ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again)."""
     check_seconds(seconds)
-    out = results_folder(out_dir)
-    show = show_progress(progress)
+    ks = ks or ABW_KS
+    given = digest(f for _, f in find_traces(traces)) if traces else None
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, traces=traces, traces_digest=given)
+    out = results_folder(out_dir, "zhuge", force, options)
+    runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
@@ -586,49 +651,45 @@ def reproduce(
         for fam, f in found
         for s in SCHEMES
     ]
-    rows = pool_map(run_trace, specs, jobs, show, "zhuge traces", cost=run_cost)
-    preds = [r.pop("predictions") for r in rows]
-    df = pd.DataFrame(rows)
-    df.to_csv(out / "summary.csv", index=False)
-    written = [out / "summary.csv"]
+    df, data = run_grid(out, "traces", run_trace, specs, runner, "zhuge traces", data=["predictions"])
+    preds = data["predictions"]
+    written = [write_csv(df, out / "summary.csv")]
     tables = family_tables(df)
     for fam, t in tables.items():
-        p = out / f"table_{fam}.csv"
-        t.to_csv(p, index=False)
-        written.append(p)
+        written.append(write_csv(t, out / f"table_{fam}.csv"))
     red = reductions(tables)
-    red.to_csv(out / "reductions.csv", index=False)
-    written.append(out / "reductions.csv")
+    written.append(write_csv(red, out / "reductions.csv"))
     pred = pd.concat([p for p in preds if p is not None], ignore_index=True) if any(p is not None for p in preds) else pd.DataFrame(columns=["predicted_ms", "actual_ms"])
     acc = accuracy_table(pred)
-    acc.to_csv(out / "accuracy.csv", index=False)
-    written.append(out / "accuracy.csv")
+    written.append(write_csv(acc, out / "accuracy.csv"))
 
-    ks = ks or ABW_KS
     dspecs = []
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
         drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
         dspecs += [DropRun(k, s, drops[k], sd) for k in ks for s in ABW_SCHEMES]
-    drows = pd.DataFrame(pool_map(run_drop, dspecs, jobs, show, "abw drop", cost=run_cost))
-    drows.to_csv(out / "abw_drop.csv", index=False)
-    written.append(out / "abw_drop.csv")
+    drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
+    written.append(write_csv(drows, out / "abw_drop.csv"))
+    # The figures' own runs (they are grids too: resumed, failures recorded).
+    figure_rows: list[tuple[str, pd.DataFrame]] = []
     if plots:
         worst = worst_throughput_trace(df)
         if worst is not None:
             spec = next(sp for sp in specs if sp.trace == worst)
-            written.append(plot_rate_timeline(spec, out / "gcc_rate_timeline.png"))
+            rrows, rseries = rate_timeline(spec, out, runner)
+            figure_rows.append(("gcc rate timeline", rrows))
+            written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series = drop_timeline(k_line, seed)
-        series.to_csv(out / "abw_drop_timeline.csv", index=False)
-        written.append(out / "abw_drop_timeline.csv")
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner)
+        figure_rows.append(("abw drop timeline", trows))
+        written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
         written.append(plot_accuracy(pred, out / "accuracy.png"))
     wall = time.perf_counter() - started
-    failed = int((df["error"] != "").sum() + (drows["error"] != "").sum())
+    failed = int((df["error"] != "").sum() + (drows["error"] != "").sum() + sum((r["error"] != "").sum() for _, r in figure_rows))
     fmt = {"index": False, "float_format": lambda x: f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"}
-    log(f"{len(df) + len(drows)} runs in {wall:.1f} s, {failed} failed")
+    log(f"{len(df) + len(drows) + sum(len(r) for _, r in figure_rows)} runs in {wall:.1f} s, {failed} failed")
     for fam, t in tables.items():
         what = FAMILIES[fam][1] if fam in FAMILIES else "traces"
         log(f"\n{fam} ({what}; mean over {int(t['traces'].max())} trace(s), {seconds:g} s each):")
@@ -648,4 +709,7 @@ def reproduce(
         log(f"failed: {r.family} {Path(r.trace).name} {r.scheme}: {r.error}")
     for r in drows[drows["error"] != ""].itertuples():
         log(f"failed: abw drop k={r.k} {r.scheme}: {r.error}")
+    for what, rows in figure_rows:
+        for r in rows[rows["error"] != ""].itertuples():
+            log(f"failed: {what} {r.scheme}: {r.error}")
     return {"summary": df, "tables": tables, "reductions": red, "abw_drop": drows, "accuracy": acc, "written": written, "failed": failed}

@@ -439,10 +439,13 @@ impl GccConfig {
         GccConfig { estimator: DelayEstimator::Kalman, k_up: 0.01, k_down: 0.00018, ..GccConfig::default() }
     }
 
-    /// Builds the controller.
-    pub fn build(&self) -> Gcc {
+    /// Builds the controller once its `validate` accepts the constants: a caller that
+    /// set fields by hand (skipping the scenario's checks) gets the error naming the key here, not
+    /// a panic or a stuck run later.
+    pub fn build(&self) -> Result<Gcc, String> {
+        self.validate()?;
         let start = self.start_rate.clamp(self.min_rate, self.max_rate).as_bps_f64();
-        Gcc {
+        Ok(Gcc {
             cfg: self.clone(),
             inter_arrival: InterArrival::default(),
             trend: Trendline::default(),
@@ -456,7 +459,7 @@ impl GccConfig {
             feedback_rtts: VecDeque::with_capacity(FEEDBACK_RTT_WINDOW + 1),
             last_feedback: None,
             sorted: Vec::new(),
-        }
+        })
     }
 }
 

@@ -40,7 +40,7 @@ fn growing_delay_is_overuse_and_cuts_the_rate_to_beta_times_the_receive_rate() {
         max_rate: Bitrate::mbps(5),
         ..GccConfig::default()
     };
-    let mut gcc = cfg.build();
+    let mut gcc = cfg.build().unwrap();
     let t0 = Time::from_secs(2);
     drive(&mut gcc, Time::ZERO, 2.0, Duration::from_millis(10), overload(t0));
     assert_eq!(gcc.usage(), Usage::Normal);
@@ -56,7 +56,7 @@ fn growing_delay_is_overuse_and_cuts_the_rate_to_beta_times_the_receive_rate() {
 #[test]
 fn steady_delay_increases_multiplicatively_about_8_percent_per_second() {
     let cfg = GccConfig { initial_probes: vec![], max_rate: Bitrate::mbps(100), ..GccConfig::default() };
-    let mut gcc = cfg.build();
+    let mut gcc = cfg.build().unwrap();
     // Enough packets that the throughput cap does not bind: 1200 B every 2 ms = 4.8 Mbit/s.
     drive(&mut gcc, Time::ZERO, 10.0, Duration::from_millis(2), |_| Duration::ZERO);
     let r = gcc.delay_based_rate().as_bps_f64();
@@ -68,7 +68,7 @@ fn steady_delay_increases_multiplicatively_about_8_percent_per_second() {
 #[test]
 fn heavy_loss_halves_by_loss_over_two_once_per_loss_update() {
     let cfg = GccConfig { initial_probes: vec![], ..GccConfig::default() };
-    let mut gcc = cfg.build();
+    let mut gcc = cfg.build().unwrap();
     let mut seq = 0;
     let mut make = |lost_every: u64, t: Time| {
         let packets = (0..40)
@@ -100,7 +100,7 @@ fn kalman_variant_detects_overuse_too() {
         max_rate: Bitrate::mbps(5),
         ..GccConfig::kalman()
     };
-    let mut gcc = cfg.build();
+    let mut gcc = cfg.build().unwrap();
     let t0 = Time::from_secs(2);
     drive(&mut gcc, Time::ZERO, 2.0, Duration::from_millis(10), overload(t0));
     assert_eq!(gcc.usage(), Usage::Normal);
@@ -177,7 +177,7 @@ fn rmcat_5_1_rate_near_capacity_grows_additively() {
         t if t < 80.0 => 0.6e6,
         _ => 1e6,
     };
-    let mut gcc = GccConfig::default().build();
+    let mut gcc = GccConfig::default().build().unwrap();
     let rates = rmcat_5_1_path(&mut gcc, capacity, 100.0);
     // Near capacity = once an over-use (a decrease) located it in the phase.
     let first_decrease =

@@ -1,7 +1,7 @@
 //! Converting the spec's links, queues, loss and assistance settings into the components' own
 //! configs (`LinkConfig`, `QueueConfig`, `ZhugeConfig`, `SconeConfig`, `WifiConfig`), checked.
 
-use super::error::ScenarioError;
+use super::error::{number, ScenarioError};
 use super::spec::{AccessSpec, LinkSpec, LossSpec, QueueSpec, SconeSpec, WifiSpec, ZhugeSpec, D};
 use lowlat_assist::{
     BurstRule, CapacitySource, InBandReports, SconeConfig, SconeMode, ZhugeConfig, ZhugeVariant,
@@ -88,14 +88,18 @@ pub(super) fn link_config(
         let mut opts =
             RateTraceOptions { repeat: l.trace_loop.unwrap_or(true), ..RateTraceOptions::default() };
         if let Some(d) = l.trace_step {
-            if d.0 == Duration::ZERO {
-                return Err(err("trace_step", "got \"0 s\", expected a positive duration".into()));
+            let hour = Duration::from_secs(3600);
+            if d.0 == Duration::ZERO || d.0 > hour {
+                return Err(err(
+                    "trace_step",
+                    format!("got \"{}\", expected a positive duration of at most \"{hour}\"", d.0),
+                ));
             }
             opts.step = Some(d.0);
         }
         if let Some(k) = l.trace_scale {
             if !(k.is_finite() && k > 0.0) {
-                return Err(err("trace_scale", format!("got {k}, expected a positive number")));
+                return Err(err("trace_scale", format!("got {}, expected a positive number", number(k))));
             }
             opts.scale = k;
         }
@@ -299,6 +303,10 @@ pub(super) fn zhuge_config(
             ))
         }
     };
+    cfg.validate().map_err(|m| {
+        let (k, rest) = m.split_once(": ").unwrap_or(("", m.as_str()));
+        err(k, rest.to_string())
+    })?;
     Ok(cfg)
 }
 
@@ -329,7 +337,11 @@ pub(super) fn resolve(base_dir: &Path, file: &str) -> PathBuf {
 
 fn check_prob(p: f64, key: &str, label: &str) -> Result<(), ScenarioError> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(ScenarioError::new(label, key, format!("got {p}, expected a probability in [0, 1]")));
+        return Err(ScenarioError::new(
+            label,
+            key,
+            format!("got {}, expected a probability in [0, 1]", number(p)),
+        ));
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ impl Scenario {
     /// Reads and validates a scenario file.
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let label = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = lowlat_net::trace::read_text_file(path)
             .map_err(|e| ScenarioError::new(&label, "", format!("cannot read the file: {e}")))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Scenario::parse(&text, Format::Toml, &label, &base)

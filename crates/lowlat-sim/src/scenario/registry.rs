@@ -180,7 +180,7 @@ pub fn is_window_controller(cc: &str) -> bool {
 pub fn rate_controller(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
     match find_controller(&media.cc).map(|c| c.build) {
         Some(Build::Rate(build)) => build(media, start_rate),
-        Some(Build::External) => Ok(Box::new(external_config(media, start_rate).build().0)),
+        Some(Build::External) => Ok(Box::new(external_config(media, start_rate).build()?.0)),
         _ => Err(format!("unknown controller {:?}", media.cc)),
     }
 }
@@ -196,7 +196,8 @@ pub fn window_controller(name: &str, packet_size: Bytes) -> Result<Box<dyn Windo
 /// The settings of an external controller of this flow: its range is the encoder's.
 pub(crate) fn external_config(media: &MediaConfig, start_rate: Bitrate) -> ExternalConfig {
     ExternalConfig {
-        start_rate,
+        // The encoder clamps a flow's rate into [rmin, rmax]; the controller starts where it does.
+        start_rate: start_rate.max(media.source.rmin).min(media.source.rmax),
         min_rate: media.source.rmin,
         max_rate: media.source.rmax,
         ..ExternalConfig::default()
@@ -236,8 +237,13 @@ impl Start<'_> {
         }
         adjust(&mut c);
         // Each range and relation, as the config states it (`rmax: got .., expected >= rmin ..`).
-        c.check().map_err(|e| format!("{}.{e}", self.cc))?;
+        c.check().map_err(|e| self.named(e))?;
         Ok(c)
+    }
+
+    /// A config's error (`beta: got ..`) as a scenario names it (`gcc.beta: got ..`).
+    fn named(&self, e: String) -> String {
+        format!("{}.{e}", self.cc)
     }
 }
 
@@ -254,20 +260,21 @@ macro_rules! start_within_range {
 
 fn fixed(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
     let s = Start::of(media, start_rate);
-    Ok(Box::new(s.tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, |_| {})?.build()))
+    let cfg = s.tuned(FixedRateConfig { rate: start_rate, ..FixedRateConfig::default() }, |_| {})?;
+    Ok(Box::new(cfg.build().map_err(|e| s.named(e))?))
 }
 
 fn nada(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
     let s = Start::of(media, start_rate);
     let cfg = NadaConfig { rmin: s.rmin, rmax: s.rmax, fps: media.source.fps, ..NadaConfig::default() };
-    Ok(Box::new(s.tuned(cfg, |_| {})?.build()))
+    Ok(Box::new(s.tuned(cfg, |_| {})?.build().map_err(|e| s.named(e))?))
 }
 
 fn gcc(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
     let s = Start::of(media, start_rate);
     let cfg =
         GccConfig { start_rate: s.clamped_start, min_rate: s.rmin, max_rate: s.rmax, ..GccConfig::default() };
-    Ok(Box::new(s.tuned(cfg, start_within_range!(s))?.build()))
+    Ok(Box::new(s.tuned(cfg, start_within_range!(s))?.build().map_err(|e| s.named(e))?))
 }
 
 fn scream(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
@@ -278,7 +285,7 @@ fn scream(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateContro
         max_rate: s.rmax,
         ..ScreamConfig::default()
     };
-    Ok(Box::new(s.tuned(cfg, start_within_range!(s))?.build()))
+    Ok(Box::new(s.tuned(cfg, start_within_range!(s))?.build().map_err(|e| s.named(e))?))
 }
 
 fn scream2(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
@@ -289,7 +296,7 @@ fn scream2(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateContr
         max_rate: s.rmax,
         ..ScreamV2Config::default()
     };
-    Ok(Box::new(s.tuned(cfg, start_within_range!(s))?.build()))
+    Ok(Box::new(s.tuned(cfg, start_within_range!(s))?.build().map_err(|e| s.named(e))?))
 }
 
 fn scone_pro(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
@@ -303,7 +310,7 @@ fn scone_pro(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateCon
     let cfg = s.tuned(cfg, start_within_range!(s))?;
     // The fallback is built as the flow's own controller would be, with its own cc_params table.
     let fallback = rate_controller(&MediaConfig { cc: cfg.fallback.clone(), ..media.clone() }, start_rate)?;
-    Ok(Box::new(cfg.build(fallback).map_err(|e| format!("{}.{e}", s.cc))?))
+    Ok(Box::new(cfg.build(fallback).map_err(|e| s.named(e))?))
 }
 
 fn newreno(packet_size: Bytes) -> Box<dyn WindowController> {

@@ -176,7 +176,7 @@ pub struct SchedulePoint {
 
 /// Random loss.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+#[serde(try_from = "LossTable")]
 pub enum LossSpec {
     /// No random loss.
     None,
@@ -192,16 +192,62 @@ pub enum LossSpec {
         /// P(good | bad).
         p_bad_to_good: f64,
         /// Loss probability in the good state (default 0).
-        #[serde(default)]
         loss_in_good: f64,
         /// Loss probability in the bad state (default 1).
-        #[serde(default = "one")]
         loss_in_bad: f64,
     },
 }
 
-fn one() -> f64 {
-    1.0
+/// A loss table as written: every variant's keys, matched with `kind` on conversion. Flat rather
+/// than a serde tagged enum, whose errors lose the key (`loss: invalid type` instead of
+/// `loss.p_good_to_bad: invalid type`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LossTable {
+    kind: String,
+    p: Option<f64>,
+    p_good_to_bad: Option<f64>,
+    p_bad_to_good: Option<f64>,
+    loss_in_good: Option<f64>,
+    loss_in_bad: Option<f64>,
+}
+
+impl TryFrom<LossTable> for LossSpec {
+    type Error = String;
+
+    fn try_from(t: LossTable) -> Result<LossSpec, String> {
+        let need =
+            |k: &str, v: Option<f64>| v.ok_or_else(|| format!("missing field `{k}` (kind = {:?})", t.kind));
+        let (spec, takes): (LossSpec, &[&str]) = match t.kind.as_str() {
+            "none" => (LossSpec::None, &[]),
+            "bernoulli" => (LossSpec::Bernoulli { p: need("p", t.p)? }, &["p"]),
+            "gilbert-elliott" => (
+                LossSpec::GilbertElliott {
+                    p_good_to_bad: need("p_good_to_bad", t.p_good_to_bad)?,
+                    p_bad_to_good: need("p_bad_to_good", t.p_bad_to_good)?,
+                    loss_in_good: t.loss_in_good.unwrap_or(0.0),
+                    loss_in_bad: t.loss_in_bad.unwrap_or(1.0),
+                },
+                &["p_good_to_bad", "p_bad_to_good", "loss_in_good", "loss_in_bad"],
+            ),
+            other => {
+                return Err(format!(
+                    "kind: got {other:?}, expected \"none\", \"bernoulli\" or \"gilbert-elliott\""
+                ))
+            }
+        };
+        let given = [
+            ("p", t.p),
+            ("p_good_to_bad", t.p_good_to_bad),
+            ("p_bad_to_good", t.p_bad_to_good),
+            ("loss_in_good", t.loss_in_good),
+            ("loss_in_bad", t.loss_in_bad),
+        ];
+        if let Some((k, _)) = given.iter().find(|(k, v)| v.is_some() && !takes.contains(k)) {
+            return Err(format!("{k}: not a parameter of kind = {:?}", t.kind));
+        }
+        Ok(spec)
+    }
 }
 
 /// A queue.

@@ -5,7 +5,7 @@ use super::config::{
     FlowConfig, MediaConfig, Scenario, TrafficKind, TransportFlowConfig, WebConfig, SCREAM_FEEDBACK,
 };
 use super::convert::{access_config, link_config, resolve, scone_config, zhuge_config};
-use super::error::ScenarioError;
+use super::error::{number, ScenarioError};
 use super::registry::{
     is_external_controller, is_window_controller, rate_controller, ASSISTS, CONTROLLERS, EXTERNAL_FORMS,
     WINDOW_CONTROLLERS,
@@ -132,6 +132,9 @@ impl Scenario {
                     format!("got \"{packet_size}\", expected 28 B to 65535 B"),
                 ));
             }
+            if let Some(m) = &media {
+                check_frame_size(m, packet_size).map_err(|m| err(&key("rmax"), m))?;
+            }
             let start = f.start.map(|d| d.0).unwrap_or(Duration::ZERO);
             let stop = f.stop.map(|d| d.0).unwrap_or(duration);
             if stop <= start {
@@ -252,8 +255,11 @@ fn media_config(
         ));
     }
     if let Some(fps) = f.fps {
-        if !(fps > 0.0 && fps <= 240.0) {
-            return Err(err("fps", format!("got {fps}, expected frames per second in (0, 240]")));
+        if !(MIN_FPS..=240.0).contains(&fps) {
+            return Err(err(
+                "fps",
+                format!("got {}, expected frames per second from {MIN_FPS} to 240", number(fps)),
+            ));
         }
         source.fps = fps;
     }
@@ -281,7 +287,7 @@ fn media_config(
                 return Err(err("codec_trace", "missing: codec = \"trace\" needs a frame-size file".into()));
             };
             let path = resolve(base_dir, file);
-            let text = std::fs::read_to_string(&path)
+            let text = lowlat_net::trace::read_text_file(&path)
                 .map_err(|e| err("codec_trace", format!("cannot read {}: {e}", path.display())))?;
             let trace = FrameSizeTrace::parse(&text)
                 .map_err(|m| err("codec_trace", format!("{}: {m}", path.display())))?;
@@ -373,6 +379,31 @@ fn media_config(
         rate_controller(&m, f.rate.map_or(m.source.rmin, |r| r.0)).map_err(cc_error)?;
     }
     Ok(Some(m))
+}
+
+/// The lowest frame rate a video flow takes: one frame per 10 s.
+const MIN_FPS: f64 = 0.1;
+
+/// An RTP frame is at most 65 535 packets (its packets are numbered in 16 bits in the model):
+/// the largest frame at `rmax` must fit in that many packets of the flow's payload, or the pacer
+/// would have to make packets larger than `packet_size`.
+fn check_frame_size(m: &MediaConfig, packet_size: Bytes) -> Result<(), String> {
+    // Over the transport 58 B of each packet are headers; 1.5: the synthetic codec's noise.
+    let payload = packet_size.0.saturating_sub(58).max(1) as f64;
+    let largest = m.source.rmax.as_bps_f64() / 8.0 / m.source.fps * m.source.peak_frame_ratio() * 1.5;
+    let most = 65_535.0 * payload;
+    if largest > most {
+        return Err(format!(
+            "got \"{}\" at {} fps: frames of up to {:.0} B (the largest frame is {:.1}x a steady one), more \
+             than the 65535 packets of {payload} B a frame can have; expected a lower rmax, a higher fps or \
+             a larger packet_size",
+            m.source.rmax,
+            m.source.fps,
+            largest,
+            m.source.peak_frame_ratio()
+        ));
+    }
+    Ok(())
 }
 
 /// The ECN codepoint flow `f` sends with, checked.
