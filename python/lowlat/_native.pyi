@@ -2,6 +2,10 @@
 
 from typing import Any, Callable
 
+#: A result column: a list, or a non-empty numeric column as ``(dtype, little-endian bytes)``
+#: (``"<f8"`` or ``"<i8"``) for ``numpy.frombuffer``.
+Column = list[object] | tuple[str, bytes]
+
 class ScenarioError(ValueError):
     """A scenario that failed validation (one line: file, key, what was expected)."""
 
@@ -76,7 +80,7 @@ class Simulation:
     def controller_error(self) -> str | None: ...
     def finish(
         self,
-    ) -> tuple[str, dict[str, list[object]], dict[str, list[object]], dict[str, list[object]]]: ...
+    ) -> tuple[str, dict[str, Column], dict[str, Column], dict[str, Column]]: ...
 def shell_pump(
     text: str, format: str, label: str, base_dir: str, netns: str, inside_tun: str, host_tun: str,
     inside_addr: str, host_addr: str, ready: Callable[[], None], should_stop: Callable[[], bool],

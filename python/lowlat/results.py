@@ -6,7 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+
+def _column(values: Any) -> Any:
+    """A column as the native core hands it over: a list, or ``(dtype, bytes)`` (numbers packed
+    little-endian, read without a Python object per value)."""
+    if isinstance(values, tuple):
+        dtype, raw = values
+        return np.frombuffer(raw, dtype=dtype)
+    return values
 
 
 class Result:
@@ -24,17 +34,43 @@ class Result:
     def __init__(
         self,
         summary: dict[str, Any],
-        flow_series: dict[str, list[Any]],
-        link_series: dict[str, list[Any]],
+        flow_series: dict[str, Any],
+        link_series: dict[str, Any],
         *,
         summary_json: str | None = None,
-        predictions: dict[str, list[Any]] | None = None,
+        predictions: dict[str, Any] | None = None,
     ) -> None:
         self.summary = summary
-        self.flow_series = pd.DataFrame(flow_series)
-        self.link_series = pd.DataFrame(link_series)
-        self.predictions = pd.DataFrame(predictions or {})
+        # The tables are built on first use: a sweep that keeps only summary metrics (the RMCAT
+        # suite, most reproduction runs) never pays for three DataFrames per run.
+        self._raw: dict[str, dict[str, Any]] = {
+            "flow_series": flow_series,
+            "link_series": link_series,
+            "predictions": predictions or {},
+        }
+        self._frames: dict[str, pd.DataFrame] = {}
         self._summary_json = summary_json or json.dumps(summary, indent=2)
+
+    def _frame(self, name: str) -> pd.DataFrame:
+        frame = self._frames.get(name)
+        if frame is None:
+            frame = self._frames[name] = pd.DataFrame({k: _column(v) for k, v in self._raw.pop(name).items()})
+        return frame
+
+    @property
+    def flow_series(self) -> pd.DataFrame:
+        """One row per flow and bin (see the class doc)."""
+        return self._frame("flow_series")
+
+    @property
+    def link_series(self) -> pd.DataFrame:
+        """One row per link and bin (see the class doc)."""
+        return self._frame("link_series")
+
+    @property
+    def predictions(self) -> pd.DataFrame:
+        """Zhuge's per-packet predictions (see the class doc)."""
+        return self._frame("predictions")
 
     @property
     def flows(self) -> pd.DataFrame:

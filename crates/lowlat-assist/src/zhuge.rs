@@ -284,6 +284,8 @@ struct InBand {
     /// The latest predicted arrival reported so far (predictions are kept in queue order).
     latest: Time,
     twcc: Option<TwccBuilder>,
+    /// Scratch: the arrivals of a report in microseconds.
+    arrivals_us: Vec<Option<i64>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -388,12 +390,10 @@ impl Zhuge {
         scratch.clear();
         match s.format {
             InBandFormat::TransportCc => {
-                let a: Vec<Option<i64>> = arrivals.iter().map(|a| a.map(us)).collect();
+                s.arrivals_us.clear();
+                s.arrivals_us.extend(arrivals.iter().map(|a| a.map(us)));
                 let builder = s.twcc.as_mut().expect("in-band flows have a builder");
-                for fb in builder.build(first as u16, &a) {
-                    // Invariant: the builder only produces encodable packets.
-                    fb.encode(scratch).expect("built feedback encodes");
-                }
+                builder.encode_into(first as u16, &s.arrivals_us, scratch);
             }
             InBandFormat::Rfc8888 => {
                 // Offsets count back from the report timestamp: the latest predicted arrival.
@@ -423,9 +423,12 @@ impl Zhuge {
                         continue;
                     }
                     let first = s.first;
-                    let arrivals: Vec<Option<Time>> = s.pending.drain(..).collect();
-                    Self::encode(&mut self.scratch, s, first, &arrivals, now);
-                    s.first += arrivals.len() as u64;
+                    // Taken out and put back emptied: its space is reused report after report.
+                    let mut pending = std::mem::take(&mut s.pending);
+                    Self::encode(&mut self.scratch, s, first, pending.make_contiguous(), now);
+                    s.first += pending.len() as u64;
+                    pending.clear();
+                    s.pending = pending;
                 }
                 InBandReports::Sampled { .. } => {
                     let Some(sample) = s.sample.filter(|x| x.due <= now) else { continue };

@@ -4,7 +4,7 @@
 //! Shadow) so that adding two instants does not compile. Both are `u64` nanoseconds: 584 years of
 //! range, and no floating-point rounding in the event order.
 
-use crate::units::{parse_quantity, ParseUnitError};
+use crate::units::{parse_quantity, round_positive, ParseUnitError};
 use std::fmt;
 use std::ops::{Add, AddAssign, Div, Mul, Sub, SubAssign};
 use std::str::FromStr;
@@ -80,7 +80,7 @@ impl Duration {
         if s.is_nan() || s <= 0.0 {
             Duration(0)
         } else {
-            Duration((s * 1e9).round().min(u64::MAX as f64) as u64)
+            Duration(round_positive(s * 1e9))
         }
     }
     /// Nanoseconds.

@@ -16,12 +16,12 @@
 use lowlat_core::{Bytes, Duration, Time};
 use lowlat_wire::ccfb::compact_ntp;
 use lowlat_wire::{CcfbBlock, CcfbMetric, CcfbReport, TwccBuilder};
-use std::collections::HashMap;
+use lowlat_core::hash::FastMap;
 
 /// Per-frame bookkeeping and metrics.
 #[derive(Clone, Debug, Default)]
 pub struct FrameAssembler {
-    partial: HashMap<u64, u16>,
+    partial: FastMap<u64, u16>,
     highest: u64,
     /// `(completion time, delay)` of every complete frame.
     pub completed: Vec<(Time, Duration)>,
@@ -187,12 +187,19 @@ pub struct FeedbackEncoder {
     format: FeedbackFormat,
     twcc: TwccBuilder,
     scratch: Vec<u8>,
+    /// Scratch: a report's arrival times in microseconds.
+    arrivals_us: Vec<Option<i64>>,
 }
 
 impl FeedbackEncoder {
     /// An encoder for `format`.
     pub fn new(format: FeedbackFormat) -> FeedbackEncoder {
-        FeedbackEncoder { format, twcc: TwccBuilder::new(1, 2), scratch: Vec::with_capacity(1500) }
+        FeedbackEncoder {
+            format,
+            twcc: TwccBuilder::new(1, 2),
+            scratch: Vec::with_capacity(1500),
+            arrivals_us: Vec::new(),
+        }
     }
 
     /// Whether the format reports each packet's ECN bits (RFC 8888 does, transport-cc does not).
@@ -214,11 +221,9 @@ impl FeedbackEncoder {
         let us = |t: Time| (t.as_nanos() / 1_000) as i64;
         match self.format {
             FeedbackFormat::TransportCc => {
-                let arrivals: Vec<Option<i64>> = report.iter().map(|r| r.at.map(us)).collect();
-                for fb in self.twcc.build(first as u16, &arrivals) {
-                    // Invariant: the builder only produces encodable packets.
-                    fb.encode(&mut self.scratch).expect("built feedback encodes");
-                }
+                self.arrivals_us.clear();
+                self.arrivals_us.extend(report.iter().map(|r| r.at.map(us)));
+                self.twcc.encode_into(first as u16, &self.arrivals_us, &mut self.scratch);
             }
             FeedbackFormat::Rfc8888 => {
                 let metrics = report

@@ -152,6 +152,8 @@ pub struct VideoSource {
     rng: Rng,
     start: Time,
     next_id: u64,
+    /// When frame `next_id` is captured (kept: the sender asks after every event).
+    next_due: Time,
     /// The rate the encoder currently produces.
     rate: Bitrate,
     /// The latest target, waiting for tau_v.
@@ -172,6 +174,7 @@ impl VideoSource {
             rng,
             start,
             next_id: 0,
+            next_due: start,
             rate,
             pending: None,
             last_rate_change: start,
@@ -193,7 +196,12 @@ impl VideoSource {
 
     /// When the next frame is captured.
     pub fn poll_timeout(&self) -> Time {
-        self.start + Duration::from_secs_f64(self.next_id as f64 / self.cfg.fps)
+        self.next_due
+    }
+
+    /// When frame `id` is captured.
+    fn capture_time(&self, id: u64) -> Time {
+        self.start + Duration::from_secs_f64(id as f64 / self.cfg.fps)
     }
 
     /// The frame captured at `now`, if one is due.
@@ -252,6 +260,7 @@ impl VideoSource {
         let frame =
             Frame { id: self.next_id, capture_time: due, size: Bytes(size.round().max(1.0) as u64), key };
         self.next_id += 1;
+        self.next_due = self.capture_time(self.next_id);
         Some(frame)
     }
 }

@@ -304,10 +304,22 @@ impl Simulation {
     }
 }
 
+/// A result table as `{name: column}`: a non-empty numeric column travels as `(dtype, bytes)`
+/// (`"<f8"` or `"<i8"`, little-endian), which Python reads with `numpy.frombuffer` (a list of
+/// Python numbers per value cost Zhuge runs, with a prediction per packet, a quarter of their
+/// time); labels and empty columns as lists.
 fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, col) in &t.columns {
         match col {
+            Column::F64(v) if !v.is_empty() => {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                d.set_item(name, ("<f8", PyBytes::new(py, &bytes)))?
+            }
+            Column::I64(v) if !v.is_empty() => {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                d.set_item(name, ("<i8", PyBytes::new(py, &bytes)))?
+            }
             Column::F64(v) => d.set_item(name, v)?,
             Column::I64(v) => d.set_item(name, v)?,
             Column::Str(v) => d.set_item(name, v)?,

@@ -143,6 +143,11 @@ pub struct RtpSender {
     rtx_slot: u64,
     /// With NACK: retransmissions capped at the target rate over 500 ms.
     rtx_limiter: RetransmissionLimiter,
+    /// The report handed to the controller, its packet list reused from report to report (a
+    /// report per millisecond under Zhuge allocated one list each).
+    report: FeedbackReport,
+    /// Scratch: the arrivals of a report built at the AP.
+    assist_arrivals: Vec<Arrival>,
 }
 
 /// The slots of the retransmission-rate window.
@@ -188,6 +193,8 @@ impl RtpSender {
             rtx_bits: [0; 10],
             rtx_slot: 0,
             rtx_limiter: RetransmissionLimiter::new(NackConfig::default().rtx_limit_window),
+            report: FeedbackReport::default(),
+            assist_arrivals: Vec::new(),
         }
     }
 
@@ -255,7 +262,8 @@ impl RtpSender {
 
     /// Hands one feedback report to the controller.
     fn on_report(&mut self, now: Time, report_time: Time, arrivals: &[Arrival]) {
-        let mut packets = Vec::with_capacity(arrivals.len());
+        let mut packets = std::mem::take(&mut self.report.packets);
+        packets.clear();
         for a in arrivals {
             if let Some(sent) =
                 a.seq.checked_sub(self.history_base).and_then(|i| self.history.get(i as usize))
@@ -270,13 +278,13 @@ impl RtpSender {
                 self.history_base += 1;
             }
         }
-        let report = FeedbackReport { packets, report_time };
-        if let Some(rtt) = report.rtt_sample(now) {
+        self.report = FeedbackReport { packets, report_time };
+        if let Some(rtt) = self.report.rtt_sample(now) {
             self.metrics.rtt.push(rtt);
         }
         self.last_now = now;
         self.cc.on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
-        self.cc.on_feedback(now, &report);
+        self.cc.on_feedback(now, &self.report);
     }
 
     fn next_frame_time(&self) -> Option<Time> {
@@ -324,9 +332,11 @@ impl Endpoint for RtpSender {
                 .expect("the mailbox lock is never held across a panic")
                 .retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. }));
             // The AP's reports carry no ECN (Zhuge predicts arrival times only).
-            let arrivals: Vec<Arrival> =
-                arrivals.iter().map(|&(seq, at)| Arrival { seq, at, ecn: 0 }).collect();
-            self.on_report(now, *report_time, &arrivals);
+            let mut list = std::mem::take(&mut self.assist_arrivals);
+            list.clear();
+            list.extend(arrivals.iter().map(|&(seq, at)| Arrival { seq, at, ecn: 0 }));
+            self.on_report(now, *report_time, &list);
+            self.assist_arrivals = list;
         }
     }
 

@@ -695,8 +695,9 @@ impl Simulation {
                 };
             }
             FeedbackPayload::Rtcp(bytes) => {
-                if let Ok(fb) = TransportCcFeedback::decode(&bytes) {
-                    fb.arrivals_us().into_iter().map(|(s, a)| (s, a.map(at))).collect()
+                let mut raw = Vec::new();
+                if TransportCcFeedback::decode_arrivals(&bytes, |s, a| raw.push((s, a.map(at)))).is_ok() {
+                    raw
                 } else {
                     let rep = CcfbReport::decode(&bytes, NumReportsConvention::Count).ok()?;
                     let ts = rep.report_timestamp;

@@ -20,7 +20,8 @@ use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::VideoSource;
 use lowlat_transport::{AckFrame, Sender, SenderConfig};
-use std::collections::{HashSet, VecDeque};
+use lowlat_core::hash::FastSet;
+use std::collections::VecDeque;
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
 const DATAGRAM_OVERHEAD: Bytes = Bytes(58);
@@ -131,10 +132,12 @@ impl Endpoint for TransportVideoSender {
     }
 
     fn handle_timeout(&mut self, now: Time) {
-        if self.sender.poll_timeout().is_some_and(|t| t <= now) {
-            self.sender.handle_timeout(now);
-            self.collect_lost();
-        }
+        // The sender acts only on its loss and probe timers that are due (a pacer wake-up
+        // finds neither); lost packets are always collected right after they are declared, so
+        // there is nothing to collect otherwise. Asking `poll_timeout` first cost a pacing-rate
+        // computation per wake-up.
+        self.sender.handle_timeout(now);
+        self.collect_lost();
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
@@ -194,7 +197,7 @@ pub struct TransportVideoReceiver {
     assembler: FrameAssembler,
     /// `(frame, index)` of the packets of incomplete frames, so a packet that arrives twice (a
     /// spurious retransmission) counts once.
-    seen: HashSet<(u64, u16)>,
+    seen: FastSet<(u64, u16)>,
     start: Time,
     fps: f64,
 }
@@ -205,7 +208,7 @@ impl TransportVideoReceiver {
         TransportVideoReceiver {
             acks: AckReceiver::new(mailbox),
             assembler: FrameAssembler::default(),
-            seen: HashSet::new(),
+            seen: FastSet::default(),
             start,
             fps: media.source.fps,
         }

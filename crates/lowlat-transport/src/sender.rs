@@ -224,8 +224,15 @@ impl Sender {
         Some(r.max(1.0))
     }
 
-    fn refill(&mut self, now: Time) {
-        if let Some(rate) = self.pacing_rate() {
+    /// Whether packets are paced: [`Sender::pacing_rate`] is `Some` exactly once the RTT has a
+    /// sample (asked without computing the rate, which the sender needs several times a packet).
+    fn is_paced(&self) -> bool {
+        self.rtt.has_sample()
+    }
+
+    /// Adds the tokens earned since the last refill at pacing rate `rate` (`None`: unpaced).
+    fn refill(&mut self, now: Time, rate: Option<f64>) {
+        if let Some(rate) = rate {
             let cap = (self.cfg.burst_packets * self.cfg.packet_size.0 * 8) as f64;
             self.tokens = (self.tokens + rate * (now - self.last_refill).as_secs_f64()).min(cap);
         }
@@ -270,8 +277,9 @@ impl Sender {
         if !self.window_open() {
             return None;
         }
-        self.refill(now);
-        let paced = self.probes == 0 && self.pacing_rate().is_some();
+        let rate = self.pacing_rate();
+        self.refill(now, rate);
+        let paced = self.probes == 0 && rate.is_some();
         if paced && self.tokens < (self.cfg.packet_size.0 * 8) as f64 {
             return None;
         }
@@ -324,7 +332,7 @@ impl Sender {
     /// Message mode: sends a packet of `size` on the wire that the application knows by `tag`
     /// (given back by [`Sender::pop_lost`] if it is lost); returns its packet number.
     pub fn send_message(&mut self, now: Time, size: Bytes, tag: u64) -> u64 {
-        let paced = self.probes == 0 && self.pacing_rate().is_some();
+        let paced = self.probes == 0 && self.is_paced();
         let payload = size.0.saturating_sub(self.cfg.overhead.0);
         self.record(now, size.0, payload, tag, paced)
     }

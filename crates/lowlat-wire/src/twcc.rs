@@ -114,12 +114,105 @@ impl TransportCcFeedback {
         Ok(TransportCcFeedback { sender_ssrc, media_ssrc, base_seq, reference_time, fb_pkt_count, deltas })
     }
 
+    /// What [`TransportCcFeedback::decode`] and then [`TransportCcFeedback::arrivals_us`] give,
+    /// handed to `f` one sequence number at a time, without building either list: a sender that
+    /// reads a report every millisecond (Zhuge's) allocated three lists per report. Fails exactly
+    /// when `decode` does, with the same error; `f` may have been called for the sequence numbers
+    /// before a malformed delta.
+    pub fn decode_arrivals(buf: &[u8], mut f: impl FnMut(u16, Option<i64>)) -> Result<(), WireError> {
+        let h = rtcp::header(buf)?;
+        if (h.pt, h.fmt) != (PT_RTPFB, FMT_TRANSPORT_CC) {
+            return Err(WireError::UnexpectedType { pt: h.pt, fmt: h.fmt });
+        }
+        let mut r = Reader::new(h.body);
+        let _sender_ssrc = r.u32()?;
+        let _media_ssrc = r.u32()?;
+        let base_seq = r.u16()?;
+        let count = r.u16()? as usize;
+        let rt = r.take(3)?;
+        let raw = (u32::from(rt[0]) << 16) | (u32::from(rt[1]) << 8) | u32::from(rt[2]);
+        let reference_time = ((raw << 8) as i32) >> 8; // sign-extend 24 bits
+        let _fb_pkt_count = r.u8()?;
+        if count > 8191 * r.remaining() / 2 {
+            return Err(WireError::BadLength("status count larger than the chunks can hold"));
+        }
+        // First pass: the chunks, checked as `decode` reads them, to find where the deltas start.
+        let chunks_at = r.pos();
+        let mut covered = 0;
+        while covered < count {
+            let c = r.u16()?;
+            let need = count - covered;
+            covered += if c & 0x8000 == 0 {
+                let run = (c & 0x1fff) as usize;
+                if run == 0 {
+                    return Err(WireError::Invalid("run-length chunk of length 0"));
+                }
+                run.min(need)
+            } else if c & 0x4000 == 0 {
+                14.min(need)
+            } else {
+                7.min(need)
+            };
+        }
+        // Second pass: the statuses again, each with its delta from `r`.
+        let mut chunks = Reader::new(&h.body[chunks_at..r.pos()]);
+        let mut t = i64::from(reference_time) * REFERENCE_TIME_US;
+        let mut seq = base_seq;
+        let mut status = |s: u16, r: &mut Reader| -> Result<(), WireError> {
+            let d = match s {
+                0 => None,
+                1 => Some(i16::from(r.u8()?)),
+                2 => Some(r.u16()? as i16),
+                _ => return Err(WireError::Invalid("reserved status symbol 3")),
+            };
+            let at = d.map(|d| {
+                t += i64::from(d) * DELTA_TICK_US;
+                t
+            });
+            f(seq, at);
+            seq = seq.wrapping_add(1);
+            Ok(())
+        };
+        let mut left = count;
+        while left > 0 {
+            let c = chunks.u16()?;
+            if c & 0x8000 == 0 {
+                let run = ((c & 0x1fff) as usize).min(left);
+                for _ in 0..run {
+                    status((c >> 13) & 0x3, &mut r)?;
+                }
+                left -= run;
+            } else if c & 0x4000 == 0 {
+                let k = 14.min(left);
+                for i in 0..k {
+                    status((c >> (13 - i)) & 1, &mut r)?;
+                }
+                left -= k;
+            } else {
+                let k = 7.min(left);
+                for i in 0..k {
+                    status((c >> (2 * (6 - i))) & 3, &mut r)?;
+                }
+                left -= k;
+            }
+        }
+        Ok(())
+    }
+
     /// The packet chunks encoding the statuses: run lengths for runs, one-bit vectors where no
     /// large delta is near, two-bit vectors otherwise.
     fn chunks(&self) -> Vec<u16> {
-        let sym: Vec<u8> = self.deltas.iter().map(|d| symbol(*d)).collect();
+        let mut out = Vec::with_capacity(self.deltas.len() / 7 + 1);
+        self.chunks_into(&mut Vec::new(), &mut out);
+        out
+    }
+
+    /// [`TransportCcFeedback::chunks`] into `out` (cleared first), with `sym` as scratch.
+    fn chunks_into(&self, sym: &mut Vec<u8>, out: &mut Vec<u16>) {
+        sym.clear();
+        sym.extend(self.deltas.iter().map(|d| symbol(*d)));
+        out.clear();
         let n = sym.len();
-        let mut out = Vec::with_capacity(n / 7 + 1);
         let mut i = 0;
         while i < n {
             let s = sym[i];
@@ -146,17 +239,22 @@ impl TransportCcFeedback {
                 i += 7;
             }
         }
-        out
     }
 
     /// Appends the packet to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), WireError> {
+        self.encode_with(out, &mut EncodeScratch::default())
+    }
+
+    /// [`TransportCcFeedback::encode`] with reusable scratch space.
+    fn encode_with(&self, out: &mut Vec<u8>, scratch: &mut EncodeScratch) -> Result<(), WireError> {
         let count =
             u16::try_from(self.deltas.len()).map_err(|_| WireError::BadLength("over 65535 statuses"))?;
         if !(-(1 << 23)..(1 << 23)).contains(&self.reference_time) {
             return Err(WireError::Invalid("reference time outside 24 bits"));
         }
-        let chunks = self.chunks();
+        self.chunks_into(&mut scratch.symbols, &mut scratch.chunks);
+        let chunks = &scratch.chunks;
         let delta_bytes: usize = self.deltas.iter().map(|d| usize::from(symbol(*d))).sum();
         let body_len = 16 + 2 * chunks.len() + delta_bytes;
         let pad = rtcp::write_header(out, FMT_TRANSPORT_CC, PT_RTPFB, body_len)?;
@@ -186,6 +284,13 @@ impl TransportCcFeedback {
     }
 }
 
+/// Scratch space of an encoding: the status symbols and the chunks.
+#[derive(Clone, Debug, Default)]
+struct EncodeScratch {
+    symbols: Vec<u8>,
+    chunks: Vec<u16>,
+}
+
 /// Builds transport-cc feedback from what a receiver saw, splitting it into packets that each
 /// stay within `max_len` bytes and whose deltas fit their fields.
 #[derive(Clone, Debug)]
@@ -198,12 +303,22 @@ pub struct TwccBuilder {
     pub max_len: usize,
     /// The next feedback packet count.
     pub fb_pkt_count: u8,
+    /// [`TwccBuilder::encode_into`]'s packet, its delta list reused.
+    packet: TransportCcFeedback,
+    scratch: EncodeScratch,
 }
 
 impl TwccBuilder {
     /// A builder for the given SSRCs.
     pub fn new(sender_ssrc: u32, media_ssrc: u32) -> TwccBuilder {
-        TwccBuilder { sender_ssrc, media_ssrc, max_len: 1200, fb_pkt_count: 0 }
+        TwccBuilder {
+            sender_ssrc,
+            media_ssrc,
+            max_len: 1200,
+            fb_pkt_count: 0,
+            packet: TransportCcFeedback::default(),
+            scratch: EncodeScratch::default(),
+        }
     }
 
     /// Feedback for consecutive sequence numbers from `base_seq`, with arrival times in
@@ -213,49 +328,74 @@ impl TwccBuilder {
         let mut out = Vec::new();
         let mut start = 0;
         while start < arrivals.len() {
-            let first = arrivals[start..].iter().flatten().next().copied().unwrap_or(0);
-            let reference = first.div_euclid(REFERENCE_TIME_US);
-            let mut t = reference * REFERENCE_TIME_US;
-            let mut fb = TransportCcFeedback {
-                sender_ssrc: self.sender_ssrc,
-                media_ssrc: self.media_ssrc,
-                base_seq: base_seq.wrapping_add(start as u16),
-                // Wrap to 24 bits, sign-extended, as the field carries it.
-                reference_time: (((reference as i32) << 8) >> 8),
-                fb_pkt_count: self.fb_pkt_count,
-                deltas: Vec::new(),
-            };
-            let mut delta_bytes = 0;
-            for a in &arrivals[start..] {
-                let d = match a {
-                    None => None,
-                    Some(a) => {
-                        let ticks = (a - t + DELTA_TICK_US / 2).div_euclid(DELTA_TICK_US);
-                        match i16::try_from(ticks) {
-                            Ok(v) => Some(v),
-                            Err(_) => break, // does not fit: a new packet with its own reference
-                        }
-                    }
-                };
-                let n = fb.deltas.len() + 1;
-                let extra = usize::from(symbol(d));
-                // Upper bound: every 7 statuses may need a chunk of their own.
-                if !fb.deltas.is_empty() && 20 + 2 * n.div_ceil(7) + delta_bytes + extra + 3 > self.max_len
-                    || n > 0xffff
-                {
-                    break;
-                }
-                if let Some(v) = d {
-                    t += i64::from(v) * DELTA_TICK_US;
-                }
-                delta_bytes += extra;
-                fb.deltas.push(d);
-            }
-            start += fb.deltas.len();
-            self.fb_pkt_count = self.fb_pkt_count.wrapping_add(1);
+            let mut fb = TransportCcFeedback::default();
+            start += self.fill(base_seq, arrivals, start, &mut fb);
             out.push(fb);
         }
         out
+    }
+
+    /// Encodes the packets [`TwccBuilder::build`] returns, one after another, into `out` (the
+    /// same bytes), without allocating once its scratch space has grown: a receiver (or Zhuge's
+    /// access point) that reports every few milliseconds sizes each report this way.
+    pub fn encode_into(&mut self, base_seq: u16, arrivals: &[Option<i64>], out: &mut Vec<u8>) {
+        let mut packet = std::mem::take(&mut self.packet);
+        let mut start = 0;
+        while start < arrivals.len() {
+            start += self.fill(base_seq, arrivals, start, &mut packet);
+            // Invariant: the builder only produces encodable packets.
+            packet.encode_with(out, &mut self.scratch).expect("built feedback encodes");
+        }
+        self.packet = packet;
+    }
+
+    /// Fills `fb` with the next packet, covering `arrivals[start..]` as far as it fits; returns
+    /// how many sequence numbers it covers (at least one).
+    fn fill(
+        &mut self,
+        base_seq: u16,
+        arrivals: &[Option<i64>],
+        start: usize,
+        fb: &mut TransportCcFeedback,
+    ) -> usize {
+        let first = arrivals[start..].iter().flatten().next().copied().unwrap_or(0);
+        let reference = first.div_euclid(REFERENCE_TIME_US);
+        let mut t = reference * REFERENCE_TIME_US;
+        fb.sender_ssrc = self.sender_ssrc;
+        fb.media_ssrc = self.media_ssrc;
+        fb.base_seq = base_seq.wrapping_add(start as u16);
+        // Wrap to 24 bits, sign-extended, as the field carries it.
+        fb.reference_time = ((reference as i32) << 8) >> 8;
+        fb.fb_pkt_count = self.fb_pkt_count;
+        fb.deltas.clear();
+        let mut delta_bytes = 0;
+        for a in &arrivals[start..] {
+            let d = match a {
+                None => None,
+                Some(a) => {
+                    let ticks = (a - t + DELTA_TICK_US / 2).div_euclid(DELTA_TICK_US);
+                    match i16::try_from(ticks) {
+                        Ok(v) => Some(v),
+                        Err(_) => break, // does not fit: a new packet with its own reference
+                    }
+                }
+            };
+            let n = fb.deltas.len() + 1;
+            let extra = usize::from(symbol(d));
+            // Upper bound: every 7 statuses may need a chunk of their own.
+            if !fb.deltas.is_empty() && 20 + 2 * n.div_ceil(7) + delta_bytes + extra + 3 > self.max_len
+                || n > 0xffff
+            {
+                break;
+            }
+            if let Some(v) = d {
+                t += i64::from(v) * DELTA_TICK_US;
+            }
+            delta_bytes += extra;
+            fb.deltas.push(d);
+        }
+        self.fb_pkt_count = self.fb_pkt_count.wrapping_add(1);
+        fb.deltas.len()
     }
 }
 

@@ -60,6 +60,9 @@ fn transport_cc_round_trips_random_packet_sets() {
             }
             let back = TransportCcFeedback::decode(&bytes).unwrap();
             assert_eq!(&back, f);
+            let mut streamed = Vec::new();
+            TransportCcFeedback::decode_arrivals(&bytes, |s, a| streamed.push((s, a))).unwrap();
+            assert_eq!(streamed, back.arrivals_us(), "case {case}");
             covered.extend(back.arrivals_us());
             packets += 1;
         }
@@ -89,6 +92,32 @@ fn transport_cc_round_trips_random_packet_sets() {
         kinds[0], kinds[1], kinds[2]
     );
     assert!(kinds.iter().all(|&k| k > 100), "{kinds:?}");
+}
+
+#[test]
+fn encode_into_writes_the_bytes_of_build_and_encode() {
+    let mut rng = Pcg64Mcg::seed_from_u64(4);
+    // One builder each, used for many reports in a row: the feedback count and the reused
+    // scratch space must carry over exactly as with fresh packets.
+    let (ssrc, media) = (rng.random(), rng.random());
+    let (mut built, mut direct) = (TwccBuilder::new(ssrc, media), TwccBuilder::new(ssrc, media));
+    let mut out = Vec::new();
+    for case in 0..2000 {
+        let max_len = rng.random_range(64..1500);
+        built.max_len = max_len;
+        direct.max_len = max_len;
+        let n = rng.random_range(1..600);
+        let arrivals = random_arrivals(&mut rng, n);
+        let base: u16 = rng.random();
+        let mut expected = Vec::new();
+        for f in built.build(base, &arrivals) {
+            f.encode(&mut expected).unwrap();
+        }
+        out.clear();
+        direct.encode_into(base, &arrivals, &mut out);
+        assert_eq!(out, expected, "case {case}");
+        assert_eq!(direct.fb_pkt_count, built.fb_pkt_count, "case {case}");
+    }
 }
 
 #[test]
@@ -192,7 +221,7 @@ fn arbitrary_bytes_never_panic_a_decoder() {
     let mut bytes = Vec::new();
     GenericNack::from_lost(1, 2, &[7, 9, 30, 31, 60]).encode(&mut bytes).unwrap();
     seeds.push(bytes);
-    let mut ok = 0;
+    let (mut ok, mut twcc_ok) = (0, 0);
     for i in 0..300_000 {
         let buf: Vec<u8> = if i % 2 == 0 {
             let n = rng.random_range(0..64);
@@ -217,7 +246,19 @@ fn arbitrary_bytes_never_panic_a_decoder() {
         };
         let a = decode_compound(&buf, NumReportsConvention::Count).is_ok();
         let _ = decode_compound(&buf, NumReportsConvention::CountMinusOne);
-        let _ = TransportCcFeedback::decode(&buf);
+        let whole = TransportCcFeedback::decode(&buf);
+        // The streaming decoder agrees with the whole one on every input: same error, or the
+        // same arrivals.
+        let mut streamed = Vec::new();
+        let got = TransportCcFeedback::decode_arrivals(&buf, |s, a| streamed.push((s, a)));
+        match &whole {
+            Ok(f) => {
+                assert_eq!(got, Ok(()), "case {i}");
+                assert_eq!(streamed, f.arrivals_us(), "case {i}");
+                twcc_ok += 1;
+            }
+            Err(e) => assert_eq!(got.as_ref(), Err(e), "case {i}"),
+        }
         let _ = CcfbReport::decode(&buf, NumReportsConvention::Count);
         let _ = RtpHeader::decode(&buf, 5);
         let _ = GenericNack::decode(&buf);
@@ -225,4 +266,5 @@ fn arbitrary_bytes_never_panic_a_decoder() {
     }
     // Some mutated packets are still valid, most random ones are not.
     assert!(ok > 1000 && ok < 250_000, "{ok} decoded");
+    assert!(twcc_ok > 1000, "{twcc_ok} transport-cc packets decoded");
 }

@@ -455,6 +455,7 @@ impl GccConfig {
             loss: LossBased::new(start),
             prober: Prober::new(self, start),
             arrivals: VecDeque::new(),
+            arrival_bytes: 0,
             feedback_rtts: VecDeque::with_capacity(FEEDBACK_RTT_WINDOW + 1),
             last_feedback: None,
             sorted: Vec::new(),
@@ -497,6 +498,9 @@ pub struct Gcc {
     prober: Prober,
     /// `(arrival, bytes)` of received packets within the throughput window.
     arrivals: VecDeque<(Time, u64)>,
+    /// The bytes of `arrivals`, kept as they come and go (summing the window at every report
+    /// cost GCC+Zhuge, with a report per millisecond, thousands of additions each).
+    arrival_bytes: u64,
     /// Largest RTT of each of the last reports, s.
     feedback_rtts: VecDeque<f64>,
     /// When the last report with a received packet came.
@@ -547,7 +551,8 @@ impl Gcc {
         if span < 0.5 * self.cfg.throughput_window.as_secs_f64() {
             return None;
         }
-        let bytes: u64 = self.arrivals.iter().skip(1).map(|a| a.1).sum();
+        // Every arrival but the first: the window starts at the first one's arrival.
+        let bytes = self.arrival_bytes - self.arrivals.front()?.1;
         Some(bytes as f64 * 8.0 / span)
     }
 
@@ -654,10 +659,17 @@ impl RateController for Gcc {
             return; // all lost: no delay information (libwebrtc: "very late feedback")
         }
         self.detect(now, report);
-        self.arrivals.extend(self.sorted.iter().map(|&(arrival, _, size)| (arrival, size)));
+        for &(arrival, _, size) in &self.sorted {
+            self.arrivals.push_back((arrival, size));
+            self.arrival_bytes += size;
+        }
         if let Some(newest) = self.arrivals.back().map(|a| a.0) {
-            while self.arrivals.front().is_some_and(|a| newest - a.0 > self.cfg.throughput_window) {
+            while let Some(&(at, size)) = self.arrivals.front() {
+                if newest - at <= self.cfg.throughput_window {
+                    break;
+                }
                 self.arrivals.pop_front();
+                self.arrival_bytes -= size;
             }
         }
         let probe = self.prober.on_feedback(&self.cfg, report);
