@@ -75,7 +75,14 @@ class Simulation:
     def controller_error(self) -> str | None: ...
     def finish(
         self,
-    ) -> tuple[str, dict[str, list[object]], dict[str, list[object]], dict[str, list[object]]]: ...
+    ) -> tuple[
+        str,
+        dict[str, list[object]],
+        dict[str, list[object]],
+        dict[str, list[object]],
+        dict[str, list[object]],
+        dict[str, list[object]],
+    ]: ...
 def shell_pump(
     text: str, format: str, label: str, base_dir: str, netns: str, inside_tun: str, host_tun: str,
     inside_addr: str, host_addr: str, ready: Callable[[], None], should_stop: Callable[[], bool],

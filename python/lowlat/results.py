@@ -19,6 +19,13 @@ class Result:
       queue_delay_ms, queue_delay_max_ms, drops``.
     - ``predictions``: Zhuge's per-packet predictions with the delays the packets had: ``flow, seq,
       arrival_s, predicted_ms, actual_ms`` (empty without Zhuge).
+    - ``frames``: the video flows' frames at the receiver, one row per frame id up to the newest
+      that arrived: ``flow, frame, capture_s, complete_s`` (when its last packet first arrived;
+      NaN: never), ``newest_s`` (when its first packet arrived, if no newer frame had arrived
+      before; NaN otherwise): enough to replay a decoder's rule (see
+      :func:`lowlat.reproduce.zhuge.in_order_frame_delays`).
+    - ``sender_rtt``: the media senders' RTT samples, ``flow, t_s, rtt_ms`` (RTP: one per
+      feedback report; transport video: the latest sample at each ACK).
     """
 
     def __init__(
@@ -29,11 +36,15 @@ class Result:
         *,
         summary_json: str | None = None,
         predictions: dict[str, list[Any]] | None = None,
+        frames: dict[str, list[Any]] | None = None,
+        sender_rtt: dict[str, list[Any]] | None = None,
     ) -> None:
         self.summary = summary
         self.flow_series = pd.DataFrame(flow_series)
         self.link_series = pd.DataFrame(link_series)
         self.predictions = pd.DataFrame(predictions or {})
+        self.frames = pd.DataFrame(frames or {})
+        self.sender_rtt = pd.DataFrame(sender_rtt or {})
         self._summary_json = summary_json or json.dumps(summary, indent=2)
 
     @property

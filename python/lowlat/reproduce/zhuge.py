@@ -146,6 +146,7 @@ ABW_SCHEMES = ["GCC+FIFO", "GCC+Zhuge", "Copa", "Copa+Zhuge"]
 ABW_KS = [2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 25, 30, 35, 40, 45, 50]
 METRICS = [
     "ratio_rtt_over_200ms",
+    "frame_late_ratio_artifact",
     "ratio_frame_delay_over_400ms",
     "ratio_fps_below_10",
     "rtt_p99_ms",
@@ -183,14 +184,18 @@ def scenario(
     seed: int,
     cellular: bool = False,
     gcc_zhuge_queue: str = "codel",
+    queue_override: str | None = None,
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
-    ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo")."""
+    ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo");
+    ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
         queue = gcc_zhuge_queue
+    if queue_override is not None:
+        queue = queue_override
     if queue == "fifo/codel":
         queue = "codel" if cellular else "fifo"
     q: dict[str, Any] = {"kind": "codel"} if queue == "codel" else {"kind": "droptail", "limit": f"{c['fifo_packets']} packets"}
@@ -276,6 +281,84 @@ class DropRun:
     scheme: str
     drop_s: float
     seed: int
+    #: The bottleneck queue: "own" (the scheme's, as in :func:`scenario` with ``cellular``),
+    #: "fifo" or "codel" (the artifact scores each scheme by the better of the two).
+    queue: str = "own"
+
+
+#: The artifact's decoder deadline in frames: a frame still incomplete when a packet of a frame
+#: this many frames newer arrives is given up (``VideoDecoder::DecodeDataPacket``: ``delay_ddl /
+#: m_frameInterval`` = 1000 ms / 40 ms with ``--ddl=1000 --fps=25``).
+DISCARD_FRAMES = 25
+
+
+def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FRAMES) -> pd.DataFrame:
+    """The artifact's frame accounting (``VideoDecoder::DecodeDataPacket``, ``app_delay.awk``)
+    replayed on one flow's :attr:`lowlat.Result.frames` (``frame`` 0, 1, ... in order,
+    ``capture_s``, ``complete_s``, ``newest_s``).
+
+    Frames decode in order: a complete frame waits until every earlier frame is decoded or
+    given up. A frame still incomplete when a packet of a frame ``discard_frames`` or more newer
+    arrives is given up then (the earliest such arrival is the first packet of the first frame
+    that was the newest when it arrived: ``newest_s``). Its delay is the instant it left the
+    decoder (decoded or given up) minus its capture; a frame that has not left by the end of
+    the run (nor any after it) is not counted. Returns the frames that left: ``frame``,
+    ``delay_ms``, ``decoded`` (False: given up)."""
+    import numpy as np
+
+    f = frames.sort_values("frame")
+    n = len(f)
+    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
+    newest = np.where(np.isnan(newest), np.inf, newest)
+    # give_up[i]: the earliest first arrival of any frame >= i + discard_frames.
+    suffix_min = np.minimum.accumulate(newest[::-1])[::-1] if n else newest
+    give_up = np.full(n, np.inf)
+    if n > discard_frames:
+        give_up[: n - discard_frames] = suffix_min[discard_frames:]
+    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
+    complete = np.where(np.isnan(complete), np.inf, complete)
+    leaves = np.maximum.accumulate(np.minimum(complete, give_up)) if n else complete
+    out = pd.DataFrame(
+        {
+            "frame": f["frame"].to_numpy(),
+            "delay_ms": (leaves - f["capture_s"].to_numpy(dtype=float)) * 1000.0,
+            "decoded": complete <= give_up,
+        }
+    )
+    return out[np.isfinite(leaves)].reset_index(drop=True)
+
+
+#: ns-3's ``RttMeanDeviation`` gain, the sender's smoothed RTT in the artifact's logs.
+SRTT_GAIN = 1.0 / 8.0
+
+
+def smoothed_rtt(samples: pd.DataFrame) -> pd.DataFrame:
+    """The sender's smoothed RTT (``t_s``, ``srtt_ms``) from its samples (``t_s``, ``rtt_ms``):
+    an exponential mean of gain 1/8 started at the first sample, as ns-3's ``RttMeanDeviation``
+    keeps it for the artifact's senders."""
+    s = samples.sort_values("t_s", kind="stable")
+    srtt = s["rtt_ms"].ewm(alpha=SRTT_GAIN, adjust=False).mean()
+    return pd.DataFrame({"t_s": s["t_s"].to_numpy(), "srtt_ms": srtt.to_numpy()})
+
+
+def first_episode_s(t_s: Any, rtt_ms: Any, drop_s: float, window_s: float = 20.0, threshold_ms: float = 200.0) -> float:
+    """The artifact's ABW-drop statistic (``static-exp/output-stat.awk``): over the samples in
+    ``[drop_s, drop_s + window_s)``, one per instant (later samples at the same instant
+    skipped), the time from the first above ``threshold_ms`` to the first after it below; 0 if
+    none is above, ``window_s`` if it never comes back below."""
+    start = None
+    last = None
+    for t, r in zip(t_s, rtt_ms):
+        if t == last:
+            continue
+        last = t
+        if not drop_s <= t < drop_s + window_s:
+            continue
+        if start is None and r > threshold_ms:
+            start = t
+        elif start is not None and r < threshold_ms:
+            return float(t - start)
+    return 0.0 if start is None else window_s
 
 
 def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
@@ -306,6 +389,10 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
+        counted = in_order_frame_delays(r.frames[r.frames["flow"] == "video"])
+        row["frames_counted_artifact"] = len(counted)
+        row["frames_late_artifact"] = int((counted["delay_ms"] > 400.0).sum())
+        row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(counted) if len(counted) else float("nan")
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
         if spec.scheme == "GCC+Zhuge" and len(r.predictions):
             p = r.predictions
@@ -315,6 +402,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         row.update({m: float("nan") for m in METRICS})
+        row.update(frames_counted_artifact=0, frames_late_artifact=0)
         row["error"] = f"{type(e).__name__}: {e}"
     row["wall_s"] = time.perf_counter() - t0
     return row
@@ -333,6 +421,17 @@ def durations_after(r: Any, drop_s: float, window_s: float = 20.0) -> dict[str, 
     return {"rtt_over_200ms_s": rtt, "frame_delay_over_400ms_s": frame, "fps_below_10_s": float((per_s < 10).sum())}
 
 
+def own_drop_queue(scheme: str) -> str:
+    """The queue a scheme runs on in the ABW drop (:func:`scenario` with ``cellular``)."""
+    _, _, queue, _ = next(s for s in SCHEMES if s[0] == scheme)
+    return "fifo" if queue == "fifo" else "codel"
+
+
+#: The ABW-drop columns: the time above the thresholds in the 20 s after the drop (network RTT,
+#: 200 ms bins), and the artifact's first-episode statistic on the sender's smoothed RTT.
+DROP_COLUMNS = ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s", "srtt_episode_s"]
+
+
 def run_drop(spec: DropRun) -> dict[str, Any]:
     """One ABW-drop run; never raises."""
     from ..api import run
@@ -346,15 +445,39 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
                 {"at": f"{spec.drop_s} s", "rate": f"{top / spec.k:.6g} Mbit/s"},
             ]
         }
-        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False)
+        queue = None if spec.queue == "own" else spec.queue
+        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue), progress=False)
         row.update(durations_after(r, spec.drop_s))
+        srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"])
+        row["srtt_episode_s"] = first_episode_s(srtt["t_s"], srtt["srtt_ms"], spec.drop_s)
         row["error"] = ""
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        row.update({"rtt_over_200ms_s": float("nan"), "frame_delay_over_400ms_s": float("nan"), "fps_below_10_s": float("nan")})
+        row.update({c: float("nan") for c in DROP_COLUMNS})
         row["error"] = f"{type(e).__name__}: {e}"
     return row
+
+
+#: How the artifact names each ABW scheme once scored by the better of its FIFO and CoDel runs.
+ARTIFACT_DROP_NAMES = {"GCC+FIFO": "GCC", "GCC+Zhuge": "GCC+Zhuge", "Copa": "Copa", "Copa+Zhuge": "Copa+Zhuge"}
+
+
+def drop_tables(drows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ABW-drop tables, per k and scheme: ``(own, artifact)``. ``own``: the mean over the
+    seeds of the seconds with network RTT above 200 ms, each scheme on its own queue;
+    ``artifact``: the artifact's (``summary-stat.awk``): the first-episode statistic on the
+    sender's smoothed RTT, averaged over the seeds per queue, the better (smaller) of FIFO and
+    CoDel."""
+    ok = drows[drows["error"] == ""]
+    schemes = [s for s in ABW_SCHEMES if s in set(ok["scheme"])]
+    own = ok[ok["queue"] == ok["scheme"].map(own_drop_queue)]
+    t_own = own.pivot_table(index="k", columns="scheme", values="rtt_over_200ms_s", aggfunc="mean")
+    t_own = t_own[[s for s in schemes if s in t_own.columns]]
+    per_queue = ok.groupby(["k", "scheme", "queue"])["srtt_episode_s"].mean().reset_index()
+    best = per_queue.groupby(["k", "scheme"])["srtt_episode_s"].min().unstack("scheme")
+    best = best[[s for s in schemes if s in best.columns]].rename(columns=ARTIFACT_DROP_NAMES)
+    return t_own, best
 
 
 def family_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -364,6 +487,10 @@ def family_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables = {}
     for fam, g in ok.groupby("family", sort=True):
         t = g.groupby("scheme")[METRICS].mean().reindex([s for s in order if s in set(g["scheme"])])
+        # The artifact pools every frame of the family's traces (summary_stat.sh over stat.sh's
+        # concatenated per-trace logs), where the other ratios are means over the traces.
+        pooled = g.groupby("scheme")[["frames_late_artifact", "frames_counted_artifact"]].sum()
+        t["frame_late_ratio_artifact"] = pooled["frames_late_artifact"] / pooled["frames_counted_artifact"].where(pooled["frames_counted_artifact"] > 0)
         t.insert(0, "traces", g.groupby("scheme").size())
         tables[fam] = t.reset_index()
     return tables
@@ -379,7 +506,7 @@ def reductions(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             if zhuge not in t.index or not any(b in t.index for b in bases):
                 continue
             row: dict[str, Any] = {"family": fam, "scheme": zhuge}
-            for m in ("ratio_rtt_over_200ms", "ratio_frame_delay_over_400ms", "ratio_fps_below_10", "rtt_p99_ms"):
+            for m in ("ratio_rtt_over_200ms", "frame_late_ratio_artifact", "ratio_frame_delay_over_400ms", "ratio_fps_below_10", "rtt_p99_ms"):
                 best = min(t.loc[b, m] for b in bases if b in t.index)
                 row[f"{m}_reduction"] = (best - t.loc[zhuge, m]) / best if best > 0 else float("nan")
             rows.append(row)
@@ -394,6 +521,7 @@ def plot_drop(df: pd.DataFrame, path: Path) -> Path:
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     ok = df[df["error"] == ""]
+    ok = ok[ok["queue"] == ok["scheme"].map(own_drop_queue)]  # each scheme on its own queue
     cols = ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s"]
     for scheme, g in ok.groupby("scheme", sort=False):
         g = g.groupby("k")[cols].mean().reset_index().sort_values("k")  # mean over the seeds
@@ -667,7 +795,7 @@ def reproduce(
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
         drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
-        dspecs += [DropRun(k, s, drops[k], sd) for k in ks for s in ABW_SCHEMES]
+        dspecs += [DropRun(k, s, drops[k], sd, q) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
@@ -700,8 +828,12 @@ def reproduce(
     ok = drows[drows["error"] == ""]
     if not ok.empty:
         n = ok["seed"].nunique()
-        log(f"\nABW drop, seconds in the 20 s after the drop with RTT > 200 ms (mean over {n} seed(s)):")
-        log(ok.pivot_table(index="k", columns="scheme", values="rtt_over_200ms_s", aggfunc="mean")[[s for s in ABW_SCHEMES if s in set(ok["scheme"])]].to_string(float_format=lambda x: f"{x:.2f}"))
+        t_own, t_art = drop_tables(drows)
+        written.append(write_csv(t_art.reset_index(), out / "abw_drop_artifact.csv"))
+        log(f"\nABW drop, seconds in the 20 s after the drop with network RTT > 200 ms, each scheme on its queue (mean over {n} seed(s)):")
+        log(t_own.to_string(float_format=lambda x: f"{x:.2f}"))
+        log(f"\nABW drop, the artifact's statistic: seconds from the first sender smoothed RTT > 200 ms to the first back below (mean over {n} seed(s)), the better of FIFO and CoDel:")
+        log(t_art.to_string(float_format=lambda x: f"{x:.2f}"))
     if not acc.empty:
         log("\n|prediction error| by predicted delay (GCC+Zhuge runs):")
         log(acc.to_string(**fmt))
