@@ -428,7 +428,8 @@ impl RunResult {
         let (mut f_id, mut f_t, mut f_send, mut f_recv, mut f_owd) = (vec![], vec![], vec![], vec![], vec![]);
         let mut f_frame = vec![];
         let mut f_frames = vec![];
-        let (mut fr_id, mut fr_n, mut fr_cap, mut fr_done, mut fr_new) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut fr_id, mut fr_n, mut fr_cap, mut fr_done, mut fr_new) =
+            (vec![], vec![], vec![], vec![], vec![]);
         let (mut r_id, mut r_t, mut r_ms) = (vec![], vec![], vec![]);
         for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
             let m = &st.metrics;
