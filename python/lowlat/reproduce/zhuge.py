@@ -334,16 +334,18 @@ def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FR
     return out[np.isfinite(leaves)].reset_index(drop=True)
 
 
-#: ns-3's ``RttMeanDeviation`` gain, the sender's smoothed RTT in the artifact's logs.
-SRTT_GAIN = 1.0 / 8.0
+#: The gain of the artifact's senders' smoothed RTT: its TCP sender's (Copa) is ns-3's
+#: ``RttMeanDeviation`` (``Alpha`` 0.125, the ``RttNet`` estimate ``output-stat.awk`` reads); its
+#: UDP sender's (GCC) is ``PacketSenderUdp::UpdateRTT``'s ``0.2 * rtt + 0.8 * srtt``.
+SRTT_GAIN = {"copa": 1.0 / 8.0, "gcc": 0.2}
 
 
-def smoothed_rtt(samples: pd.DataFrame) -> pd.DataFrame:
+def smoothed_rtt(samples: pd.DataFrame, gain: float = SRTT_GAIN["copa"]) -> pd.DataFrame:
     """The sender's smoothed RTT (``t_s``, ``srtt_ms``) from its samples (``t_s``, ``rtt_ms``):
-    an exponential mean of gain 1/8 started at the first sample, as ns-3's ``RttMeanDeviation``
-    keeps it for the artifact's senders."""
+    an exponential mean of ``gain`` started at the first sample, as the artifact's senders keep
+    it (:data:`SRTT_GAIN`)."""
     s = samples.sort_values("t_s", kind="stable")
-    srtt = s["rtt_ms"].ewm(alpha=SRTT_GAIN, adjust=False).mean()
+    srtt = s["rtt_ms"].ewm(alpha=gain, adjust=False).mean()
     return pd.DataFrame({"t_s": s["t_s"].to_numpy(), "srtt_ms": srtt.to_numpy()})
 
 
@@ -454,7 +456,8 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
         queue = None if spec.queue == "own" else spec.queue
         r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue), progress=False)
         row.update(durations_after(r, spec.drop_s))
-        srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"])
+        _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
+        srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
         row["srtt_episode_s"] = first_episode_s(srtt["t_s"], srtt["srtt_ms"], spec.drop_s)
         row["error"] = ""
     except BaseException as e:  # noqa: BLE001
