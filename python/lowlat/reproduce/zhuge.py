@@ -77,37 +77,63 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
   velocity doubling only after three RTTs), so it keeps sending above the new capacity for
   seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
-  base RTT. The artifact's statistic differs (``static-exp/output-stat.awk``,
-  ``summary-stat.awk``, ``tcp-static-exp.conf``): 72 s runs with the drop at 20-52 s; the time
-  from the first RTT sample above 200 ms to the first one back below (one episode, 20 s if it
-  never returns), the RTT being the sender's smoothed estimate (``TcpSocketBase`` ``m_rtt_net``,
-  an ``RttMeanDeviation`` of ACK samples, so including Zhuge's ACK holding); each scheme's value
-  is the better of its FIFO and CoDel runs (Copa: ``copa-fifo``/``copa-codel``, Copa+Zhuge:
-  ``copa-fifortc``/``copa-wirtc``). Its Copa (``tcp-copa.cc``, from ccp_copa) updates once per
-  half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK from RTT_standing,
-  with delta 0.5 and mode switching on. Here the time above 200 ms is the network RTT's, each
-  scheme on its one queue. The artifact's statistic on the network RTT does not change the
-  outcome (k = 10, 5 seeds: first episode Copa 2.68 s over CoDel / 5.32 s over FIFO, Copa+Zhuge
-  2.80 / 4.32 s; the better of each pair 2.68 vs 2.80 s, as with the time above 200 ms); the
-  sender's RTT with ACK holding and the artifact's Copa are not modelled.
-- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2: 0.034 vs 0.040, -16 %, not the
-  paper's -30 % or more)*: most late frames of every scheme fall in capacity outages no scheme can
-  carry a frame through: ``office-wifi_6`` spends 25 % of its time under 0.5 Mbit/s (GCC's minimum
-  rate) and ``rest-wifi_14`` 15 %; these two traces hold 0.18/0.15 (Zhuge) and 0.30/0.16 (FIFO) of
-  late frames, the other 14 only 0.015 (Zhuge) and 0.013 (FIFO). On those 14 GCC+Zhuge loses
-  frames to CoDel's drops in the short fades (the artifact runs it over ``FqCoDel``, as here);
-  over the FIFO (``--gcc-zhuge-queue fifo``) it loses 0.2 % of its packets and has 0.008 frames
-  later than 400 ms on those 14 traces (GCC+FIFO 0.013, -39 %), but 0.80 of GCC+FIFO's
-  throughput.
-- *How the artifact counts frames* (``app_delay.awk``, ``real-exp/stat.sh``,
-  ``summary_stat.sh``; ``VideoDecoder::DecodeDataPacket``): a frame's delay is its decode time
-  minus its send time; frames decode in order (a complete frame waits for every earlier one); a
-  frame still incomplete when a packet of a frame 1 s (25 frames) newer arrives is discarded and
-  counted with its discard time (so late); frames neither decoded nor discarded by the end are
-  not counted; the ratio is over every frame of a family's traces pooled. Here a frame's delay is
-  its completion (no in-order wait: kinder to every lossy scheme), a frame never completed counts
-  as late (as a discarded one there), and the tables average the traces' ratios (the traces run
-  255-297 s, so pooling weighs them almost alike).
+  base RTT. The artifact's statistic (below) does not change that: k = 10, 5 seeds, Copa 2.61 s
+  over CoDel / 5.38 s over FIFO, Copa+Zhuge 2.83 / 4.42 s; the better of each pair (CoDel for
+  both) 2.61 vs 2.83 s, Copa+Zhuge 8 % longer, where the paper has 14 % or more shorter (the time
+  above 200 ms of the network RTT: 2.68 vs 2.80 s). Over FIFO alone Copa+Zhuge is 18 % shorter
+  (4.42 vs 5.38 s), but CoDel beats both. The artifact's Copa (``tcp-copa.cc``, from ccp_copa)
+  updates once per half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK
+  from RTT_standing, with delta 0.5 and mode switching on; it is not modelled.
+- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2, the artifact's accounting:
+  0.0425 vs 0.0384, Zhuge 11 % worse; by completion alone 0.034 vs 0.040, -16 %; the paper: -30 %
+  or more)*: in-order decoding turns each packet loss that retransmission does not repair in
+  time into a stall of every later frame, and GCC+Zhuge runs over CoDel, which drops in the
+  fades (its loss ratio 0.1-11 % per trace, GCC+FIFO's 0-1.8 %). Of GCC+Zhuge's 4840 late frames
+  (of 113 848), 2033 were given up and 1326 were complete in time but waited behind one; only
+  1481 were late themselves (GCC+FIFO: 821, 225 and 3327 of 4373). Most late frames of every
+  scheme fall in capacity outages no scheme can carry a frame through: ``office-wifi_6`` spends
+  25 % of its time under 0.5 Mbit/s (GCC's minimum rate) and ``rest-wifi_14`` 15 %; these two
+  traces hold 2779 (Zhuge) and 2889 (FIFO) of the late frames. Over the FIFO
+  (``--gcc-zhuge-queue fifo``) GCC+Zhuge has 0.031 (-19 %), at 0.80 of GCC+FIFO's throughput.
+  (Measured with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
+  ../shared/traces/zhuge> --ks 10 --seeds 5``; the breakdown from each run's
+  :attr:`lowlat.Result.frames`.)
+
+**How frames are counted.** The artifact (``VideoDecoder::DecodeDataPacket`` in
+``src/bitrate-ctrl/model/video-decoder.cc``, read out by ``app_delay.awk``, ``real-exp/stat.sh``
+and ``summary_stat.sh``): frames decode in order (a complete frame waits for every earlier one);
+a frame still incomplete when a packet of a frame 25 or more newer arrives (``delay_ddl /
+m_frameInterval``: 1 s at 25 fps) is given up then; a frame's delay is the instant it was decoded
+or given up minus its send time (a given-up frame is therefore late); frames neither decoded nor
+given up by the end of the run are not counted; the ratio is over every frame of a family's
+traces pooled. :func:`in_order_frame_delays` replays that rule on each run's
+:attr:`lowlat.Result.frames` (when each frame completed, and when each newest frame first
+arrived) into ``frame_late_ratio_artifact``, the ratio the claims use. Deliberate differences: the
+delay runs from the frame's capture (the artifact's "send frame" time is its encoder's, the same
+instant here); after giving up several frames at once, the artifact's decoder steps its last
+played id back to the last one given up, so frames it had already decoded past it are "given up"
+again one per later packet and ``app_delay.awk`` keeps that later time; here a frame leaves the
+decoder once. ``ratio_frame_delay_over_400ms`` (lowlat's summary metric, kept next to it): a
+frame's delay is its completion, with no in-order wait, and a frame never completed counts as
+late; the tables average it over the traces (the traces run 255-297 s, so pooling would weigh
+them almost alike).
+
+**The ABW-drop statistic.** The artifact's (``static-exp/output-stat.awk``, ``summary-stat.awk``,
+``tcp-static-exp.conf``): over the sender's log lines in the 20 s after the drop (one per
+millisecond), the time from the first smoothed RTT above 200 ms to the first one back below (one
+episode; 20 s if it never comes back, 0 if it never goes above), averaged over the runs, each
+scheme scored by the better of its FIFO and CoDel runs (Copa: ``copa-fifo``/``copa-codel``,
+Copa+Zhuge: ``copa-fifortc``/``copa-wirtc``). The smoothed RTT is the sender's: Copa's is ns-3's
+``RttMeanDeviation`` of its ACK samples (gain 1/8, the socket's ``RttNet`` estimate), so it
+includes Zhuge's ACK holding; GCC's is ``PacketSenderUdp::UpdateRTT`` (gain 0.2) of its feedback
+RTT samples. Here (:func:`first_episode_s`, :func:`smoothed_rtt`): the same rule on the mean of
+the simulated sender's samples (:attr:`lowlat.Result.sender_rtt`: Copa's latest sample at each
+ACK, GCC's one per feedback report; under Zhuge both pass through the AP, so the ACK holding and
+the in-band reports are in them), every ABW scheme run over FIFO and over CoDel
+(``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The artifact's runs last 72 s with
+the drop at 20-52 s; they last 200 s here with the drop at 144-176 s (the paper's). Today's
+statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200 ms (200
+ms bins), each scheme on its own queue.
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
