@@ -133,7 +133,12 @@ the in-band reports are in them), every ABW scheme run over FIFO and over CoDel
 (``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The artifact's runs last 72 s with
 the drop at 20-52 s; they last 200 s here with the drop at 144-176 s (the paper's). Today's
 statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200 ms (200
-ms bins), each scheme on its own queue.
+ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20 /
+1.44 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.20 s over CoDel),
+Copa 5.38 / 2.61 s (2.68 s), Copa+Zhuge 4.42 / 2.83 s (2.80 s). GCC+Zhuge's 0 says nothing of its
+queue: its feedback comes from the AP's in-band reports, whose RTT samples here span only the
+sender-AP path (at most 19 ms in these runs, the network RTT reaching 345 ms over CoDel); how
+the artifact's UDP sender takes RTT samples from Zhuge's reports was not checked.
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
