@@ -80,7 +80,14 @@ class Simulation:
     def controller_error(self) -> str | None: ...
     def finish(
         self,
-    ) -> tuple[str, dict[str, Column], dict[str, Column], dict[str, Column]]: ...
+    ) -> tuple[
+        str,
+        dict[str, Column],
+        dict[str, Column],
+        dict[str, Column],
+        dict[str, Column],
+        dict[str, Column],
+    ]: ...
 def shell_pump(
     text: str, format: str, label: str, base_dir: str, netns: str, inside_tun: str, host_tun: str,
     inside_addr: str, host_addr: str, ready: Callable[[], None], should_stop: Callable[[], bool],

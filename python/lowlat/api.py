@@ -148,5 +148,13 @@ def run(
             bar.close()
     if pcap is not None:
         _write_atomically(Path(pcap), sim.take_pcap() or b"")
-    summary_json, flows, links, predictions = sim.finish()
-    return Result(json.loads(summary_json), flows, links, summary_json=summary_json, predictions=predictions)
+    summary_json, flows, links, predictions, frames, sender_rtt = sim.finish()
+    return Result(
+        json.loads(summary_json),
+        flows,
+        links,
+        summary_json=summary_json,
+        predictions=predictions,
+        frames=frames,
+        sender_rtt=sender_rtt,
+    )

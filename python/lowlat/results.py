@@ -29,6 +29,13 @@ class Result:
       queue_delay_ms, queue_delay_max_ms, drops``.
     - ``predictions``: Zhuge's per-packet predictions with the delays the packets had: ``flow, seq,
       arrival_s, predicted_ms, actual_ms`` (empty without Zhuge).
+    - ``frames``: the video flows' frames at the receiver, one row per frame id up to the newest
+      that arrived: ``flow, frame, capture_s, complete_s`` (when its last packet first arrived;
+      NaN: never), ``newest_s`` (when its first packet arrived, if no newer frame had arrived
+      before; NaN otherwise): enough to replay a decoder's rule (see
+      :func:`lowlat.reproduce.zhuge.in_order_frame_delays`).
+    - ``sender_rtt``: the media senders' RTT samples, ``flow, t_s, rtt_ms`` (RTP: one per
+      feedback report; transport video: the latest sample at each ACK).
     """
 
     def __init__(
@@ -39,14 +46,18 @@ class Result:
         *,
         summary_json: str | None = None,
         predictions: dict[str, Any] | None = None,
+        frames: dict[str, Any] | None = None,
+        sender_rtt: dict[str, Any] | None = None,
     ) -> None:
         self.summary = summary
         # The tables are built on first use: a sweep that keeps only summary metrics (the RMCAT
-        # suite, most reproduction runs) never pays for three DataFrames per run.
+        # suite, most reproduction runs) never pays for five DataFrames per run.
         self._raw: dict[str, dict[str, Any]] = {
             "flow_series": flow_series,
             "link_series": link_series,
             "predictions": predictions or {},
+            "frames": frames or {},
+            "sender_rtt": sender_rtt or {},
         }
         self._frames: dict[str, pd.DataFrame] = {}
         self._summary_json = summary_json or json.dumps(summary, indent=2)
@@ -71,6 +82,16 @@ class Result:
     def predictions(self) -> pd.DataFrame:
         """Zhuge's per-packet predictions (see the class doc)."""
         return self._frame("predictions")
+
+    @property
+    def frames(self) -> pd.DataFrame:
+        """Per completed frame of each media flow (see the class doc)."""
+        return self._frame("frames")
+
+    @property
+    def sender_rtt(self) -> pd.DataFrame:
+        """The media senders' RTT samples (see the class doc)."""
+        return self._frame("sender_rtt")
 
     @property
     def flows(self) -> pd.DataFrame:

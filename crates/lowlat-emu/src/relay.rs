@@ -1044,6 +1044,8 @@ impl Relay {
                 },
                 link_series,
                 predictions: Table::default(),
+                frames: Table::default(),
+                sender_rtt: Table::default(),
             },
             counters,
             lateness: self.lateness,

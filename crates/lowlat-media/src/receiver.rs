@@ -25,6 +25,13 @@ pub struct FrameAssembler {
     highest: u64,
     /// `(completion time, delay)` of every complete frame.
     pub completed: Vec<(Time, Duration)>,
+    /// The frame id of each entry of `completed`, in the same order.
+    pub completed_ids: Vec<u64>,
+    /// `(frame, arrival)`: each time a packet of a frame newer than every frame seen before
+    /// arrived (the first packet ever included). What an in-order decoder with a deadline in
+    /// frames needs to know when it gives up on an older frame (the Zhuge artifact's
+    /// `VideoDecoder`; see `lowlat reproduce zhuge`).
+    pub newest: Vec<(u64, Time)>,
 }
 
 impl FrameAssembler {
@@ -35,9 +42,11 @@ impl FrameAssembler {
         if *got >= frame_packets {
             self.partial.remove(&frame);
             self.completed.push((now, now - capture));
+            self.completed_ids.push(frame);
         }
-        if frame > self.highest {
+        if frame > self.highest || self.newest.is_empty() {
             self.highest = frame;
+            self.newest.push((frame, now));
             // Frames far behind the newest will never complete (a packet was lost): forget them.
             if self.partial.len() > 64 {
                 let horizon = self.highest.saturating_sub(64);
@@ -266,6 +275,19 @@ mod tests {
         assert!(a.completed.is_empty());
         a.on_packet(Time::from_millis(12), 0, 2, Time::ZERO);
         assert_eq!(a.completed, vec![(Time::from_millis(12), Duration::from_millis(12))]);
+    }
+
+    #[test]
+    fn the_newest_frame_is_logged_when_it_first_arrives() {
+        let mut a = FrameAssembler::default();
+        let ms = Time::from_millis;
+        a.on_packet(ms(10), 0, 2, Time::ZERO);
+        a.on_packet(ms(20), 2, 1, Time::ZERO); // frame 1 not yet: 2 is the newest
+        a.on_packet(ms(30), 1, 1, Time::ZERO); // older than the newest: not logged
+        a.on_packet(ms(40), 2, 1, Time::ZERO); // a copy of a known frame: not logged
+        a.on_packet(ms(50), 0, 2, Time::ZERO);
+        assert_eq!(a.newest, vec![(0, ms(10)), (2, ms(20))]);
+        assert_eq!(a.completed_ids, vec![2, 1, 2, 0]);
     }
 
     #[test]

@@ -286,13 +286,21 @@ impl Simulation {
             .find_map(|(id, cc, h)| h.error().map(|e| format!("flow {id} ({cc}): {e}"))))
     }
 
-    /// Ends the run: `(summary_json, flow_series, link_series, predictions)`, tables as dicts of
-    /// lists (`predictions`: Zhuge's, empty without it).
+    /// Ends the run: `(summary_json, flow_series, link_series, predictions, frames,
+    /// sender_rtt)`, tables as dicts of lists (`predictions`: Zhuge's, empty without it;
+    /// `frames` and `sender_rtt`: see `lowlat_sim::RunResult`).
     #[allow(clippy::type_complexity)]
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
-    ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    ) -> PyResult<(
+        String,
+        Bound<'py, PyDict>,
+        Bound<'py, PyDict>,
+        Bound<'py, PyDict>,
+        Bound<'py, PyDict>,
+        Bound<'py, PyDict>,
+    )> {
         let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
         let result = py.detach(|| sim.finish());
         Ok((
@@ -300,6 +308,8 @@ impl Simulation {
             table(py, &result.flow_series)?,
             table(py, &result.link_series)?,
             table(py, &result.predictions)?,
+            table(py, &result.frames)?,
+            table(py, &result.sender_rtt)?,
         ))
     }
 }

@@ -61,8 +61,15 @@ pub type Mailbox = Arc<Mutex<VecDeque<(u64, RtcpMessage)>>>;
 pub struct MediaMetrics {
     /// Round-trip samples (one per feedback report).
     pub rtt: Vec<Duration>,
+    /// When the sender took each sample of `rtt`.
+    pub rtt_at: Vec<Time>,
     /// `(completion, delay)` of every complete frame.
     pub frames: Vec<(Time, Duration)>,
+    /// The frame id of each entry of `frames`.
+    pub frame_ids: Vec<u64>,
+    /// `(frame, arrival)` each time a packet of a frame newer than any before arrived
+    /// ([`FrameAssembler::newest`]).
+    pub newest_frames: Vec<(u64, Time)>,
     /// Frames the source produced.
     pub frames_sent: u64,
     /// Packets the sender queue discarded.
@@ -281,6 +288,7 @@ impl RtpSender {
         self.report = FeedbackReport { packets, report_time };
         if let Some(rtt) = self.report.rtt_sample(now) {
             self.metrics.rtt.push(rtt);
+            self.metrics.rtt_at.push(now);
         }
         self.last_now = now;
         self.cc.on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
@@ -529,6 +537,8 @@ impl Endpoint for RtpReceiver {
     fn media_metrics(&self) -> Option<MediaMetrics> {
         Some(MediaMetrics {
             frames: self.assembler.completed.clone(),
+            frame_ids: self.assembler.completed_ids.clone(),
+            newest_frames: self.assembler.newest.clone(),
             nacks_sent: self.nack.as_ref().map_or(0, |n| n.nacks_sent),
             recovered: self.nack.as_ref().map_or(0, |n| n.recovered),
             ..MediaMetrics::default()

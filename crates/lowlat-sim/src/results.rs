@@ -291,6 +291,15 @@ pub struct RunResult {
     /// Zhuge's predictions with the delays the packets had: flow, seq, arrival_s, predicted_ms,
     /// actual_ms (empty without Zhuge).
     pub predictions: Table,
+    /// Video flows' frames at the receiver, one row per frame id up to the newest that arrived:
+    /// flow, frame, capture_s (the source's clock: start + frame / fps), complete_s (when its
+    /// last packet arrived, first time; NaN: never), newest_s (when its first packet arrived if
+    /// no newer frame had arrived before; NaN otherwise). Enough to replay any decoder rule (the
+    /// Zhuge artifact's in-order decoding with a deadline in frames).
+    pub frames: Table,
+    /// Media senders' RTT samples: flow, t_s (when the sender took it), rtt_ms (the sample:
+    /// per feedback report for RTP, the transport's latest sample per ACK).
+    pub sender_rtt: Table,
 }
 
 /// The assistance summary and Zhuge's prediction table.
@@ -419,6 +428,9 @@ impl RunResult {
         let (mut f_id, mut f_t, mut f_send, mut f_recv, mut f_owd) = (vec![], vec![], vec![], vec![], vec![]);
         let mut f_frame = vec![];
         let mut f_frames = vec![];
+        let (mut fr_id, mut fr_n, mut fr_cap, mut fr_done, mut fr_new) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut r_id, mut r_t, mut r_ms) = (vec![], vec![], vec![]);
         for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
             let m = &st.metrics;
             // Received over the time packets kept arriving: what was in flight (or queued) at
@@ -442,6 +454,35 @@ impl RunResult {
                 .extend(frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }));
             f_frames.extend(frame_bins.iter().map(|&(_, n)| i64::from(n)));
             let sender_media = st.sender.media_metrics();
+            if let (Some(r), Some(media)) = (&receiver_media, &cfg.media) {
+                let last = r.newest_frames.iter().map(|x| x.0).chain(r.frame_ids.iter().copied()).max();
+                let n = last.map_or(0, |l| l as usize + 1);
+                let mut done = vec![f64::NAN; n];
+                let mut newest = vec![f64::NAN; n];
+                for (id, (t, _)) in r.frame_ids.iter().zip(&r.frames) {
+                    let d = &mut done[*id as usize];
+                    if d.is_nan() {
+                        *d = t.as_secs_f64();
+                    }
+                }
+                for (id, t) in &r.newest_frames {
+                    newest[*id as usize] = t.as_secs_f64();
+                }
+                for (i, (d, w)) in done.into_iter().zip(newest).enumerate() {
+                    fr_id.push(cfg.id.clone());
+                    fr_n.push(i as i64);
+                    fr_cap.push(cfg.start.as_secs_f64() + i as f64 / media.source.fps);
+                    fr_done.push(d);
+                    fr_new.push(w);
+                }
+            }
+            if let Some(s) = &sender_media {
+                for (t, d) in s.rtt_at.iter().zip(&s.rtt) {
+                    r_id.push(cfg.id.clone());
+                    r_t.push(t.as_secs_f64());
+                    r_ms.push(d.as_millis_f64());
+                }
+            }
             let ce_reported = sender_media.as_ref().map(|s| s.ce_reported);
             let nack = matches!(&cfg.media, Some(m) if m.nack);
             let retransmissions = sender_media.as_ref().filter(|_| nack).map(|s| s.retransmissions);
@@ -528,6 +569,18 @@ impl RunResult {
             },
             link_series,
             predictions: assist.map(|a| a.1).unwrap_or_default(),
+            frames: Table {
+                columns: vec![
+                    ("flow".into(), Column::Str(fr_id)),
+                    ("frame".into(), Column::I64(fr_n)),
+                    col("capture_s", fr_cap),
+                    col("complete_s", fr_done),
+                    col("newest_s", fr_new),
+                ],
+            },
+            sender_rtt: Table {
+                columns: vec![("flow".into(), Column::Str(r_id)), col("t_s", r_t), col("rtt_ms", r_ms)],
+            },
         }
     }
 

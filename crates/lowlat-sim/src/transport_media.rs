@@ -106,6 +106,7 @@ impl TransportVideoSender {
         self.sender.on_ack(now, frame);
         if self.sender.rtt().has_sample() {
             self.metrics.rtt.push(self.sender.rtt().latest());
+            self.metrics.rtt_at.push(now);
         }
         self.collect_lost();
     }
@@ -250,6 +251,11 @@ impl Endpoint for TransportVideoReceiver {
     }
 
     fn media_metrics(&self) -> Option<MediaMetrics> {
-        Some(MediaMetrics { frames: self.assembler.completed.clone(), ..MediaMetrics::default() })
+        Some(MediaMetrics {
+            frames: self.assembler.completed.clone(),
+            frame_ids: self.assembler.completed_ids.clone(),
+            newest_frames: self.assembler.newest.clone(),
+            ..MediaMetrics::default()
+        })
     }
 }

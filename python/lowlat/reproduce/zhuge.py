@@ -5,12 +5,18 @@ Three parts, all on the simulator:
 1. **Trace families** (W1 restaurant Wi-Fi, W2 office Wi-Fi, C1 indoor 4G/5G, C2 city 4G, C3 city
    5G): a 25 fps video over each trace with GCC+FIFO, GCC+CoDel, GCC+Zhuge, Copa, Copa+FastAck
    and Copa+Zhuge. Results: ``summary.csv`` (one row per run) and ``table_<family>.csv`` (means
-   over the family's traces) of the ratio of RTT > 200 ms, of frames later than 400 ms, of 1 s
-   bins under 10 fps, the P99 RTT and frame delay, and the throughput.
+   over the family's traces) of the ratio of RTT > 200 ms, of frames later than 400 ms as the
+   artifact counts them (``frame_late_ratio_artifact``, pooled over the family's frames: see
+   "How frames are counted" below; the claims use this one) and by completion alone
+   (``ratio_frame_delay_over_400ms``, lowlat's summary metric), of 1 s bins under 10 fps, the P99
+   RTT and frame delay, and the throughput.
 2. **ABW drop**: 30 Mbit/s falling to 30/k Mbit/s at a random instant in 144-176 s of a 200 s run,
-   for k from 2 to 50, over ``--seeds`` seeds; how long, in the 20 s after the drop, RTT stays
-   above 200 ms, frame delay above 400 ms and the frame rate under 10 fps (``abw_drop.csv``,
-   ``abw_drop.png``).
+   for k from 2 to 50, over ``--seeds`` seeds, each scheme over FIFO and over CoDel; how long, in
+   the 20 s after the drop, the network RTT stays above 200 ms, frame delay above 400 ms and the
+   frame rate under 10 fps, each scheme on its own queue (``abw_drop.csv``, ``abw_drop.png``),
+   and the artifact's statistic (``abw_drop_artifact.csv``: the first episode of the sender's
+   smoothed RTT above 200 ms, the better of FIFO and CoDel; see "The ABW-drop statistic" below;
+   the claim uses this one).
 3. **Prediction accuracy**: the CDF of the Fortune Teller's prediction error, split by predicted
    delay (1-64 ms, 64 ms and more), as the paper's Fig. 19 (``accuracy.csv``, ``accuracy.png``).
 
@@ -71,37 +77,68 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
   velocity doubling only after three RTTs), so it keeps sending above the new capacity for
   seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
-  base RTT. The artifact's statistic differs (``static-exp/output-stat.awk``,
-  ``summary-stat.awk``, ``tcp-static-exp.conf``): 72 s runs with the drop at 20-52 s; the time
-  from the first RTT sample above 200 ms to the first one back below (one episode, 20 s if it
-  never returns), the RTT being the sender's smoothed estimate (``TcpSocketBase`` ``m_rtt_net``,
-  an ``RttMeanDeviation`` of ACK samples, so including Zhuge's ACK holding); each scheme's value
-  is the better of its FIFO and CoDel runs (Copa: ``copa-fifo``/``copa-codel``, Copa+Zhuge:
-  ``copa-fifortc``/``copa-wirtc``). Its Copa (``tcp-copa.cc``, from ccp_copa) updates once per
-  half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK from RTT_standing,
-  with delta 0.5 and mode switching on. Here the time above 200 ms is the network RTT's, each
-  scheme on its one queue. The artifact's statistic on the network RTT does not change the
-  outcome (k = 10, 5 seeds: first episode Copa 2.68 s over CoDel / 5.32 s over FIFO, Copa+Zhuge
-  2.80 / 4.32 s; the better of each pair 2.68 vs 2.80 s, as with the time above 200 ms); the
-  sender's RTT with ACK holding and the artifact's Copa are not modelled.
-- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2: 0.034 vs 0.040, -16 %, not the
-  paper's -30 % or more)*: most late frames of every scheme fall in capacity outages no scheme can
-  carry a frame through: ``office-wifi_6`` spends 25 % of its time under 0.5 Mbit/s (GCC's minimum
-  rate) and ``rest-wifi_14`` 15 %; these two traces hold 0.18/0.15 (Zhuge) and 0.30/0.16 (FIFO) of
-  late frames, the other 14 only 0.015 (Zhuge) and 0.013 (FIFO). On those 14 GCC+Zhuge loses
-  frames to CoDel's drops in the short fades (the artifact runs it over ``FqCoDel``, as here);
-  over the FIFO (``--gcc-zhuge-queue fifo``) it loses 0.2 % of its packets and has 0.008 frames
-  later than 400 ms on those 14 traces (GCC+FIFO 0.013, -39 %), but 0.80 of GCC+FIFO's
-  throughput.
-- *How the artifact counts frames* (``app_delay.awk``, ``real-exp/stat.sh``,
-  ``summary_stat.sh``; ``VideoDecoder::DecodeDataPacket``): a frame's delay is its decode time
-  minus its send time; frames decode in order (a complete frame waits for every earlier one); a
-  frame still incomplete when a packet of a frame 1 s (25 frames) newer arrives is discarded and
-  counted with its discard time (so late); frames neither decoded nor discarded by the end are
-  not counted; the ratio is over every frame of a family's traces pooled. Here a frame's delay is
-  its completion (no in-order wait: kinder to every lossy scheme), a frame never completed counts
-  as late (as a discarded one there), and the tables average the traces' ratios (the traces run
-  255-297 s, so pooling weighs them almost alike).
+  base RTT. The artifact's statistic (below) does not change that: k = 10, 5 seeds, Copa 2.61 s
+  over CoDel / 5.38 s over FIFO, Copa+Zhuge 2.83 / 4.42 s; the better of each pair (CoDel for
+  both) 2.61 vs 2.83 s, Copa+Zhuge 8 % longer, where the paper has 14 % or more shorter (the time
+  above 200 ms of the network RTT: 2.68 vs 2.80 s). Over FIFO alone Copa+Zhuge is 18 % shorter
+  (4.42 vs 5.38 s), but CoDel beats both. The artifact's Copa (``tcp-copa.cc``, from ccp_copa)
+  updates once per half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK
+  from RTT_standing, with delta 0.5 and mode switching on; it is not modelled.
+- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2, the artifact's accounting:
+  0.0425 vs 0.0384, Zhuge 11 % worse; by completion alone 0.034 vs 0.040, -16 %; the paper: -30 %
+  or more)*: in-order decoding turns each packet loss that retransmission does not repair in
+  time into a stall of every later frame, and GCC+Zhuge runs over CoDel, which drops in the
+  fades (its loss ratio 0.1-11 % per trace, GCC+FIFO's 0-1.8 %). Of GCC+Zhuge's 4840 late frames
+  (of 113 848), 2033 were given up and 1326 were complete in time but waited behind one; only
+  1481 were late themselves (GCC+FIFO: 821, 225 and 3327 of 4373). Most late frames of every
+  scheme fall in capacity outages no scheme can carry a frame through: ``office-wifi_6`` spends
+  25 % of its time under 0.5 Mbit/s (GCC's minimum rate) and ``rest-wifi_14`` 15 %; these two
+  traces hold 2779 (Zhuge) and 2889 (FIFO) of the late frames. Over the FIFO
+  (``--gcc-zhuge-queue fifo``) GCC+Zhuge has 0.031 (-19 %), at 0.80 of GCC+FIFO's throughput.
+  (Measured with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
+  ../shared/traces/zhuge> --ks 10 --seeds 5``; the breakdown from each run's
+  :attr:`lowlat.Result.frames`.)
+
+**How frames are counted.** The artifact (``VideoDecoder::DecodeDataPacket`` in
+``src/bitrate-ctrl/model/video-decoder.cc``, read out by ``app_delay.awk``, ``real-exp/stat.sh``
+and ``summary_stat.sh``): frames decode in order (a complete frame waits for every earlier one);
+a frame still incomplete when a packet of a frame 25 or more newer arrives (``delay_ddl /
+m_frameInterval``: 1 s at 25 fps) is given up then; a frame's delay is the instant it was decoded
+or given up minus its send time (a given-up frame is therefore late); frames neither decoded nor
+given up by the end of the run are not counted; the ratio is over every frame of a family's
+traces pooled. :func:`in_order_frame_delays` replays that rule on each run's
+:attr:`lowlat.Result.frames` (when each frame completed, and when each newest frame first
+arrived) into ``frame_late_ratio_artifact``, the ratio the claims use. Deliberate differences: the
+delay runs from the frame's capture (the artifact's "send frame" time is its encoder's, the same
+instant here); after giving up several frames at once, the artifact's decoder steps its last
+played id back to the last one given up, so frames it had already decoded past it are "given up"
+again one per later packet and ``app_delay.awk`` keeps that later time; here a frame leaves the
+decoder once. ``ratio_frame_delay_over_400ms`` (lowlat's summary metric, kept next to it): a
+frame's delay is its completion, with no in-order wait, and a frame never completed counts as
+late; the tables average it over the traces (the traces run 255-297 s, so pooling would weigh
+them almost alike).
+
+**The ABW-drop statistic.** The artifact's (``static-exp/output-stat.awk``, ``summary-stat.awk``,
+``tcp-static-exp.conf``): over the sender's log lines in the 20 s after the drop (one per
+millisecond), the time from the first smoothed RTT above 200 ms to the first one back below (one
+episode; 20 s if it never comes back, 0 if it never goes above), averaged over the runs, each
+scheme scored by the better of its FIFO and CoDel runs (Copa: ``copa-fifo``/``copa-codel``,
+Copa+Zhuge: ``copa-fifortc``/``copa-wirtc``). The smoothed RTT is the sender's: Copa's is ns-3's
+``RttMeanDeviation`` of its ACK samples (gain 1/8, the socket's ``RttNet`` estimate), so it
+includes Zhuge's ACK holding; GCC's is ``PacketSenderUdp::UpdateRTT`` (gain 0.2) of its feedback
+RTT samples. Here (:func:`first_episode_s`, :func:`smoothed_rtt`): the same rule on the mean of
+the simulated sender's samples (:attr:`lowlat.Result.sender_rtt`: Copa's latest sample at each
+ACK, GCC's one per feedback report; under Zhuge both pass through the AP, so the ACK holding and
+the in-band reports are in them), every ABW scheme run over FIFO and over CoDel
+(``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The artifact's runs last 72 s with
+the drop at 20-52 s; they last 200 s here with the drop at 144-176 s (the paper's). Today's
+statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200 ms (200
+ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20 /
+1.44 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.20 s over CoDel),
+Copa 5.38 / 2.61 s (2.68 s), Copa+Zhuge 4.42 / 2.83 s (2.80 s). GCC+Zhuge's 0 says nothing of its
+queue: its feedback comes from the AP's in-band reports, whose RTT samples here span only the
+sender-AP path (at most 19 ms in these runs, the network RTT reaching 345 ms over CoDel); how
+the artifact's UDP sender takes RTT samples from Zhuge's reports was not checked.
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
@@ -146,6 +183,7 @@ ABW_SCHEMES = ["GCC+FIFO", "GCC+Zhuge", "Copa", "Copa+Zhuge"]
 ABW_KS = [2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 25, 30, 35, 40, 45, 50]
 METRICS = [
     "ratio_rtt_over_200ms",
+    "frame_late_ratio_artifact",
     "ratio_frame_delay_over_400ms",
     "ratio_fps_below_10",
     "rtt_p99_ms",
@@ -183,14 +221,18 @@ def scenario(
     seed: int,
     cellular: bool = False,
     gcc_zhuge_queue: str = "codel",
+    queue_override: str | None = None,
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
-    ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo")."""
+    ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo");
+    ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
         queue = gcc_zhuge_queue
+    if queue_override is not None:
+        queue = queue_override
     if queue == "fifo/codel":
         queue = "codel" if cellular else "fifo"
     q: dict[str, Any] = {"kind": "codel"} if queue == "codel" else {"kind": "droptail", "limit": f"{c['fifo_packets']} packets"}
@@ -276,6 +318,86 @@ class DropRun:
     scheme: str
     drop_s: float
     seed: int
+    #: The bottleneck queue: "own" (the scheme's, as in :func:`scenario` with ``cellular``),
+    #: "fifo" or "codel" (the artifact scores each scheme by the better of the two).
+    queue: str = "own"
+
+
+#: The artifact's decoder deadline in frames: a frame still incomplete when a packet of a frame
+#: this many frames newer arrives is given up (``VideoDecoder::DecodeDataPacket``: ``delay_ddl /
+#: m_frameInterval`` = 1000 ms / 40 ms with ``--ddl=1000 --fps=25``).
+DISCARD_FRAMES = 25
+
+
+def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FRAMES) -> pd.DataFrame:
+    """The artifact's frame accounting (``VideoDecoder::DecodeDataPacket``, ``app_delay.awk``)
+    replayed on one flow's :attr:`lowlat.Result.frames` (``frame`` 0, 1, ... in order,
+    ``capture_s``, ``complete_s``, ``newest_s``).
+
+    Frames decode in order: a complete frame waits until every earlier frame is decoded or
+    given up. A frame still incomplete when a packet of a frame ``discard_frames`` or more newer
+    arrives is given up then (the earliest such arrival is the first packet of the first frame
+    that was the newest when it arrived: ``newest_s``). Its delay is the instant it left the
+    decoder (decoded or given up) minus its capture; a frame that has not left by the end of
+    the run (nor any after it) is not counted. Returns the frames that left: ``frame``,
+    ``delay_ms``, ``decoded`` (False: given up)."""
+    import numpy as np
+
+    f = frames.sort_values("frame")
+    n = len(f)
+    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
+    newest = np.where(np.isnan(newest), np.inf, newest)
+    # give_up[i]: the earliest first arrival of any frame >= i + discard_frames.
+    suffix_min = np.minimum.accumulate(newest[::-1])[::-1] if n else newest
+    give_up = np.full(n, np.inf)
+    if n > discard_frames:
+        give_up[: n - discard_frames] = suffix_min[discard_frames:]
+    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
+    complete = np.where(np.isnan(complete), np.inf, complete)
+    leaves = np.maximum.accumulate(np.minimum(complete, give_up)) if n else complete
+    out = pd.DataFrame(
+        {
+            "frame": f["frame"].to_numpy(),
+            "delay_ms": (leaves - f["capture_s"].to_numpy(dtype=float)) * 1000.0,
+            "decoded": complete <= give_up,
+        }
+    )
+    return out[np.isfinite(leaves)].reset_index(drop=True)
+
+
+#: The gain of the artifact's senders' smoothed RTT: its TCP sender's (Copa) is ns-3's
+#: ``RttMeanDeviation`` (``Alpha`` 0.125, the ``RttNet`` estimate ``output-stat.awk`` reads); its
+#: UDP sender's (GCC) is ``PacketSenderUdp::UpdateRTT``'s ``0.2 * rtt + 0.8 * srtt``.
+SRTT_GAIN = {"copa": 1.0 / 8.0, "gcc": 0.2}
+
+
+def smoothed_rtt(samples: pd.DataFrame, gain: float = SRTT_GAIN["copa"]) -> pd.DataFrame:
+    """The sender's smoothed RTT (``t_s``, ``srtt_ms``) from its samples (``t_s``, ``rtt_ms``):
+    an exponential mean of ``gain`` started at the first sample, as the artifact's senders keep
+    it (:data:`SRTT_GAIN`)."""
+    s = samples.sort_values("t_s", kind="stable")
+    srtt = s["rtt_ms"].ewm(alpha=gain, adjust=False).mean()
+    return pd.DataFrame({"t_s": s["t_s"].to_numpy(), "srtt_ms": srtt.to_numpy()})
+
+
+def first_episode_s(t_s: Any, rtt_ms: Any, drop_s: float, window_s: float = 20.0, threshold_ms: float = 200.0) -> float:
+    """The artifact's ABW-drop statistic (``static-exp/output-stat.awk``): over the samples in
+    ``[drop_s, drop_s + window_s)``, one per instant (later samples at the same instant
+    skipped), the time from the first above ``threshold_ms`` to the first after it below; 0 if
+    none is above, ``window_s`` if it never comes back below."""
+    start = None
+    last = None
+    for t, r in zip(t_s, rtt_ms):
+        if t == last:
+            continue
+        last = t
+        if not drop_s <= t < drop_s + window_s:
+            continue
+        if start is None and r > threshold_ms:
+            start = t
+        elif start is not None and r < threshold_ms:
+            return float(t - start)
+    return 0.0 if start is None else window_s
 
 
 def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
@@ -306,6 +428,10 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
+        counted = in_order_frame_delays(r.frames[r.frames["flow"] == "video"])
+        row["frames_counted_artifact"] = len(counted)
+        row["frames_late_artifact"] = int((counted["delay_ms"] > 400.0).sum())
+        row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(counted) if len(counted) else float("nan")
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
         if spec.scheme == "GCC+Zhuge" and len(r.predictions):
             p = r.predictions
@@ -315,6 +441,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         row.update({m: float("nan") for m in METRICS})
+        row.update(frames_counted_artifact=0, frames_late_artifact=0)
         row["error"] = f"{type(e).__name__}: {e}"
     row["wall_s"] = time.perf_counter() - t0
     return row
@@ -333,6 +460,17 @@ def durations_after(r: Any, drop_s: float, window_s: float = 20.0) -> dict[str, 
     return {"rtt_over_200ms_s": rtt, "frame_delay_over_400ms_s": frame, "fps_below_10_s": float((per_s < 10).sum())}
 
 
+def own_drop_queue(scheme: str) -> str:
+    """The queue a scheme runs on in the ABW drop (:func:`scenario` with ``cellular``)."""
+    _, _, queue, _ = next(s for s in SCHEMES if s[0] == scheme)
+    return "fifo" if queue == "fifo" else "codel"
+
+
+#: The ABW-drop columns: the time above the thresholds in the 20 s after the drop (network RTT,
+#: 200 ms bins), and the artifact's first-episode statistic on the sender's smoothed RTT.
+DROP_COLUMNS = ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s", "srtt_episode_s"]
+
+
 def run_drop(spec: DropRun) -> dict[str, Any]:
     """One ABW-drop run; never raises."""
     from ..api import run
@@ -346,15 +484,40 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
                 {"at": f"{spec.drop_s} s", "rate": f"{top / spec.k:.6g} Mbit/s"},
             ]
         }
-        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False)
+        queue = None if spec.queue == "own" else spec.queue
+        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue), progress=False)
         row.update(durations_after(r, spec.drop_s))
+        _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
+        srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
+        row["srtt_episode_s"] = first_episode_s(srtt["t_s"], srtt["srtt_ms"], spec.drop_s)
         row["error"] = ""
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        row.update({"rtt_over_200ms_s": float("nan"), "frame_delay_over_400ms_s": float("nan"), "fps_below_10_s": float("nan")})
+        row.update({c: float("nan") for c in DROP_COLUMNS})
         row["error"] = f"{type(e).__name__}: {e}"
     return row
+
+
+#: How the artifact names each ABW scheme once scored by the better of its FIFO and CoDel runs.
+ARTIFACT_DROP_NAMES = {"GCC+FIFO": "GCC", "GCC+Zhuge": "GCC+Zhuge", "Copa": "Copa", "Copa+Zhuge": "Copa+Zhuge"}
+
+
+def drop_tables(drows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ABW-drop tables, per k and scheme: ``(own, artifact)``. ``own``: the mean over the
+    seeds of the seconds with network RTT above 200 ms, each scheme on its own queue;
+    ``artifact``: the artifact's (``summary-stat.awk``): the first-episode statistic on the
+    sender's smoothed RTT, averaged over the seeds per queue, the better (smaller) of FIFO and
+    CoDel."""
+    ok = drows[drows["error"] == ""]
+    schemes = [s for s in ABW_SCHEMES if s in set(ok["scheme"])]
+    own = ok[ok["queue"] == ok["scheme"].map(own_drop_queue)]
+    t_own = own.pivot_table(index="k", columns="scheme", values="rtt_over_200ms_s", aggfunc="mean")
+    t_own = t_own[[s for s in schemes if s in t_own.columns]]
+    per_queue = ok.groupby(["k", "scheme", "queue"])["srtt_episode_s"].mean().reset_index()
+    best = per_queue.groupby(["k", "scheme"])["srtt_episode_s"].min().unstack("scheme")
+    best = best[[s for s in schemes if s in best.columns]].rename(columns=ARTIFACT_DROP_NAMES)
+    return t_own, best
 
 
 def family_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -364,6 +527,10 @@ def family_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables = {}
     for fam, g in ok.groupby("family", sort=True):
         t = g.groupby("scheme")[METRICS].mean().reindex([s for s in order if s in set(g["scheme"])])
+        # The artifact pools every frame of the family's traces (summary_stat.sh over stat.sh's
+        # concatenated per-trace logs), where the other ratios are means over the traces.
+        pooled = g.groupby("scheme")[["frames_late_artifact", "frames_counted_artifact"]].sum()
+        t["frame_late_ratio_artifact"] = pooled["frames_late_artifact"] / pooled["frames_counted_artifact"].where(pooled["frames_counted_artifact"] > 0)
         t.insert(0, "traces", g.groupby("scheme").size())
         tables[fam] = t.reset_index()
     return tables
@@ -379,7 +546,7 @@ def reductions(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             if zhuge not in t.index or not any(b in t.index for b in bases):
                 continue
             row: dict[str, Any] = {"family": fam, "scheme": zhuge}
-            for m in ("ratio_rtt_over_200ms", "ratio_frame_delay_over_400ms", "ratio_fps_below_10", "rtt_p99_ms"):
+            for m in ("ratio_rtt_over_200ms", "frame_late_ratio_artifact", "ratio_frame_delay_over_400ms", "ratio_fps_below_10", "rtt_p99_ms"):
                 best = min(t.loc[b, m] for b in bases if b in t.index)
                 row[f"{m}_reduction"] = (best - t.loc[zhuge, m]) / best if best > 0 else float("nan")
             rows.append(row)
@@ -394,6 +561,7 @@ def plot_drop(df: pd.DataFrame, path: Path) -> Path:
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     ok = df[df["error"] == ""]
+    ok = ok[ok["queue"] == ok["scheme"].map(own_drop_queue)]  # each scheme on its own queue
     cols = ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s"]
     for scheme, g in ok.groupby("scheme", sort=False):
         g = g.groupby("k")[cols].mean().reset_index().sort_values("k")  # mean over the seeds
@@ -667,7 +835,7 @@ def reproduce(
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
         drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
-        dspecs += [DropRun(k, s, drops[k], sd) for k in ks for s in ABW_SCHEMES]
+        dspecs += [DropRun(k, s, drops[k], sd, q) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
@@ -700,8 +868,12 @@ def reproduce(
     ok = drows[drows["error"] == ""]
     if not ok.empty:
         n = ok["seed"].nunique()
-        log(f"\nABW drop, seconds in the 20 s after the drop with RTT > 200 ms (mean over {n} seed(s)):")
-        log(ok.pivot_table(index="k", columns="scheme", values="rtt_over_200ms_s", aggfunc="mean")[[s for s in ABW_SCHEMES if s in set(ok["scheme"])]].to_string(float_format=lambda x: f"{x:.2f}"))
+        t_own, t_art = drop_tables(drows)
+        written.append(write_csv(t_art.reset_index(), out / "abw_drop_artifact.csv"))
+        log(f"\nABW drop, seconds in the 20 s after the drop with network RTT > 200 ms, each scheme on its queue (mean over {n} seed(s)):")
+        log(t_own.to_string(float_format=lambda x: f"{x:.2f}"))
+        log(f"\nABW drop, the artifact's statistic: seconds from the first sender smoothed RTT > 200 ms to the first back below (mean over {n} seed(s)), the better of FIFO and CoDel:")
+        log(t_art.to_string(float_format=lambda x: f"{x:.2f}"))
     if not acc.empty:
         log("\n|prediction error| by predicted delay (GCC+Zhuge runs):")
         log(acc.to_string(**fmt))
