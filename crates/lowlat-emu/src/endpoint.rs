@@ -182,6 +182,8 @@ pub fn endpoint_result(scenario: &Scenario, m: &Measured<'_>) -> RunResult {
             ],
         },
         predictions: Table::default(),
+        frames: Table::default(),
+        sender_rtt: Table::default(),
     }
 }
 

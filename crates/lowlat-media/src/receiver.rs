@@ -13,10 +13,10 @@
 //! libwebrtc, which sends ECT(1) only when RFC 8888 feedback is negotiated and Not-ECT with
 //! transport-cc.
 
+use lowlat_core::hash::FastMap;
 use lowlat_core::{Bytes, Duration, Time};
 use lowlat_wire::ccfb::compact_ntp;
 use lowlat_wire::{CcfbBlock, CcfbMetric, CcfbReport, TwccBuilder};
-use lowlat_core::hash::FastMap;
 
 /// Per-frame bookkeeping and metrics.
 #[derive(Clone, Debug, Default)]

@@ -14,13 +14,13 @@ use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::media::{pack, unpack, MediaMetrics};
 use crate::scenario::MediaConfig;
 use crate::transport::{AckMailbox, AckReceiver};
+use lowlat_core::hash::FastSet;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::VideoSource;
 use lowlat_transport::{AckFrame, Sender, SenderConfig};
-use lowlat_core::hash::FastSet;
 use std::collections::VecDeque;
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
