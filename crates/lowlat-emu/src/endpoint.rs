@@ -284,3 +284,40 @@ pub fn transport_receiver(
     };
     finish(scenario, &m, &r.summary_json())
 }
+
+/// `lowlat send`: runs the scenario flow's sender on `socket` towards `dest` and measures it. A
+/// bulk flow speaks lowlat's transport (QUIC-shaped packets), a media flow RTP.
+pub fn run_send(
+    scenario: &Scenario,
+    flow: Option<&str>,
+    socket: &std::net::UdpSocket,
+    dest: std::net::SocketAddr,
+    duration: Option<Duration>,
+    should_stop: impl FnMut() -> bool,
+) -> Result<EndpointResults, String> {
+    if crate::transport::is_transport_flow(scenario, flow) {
+        crate::transport::run_sender(scenario, flow, socket, dest, duration, should_stop)
+            .map(|r| transport_sender(scenario, flow, &r))
+    } else {
+        crate::rtp::run_sender(scenario, flow, socket, dest, duration, should_stop)
+            .map(|r| rtp_sender(scenario, flow, &r))
+    }
+}
+
+/// `lowlat receive`: runs the scenario flow's receiver on `socket` and measures it (transport or
+/// RTP, as [`run_send`]).
+pub fn run_receive(
+    scenario: &Scenario,
+    flow: Option<&str>,
+    socket: &std::net::UdpSocket,
+    duration: Option<Duration>,
+    should_stop: impl FnMut() -> bool,
+) -> Result<EndpointResults, String> {
+    if crate::transport::is_transport_flow(scenario, flow) {
+        crate::transport::run_receiver(scenario, flow, socket, duration, should_stop)
+            .map(|r| transport_receiver(scenario, flow, &r))
+    } else {
+        crate::rtp::run_receiver(scenario, flow, socket, duration, should_stop)
+            .map(|r| rtp_receiver(scenario, flow, &r))
+    }
+}

@@ -527,17 +527,8 @@ fn rtp_send<'py>(
         std::net::UdpSocket::bind(bind).map_err(|e| EmulatorError::new_err(format!("--bind {bind}: {e}")))?;
     let duration = positive_duration(duration_s)?;
     let stop = || Python::attach(|py| py.check_signals().is_err());
-    // A bulk flow speaks lowlat's transport (QUIC-shaped packets), a media flow RTP.
     let out = py
-        .detach(|| {
-            if lowlat_emu::transport::is_transport_flow(&scenario, flow) {
-                lowlat_emu::transport::run_sender(&scenario, flow, &sock, dest, duration, stop)
-                    .map(|r| lowlat_emu::endpoint::transport_sender(&scenario, flow, &r))
-            } else {
-                lowlat_emu::rtp::run_sender(&scenario, flow, &sock, dest, duration, stop)
-                    .map(|r| lowlat_emu::endpoint::rtp_sender(&scenario, flow, &r))
-            }
-        })
+        .detach(|| lowlat_emu::endpoint::run_send(&scenario, flow, &sock, dest, duration, stop))
         .map_err(EmulatorError::new_err)?;
     Ok((out.summary_json, table(py, &out.result.flow_series)?, table(py, &out.result.link_series)?))
 }
@@ -563,15 +554,7 @@ fn rtp_receive<'py>(
     let duration = positive_duration(duration_s)?;
     let stop = || Python::attach(|py| py.check_signals().is_err());
     let out = py
-        .detach(|| {
-            if lowlat_emu::transport::is_transport_flow(&scenario, flow) {
-                lowlat_emu::transport::run_receiver(&scenario, flow, &sock, duration, stop)
-                    .map(|r| lowlat_emu::endpoint::transport_receiver(&scenario, flow, &r))
-            } else {
-                lowlat_emu::rtp::run_receiver(&scenario, flow, &sock, duration, stop)
-                    .map(|r| lowlat_emu::endpoint::rtp_receiver(&scenario, flow, &r))
-            }
-        })
+        .detach(|| lowlat_emu::endpoint::run_receive(&scenario, flow, &sock, duration, stop))
         .map_err(EmulatorError::new_err)?;
     Ok((out.summary_json, table(py, &out.result.flow_series)?, table(py, &out.result.link_series)?))
 }
