@@ -127,5 +127,7 @@ def test_bench_compare_ns3_runs_the_same_dumbbells_in_ns3(lowlat_cli):
     assert [c["case"] for c in rows] == ["bench-dumbbell-cbr-10M", "bench-dumbbell-cubic-10M"]
     for c in rows:
         assert c["ns3_ratio"] == pytest.approx(c["ns3_wall_s"] / c["wall_s"])
+        # No queue disc in front of ns-3's drop-tail device queues (its default is FqCoDel).
+        assert c["ns3_queue_discs"] == 0
         # The same dumbbell: both deliver about the same packets (CBR: 2 s at 9.5 Mbit/s).
         assert abs(c["ns3_delivered_packets"] - c["delivered_packets"]) < 0.05 * c["delivered_packets"]

@@ -695,6 +695,7 @@ def _compare_ns3(cases: list[dict[str, Any]], args: argparse.Namespace) -> None:
     for c, n in zip(rows, results):
         c["ns3_wall_s"] = n["wall_s"]
         c["ns3_delivered_packets"] = n["delivered_packets"]
+        c["ns3_queue_discs"] = n["queue_discs"]
         c["ns3_ratio"] = n["wall_s"] / c["wall_s"]
         if not args.json:
             print(

@@ -1,7 +1,8 @@
 """The standard benchmark dumbbell in ns-3, for ``lowlat bench --compare-ns3``.
 
 The same topology as ``lowlat_sim::bench``: sender -(10 Gbit/s, 0 ms)- R1 =(bottleneck, 25 ms,
-drop-tail of 300 ms worth of 1500-byte packets)= R2 -(10 Gbit/s, 0 ms)- receiver. The CBR row is a
+drop-tail of 300 ms worth of 1500-byte packets)= R2 -(10 Gbit/s, 0 ms)- receiver, with no queue disc
+(ns-3 installs FqCoDel on each device by default; it is removed). The CBR row is a
 UDP on/off source at a constant 95 % of the bottleneck with 1500-byte IP packets; the CUBIC row is
 one unbounded ``BulkSend`` over ``ns3::TcpCubic`` with 1448-byte segments (1500-byte IP packets with
 the timestamp option) and socket buffers large enough not to limit the window. ns-3's point-to-point devices add a 2-byte PPP header on the wire, the only
@@ -67,7 +68,17 @@ def run_dumbbell(rate_mbps: float, flow: str, seconds: float) -> dict[str, Any]:
     for i, d in enumerate(devices):
         addresses.SetBase(ns.Ipv4Address(f"10.1.{i + 1}.0"), ns.Ipv4Mask("255.255.255.0"))
         interfaces.append(addresses.Assign(d))
+    # Assigning addresses installs ns-3's default root queue disc (FqCoDel) on every point-to-point
+    # device, in front of its drop-tail queue: remove it, so the bottleneck is the 300 ms drop-tail
+    # alone, as in lowlat's dumbbell (with it, CUBIC met CoDel in ns-3 and not in lowlat).
+    for d in devices:
+        ns.TrafficControlHelper().Uninstall(d)
     ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+    qdiscs = 0
+    for i in range(4):
+        node = nodes.Get(i)
+        tc = node.GetObject[ns.TrafficControlLayer]()
+        qdiscs += sum(1 for k in range(node.GetNDevices()) if tc.GetRootQueueDiscOnDevice(node.GetDevice(k)))
     factory = "ns3::TcpSocketFactory" if tcp else "ns3::UdpSocketFactory"
     sink = ns.PacketSinkHelper(factory, ns.InetSocketAddress(ns.Ipv4Address.GetAny(), 9).ConvertTo())
     sinks = sink.Install(nodes.Get(3))
@@ -90,7 +101,7 @@ def run_dumbbell(rate_mbps: float, flow: str, seconds: float) -> dict[str, Any]:
     rx_bytes = int(ns.DynamicCast[ns.PacketSink](sinks.Get(0)).GetTotalRx())
     ns.Simulator.Destroy()
     return {"flow": flow, "bottleneck_mbps": rate_mbps, "sim_s": seconds, "wall_s": wall,
-            "rx_bytes": rx_bytes, "delivered_packets": rx_bytes // payload}
+            "rx_bytes": rx_bytes, "delivered_packets": rx_bytes // payload, "queue_discs": qdiscs}
 
 
 def run_cases(cases: list[tuple[float, str]], seconds: float) -> list[dict[str, Any]]:
