@@ -33,8 +33,23 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   ``--wifi-ap`` uses the project's Wi-Fi AP model for W1/W2 instead).
 - Base RTT 68 ms: sender-router 9 ms, router-client 25 ms each way (``BuildWiredTopo``:
   ``"9ms"``, ``TOPO_DEFAULT_PDELAY = 25``); the client's uplink is not rate-limited (300 Mbit/s).
-- Queues: FIFO = ``PfifoFast`` 250 packets + the device's 100-packet drop-tail = 350 packets;
-  CoDel = ``FqCoDel``. GCC+Zhuge runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``);
+- Queues (:func:`bottleneck_queue`): the router's device towards the client carries a
+  traffic-control qdisc in front of its own drop-tail FIFO (``BuildWiredTopo``:
+  ``TrafficControlHelper::SetRootQueueDisc``; ns-3.34's ``DropTailQueue`` default 100 packets), and
+  ns-3's flow control passes packets through the qdisc while the device FIFO has room
+  (``queue.device_limit``, docs/scenario-format.md, with the ns-3 sources). FIFO = ``PfifoFast``
+  250 packets + the device's 100 = one 350-packet FIFO (the same thing: a FIFO in front of a FIFO).
+  CoDel = ``FqCoDel`` (10 240 packets, target 5 ms, interval 100 ms; one flow, so CoDel on its
+  queue) in front of the 100-packet device FIFO: CoDel measures and drops only beyond the first
+  100 packets queued (at 30/10 Mbit/s x 15/13, 100 packets of 1460 B are ~340 ms). Under Zhuge the
+  device FIFO is 1 packet (``network-queue-zhuge.cc`` ``InitSocket``:
+  ``m_dlQueue->SetMaxSize("1p")``; its prediction sums the qdisc's and the device queue's bytes, as
+  lowlat's Zhuge sees both stages), so CoDel acts on almost the whole queue and Zhuge's FIFO holds
+  251 packets; under FastAck it is 1000 (``network-queue-fastack.cc``: ``SetMaxSize("1000p")``):
+  Copa+FastAck's FIFO holds 1250. The receive direction (ACKs, feedback) keeps 100 packets (Zhuge
+  shrinks it only with ``--qsize=1``; the run lists leave the default 2). ns-3's qdisc quota (64
+  dequeues per run) never binds (each run refills one device slot) and is not modelled. GCC+Zhuge
+  runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``);
   Copa and Copa+Zhuge run over FIFO on the Wi-Fi families and CoDel on the cellular ones (the
   choice ``real-exp/tcp-summarize.awk`` reports), Copa+FastAck over FIFO.
 - Video: 25 fps (``--fps=25 --interval=40``), rate 500 kbit/s to 100 Mbit/s (the GCC's
@@ -59,9 +74,7 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
-Deliberate differences: one queue per link here, where ns-3 puts the device's 100-packet FIFO
-in front of the qdisc (so the artifact's CoDel acts only beyond 100 packets, except under Zhuge,
-which cuts the device queue to one packet); the project's GCC, Copa and video model.
+Deliberate differences: the project's GCC, Copa and video model.
 
 Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
 ``abw_drop_timeline.png``):
@@ -198,7 +211,14 @@ CONDITIONS: dict[str, Any] = {
     "access_ms": 9.0,  # BuildWiredTopo: sender-router "9ms"
     "last_hop_ms": 25.0,  # TOPO_DEFAULT_PDELAY = 25 (router-client, each way)
     "uplink": "300 Mbit/s",  # TOPO_DEFAULT_BW: the client's device is never re-rated
-    "fifo_packets": 350,  # PfifoFast MaxSize 250p + the p2p device's default 100p DropTail
+    # The bottleneck's queue: a traffic-control qdisc in front of the point-to-point device's own
+    # FIFO (BuildWiredTopo: TrafficControlHelper::SetRootQueueDisc on every device), with ns-3's
+    # flow control between them (queue.device_limit, docs/scenario-format.md).
+    "pfifo_packets": 250,  # qdisc=0: PfifoFastQueueDisc "MaxSize" "250p"
+    "codel_packets": 10240,  # qdisc=1: FqCoDelQueueDisc, ns-3.34 default MaxSize "10240p"
+    "device_packets": 100,  # ns-3.34 DropTailQueue<Packet> default MaxSize "100p" (PointToPointHelper)
+    "zhuge_device_packets": 1,  # network-queue-zhuge.cc InitSocket: m_dlQueue->SetMaxSize("1p")
+    "fastack_device_packets": 1000,  # network-queue-fastack.cc InitSocket: SetMaxSize("1000p")
     "fps": 25,  # --fps=25 --interval=40
     "rmin": "500 kbit/s",  # GccController min_configured_bitrate_bps_(500000)
     "rmax": "100 Mbit/s",  # GccController max_configured_bitrate_bps_; GameServer kMaxEncodeBps
@@ -235,8 +255,12 @@ def scenario(
         queue = queue_override
     if queue == "fifo/codel":
         queue = "codel" if cellular else "fifo"
-    q: dict[str, Any] = {"kind": "codel"} if queue == "codel" else {"kind": "droptail", "limit": f"{c['fifo_packets']} packets"}
-    bottleneck: dict[str, Any] = {**capacity, "delay": f"{HOP_MS} ms", "queue": q, "assist": assist}
+    bottleneck: dict[str, Any] = {
+        **capacity,
+        "delay": f"{HOP_MS} ms",
+        "queue": bottleneck_queue(queue, assist),
+        "assist": assist,
+    }
     if wifi:
         bottleneck["wifi"] = {}
     return {
@@ -259,6 +283,26 @@ def scenario(
             }
         ],
     }
+
+
+def bottleneck_queue(queue: str, assist: str) -> dict[str, Any]:
+    """The bottleneck's queue as the artifact's router has it (:data:`CONDITIONS`): the qdisc
+    (``queue``: "codel" = ``FqCoDel``, "fifo" = ``PfifoFast``) in front of the point-to-point
+    device's FIFO, whose size the middlebox (``assist``) may have changed: 1 packet under Zhuge,
+    1000 under FastAck, ns-3's 100 otherwise. A FIFO in front of a device FIFO is one FIFO of both
+    limits (flow control keeps the qdisc empty while the device has room, and both keep arrival
+    order), so the FIFO is written as one drop-tail queue."""
+    c = CONDITIONS
+    device = {"zhuge": c["zhuge_device_packets"], "fastack": c["fastack_device_packets"]}.get(assist, c["device_packets"])
+    if queue == "codel":
+        # With a single video flow FqCoDel is CoDel on that flow's queue (target 5 ms, interval
+        # 100 ms, ns-3's defaults; ECN unused: the flows here are not ECN-capable).
+        return {"kind": "codel", "limit": _packets(c["codel_packets"]), "device_limit": _packets(device)}
+    return {"kind": "droptail", "limit": _packets(c["pfifo_packets"] + device)}
+
+
+def _packets(n: int) -> str:
+    return f"{n} packet" if n == 1 else f"{n} packets"
 
 
 def trace_capacity(path: str, trace_format: str) -> dict[str, Any]:
