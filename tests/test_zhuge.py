@@ -168,7 +168,6 @@ def test_the_abw_statistic_is_the_first_episode_of_the_senders_smoothed_rtt():
 
 
 def test_a_run_reports_its_frames_and_sender_rtt():
-
     r = lowlat.run(zhuge.scenario("GCC+FIFO", {"rate": "5 Mbit/s"}, False, 10.0, 1), progress=False)
     f = r.frames
     assert list(f.columns) == ["flow", "frame", "capture_s", "complete_s", "newest_s"]
