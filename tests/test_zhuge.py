@@ -88,6 +88,8 @@ def test_the_bottleneck_is_the_artifacts_qdisc_in_front_of_its_device_fifo():
     assert q("codel", "zhuge")["device_limit"] == "1 packet"
     assert q("fifo", "none") == {"kind": "droptail", "limit": "350 packets"}
     assert q("fifo", "zhuge")["limit"] == "251 packets" and q("fifo", "fastack")["limit"] == "1250 packets"
+    # Through the Wi-Fi AP model the device FIFO is the AP's MAC queue, which no middlebox resizes.
+    assert q("codel", "zhuge", wifi=True)["device_limit"] == "100 packets"
     # The same overload (a 4 Mbit/s CBR into 3 Mbit/s for 4 s) behind each: CoDel controls only
     # the qdisc's stage, so behind the 100-packet device FIFO the queue delay stays higher by about
     # the 99 extra device slots (99 x 1200 B at 3 Mbit/s = 317 ms) and CoDel drops less.

@@ -46,7 +46,8 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   ``m_dlQueue->SetMaxSize("1p")``; its prediction sums the qdisc's and the device queue's bytes, as
   lowlat's Zhuge sees both stages), so CoDel acts on almost the whole queue and Zhuge's FIFO holds
   251 packets; under FastAck it is 1000 (``network-queue-fastack.cc``: ``SetMaxSize("1000p")``):
-  Copa+FastAck's FIFO holds 1250. The receive direction (ACKs, feedback) keeps 100 packets (Zhuge
+  Copa+FastAck's FIFO holds 1250 (through ``--wifi-ap`` the device FIFO is the AP's MAC queue,
+  ``WifiMacQueue`` 100 packets, for every scheme). The receive direction (ACKs, feedback) keeps 100 packets (Zhuge
   shrinks it only with ``--qsize=1``; the run lists leave the default 2). ns-3's qdisc quota (64
   dequeues per run) never binds (each run refills one device slot) and is not modelled. GCC+Zhuge
   runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``);
@@ -271,7 +272,7 @@ def scenario(
     bottleneck: dict[str, Any] = {
         **capacity,
         "delay": f"{HOP_MS} ms",
-        "queue": bottleneck_queue(queue, assist),
+        "queue": bottleneck_queue(queue, assist, wifi),
         "assist": assist,
     }
     if wifi:
@@ -298,18 +299,25 @@ def scenario(
     }
 
 
-def bottleneck_queue(queue: str, assist: str) -> dict[str, Any]:
+def bottleneck_queue(queue: str, assist: str, wifi: bool = False) -> dict[str, Any]:
     """The bottleneck's queue as the artifact's router has it (:data:`CONDITIONS`): the qdisc
     (``queue``: "codel" = ``FqCoDel``, "fifo" = ``PfifoFast``) in front of the point-to-point
     device's FIFO, whose size the middlebox (``assist``) may have changed: 1 packet under Zhuge,
     1000 under FastAck, ns-3's 100 otherwise. A FIFO in front of a device FIFO is one FIFO of both
     limits (flow control keeps the qdisc empty while the device has room, and both keep arrival
-    order), so the FIFO is written as one drop-tail queue."""
+    order), so the FIFO is written as one drop-tail queue. With ``wifi`` (``--wifi-ap``) the device
+    FIFO is the AP's MAC queue, 100 packets whatever the middlebox (``fec-emulate.cc``:
+    ``WifiMacQueue::MaxSize`` ``"100p"``; the middleboxes resize only a point-to-point device's
+    queue; the artifact's Zhuge makes that MAC queue drop its oldest packet, not modelled)."""
     c = CONDITIONS
-    device = {"zhuge": c["zhuge_device_packets"], "fastack": c["fastack_device_packets"]}.get(assist, c["device_packets"])
+    device = c["device_packets"]
+    if not wifi:
+        device = {"zhuge": c["zhuge_device_packets"], "fastack": c["fastack_device_packets"]}.get(assist, device)
     if queue == "codel":
         # With a single video flow FqCoDel is CoDel on that flow's queue (target 5 ms, interval
-        # 100 ms, ns-3's defaults; ECN unused: the flows here are not ECN-capable).
+        # 100 ms, ns-3's defaults; ECN unused: the flows here are not ECN-capable). FqCoDel drops
+        # from the head of the fattest flow once over its 10 240 packets; here the tail (not
+        # modelled: a limit of seconds at these rates).
         return {"kind": "codel", "limit": _packets(c["codel_packets"]), "device_limit": _packets(device)}
     return {"kind": "droptail", "limit": _packets(c["pfifo_packets"] + device)}
 
