@@ -47,11 +47,11 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   lowlat's Zhuge sees both stages), so CoDel acts on almost the whole queue and Zhuge's FIFO holds
   251 packets; under FastAck it is 1000 (``network-queue-fastack.cc``: ``SetMaxSize("1000p")``):
   Copa+FastAck's FIFO holds 1250 (through ``--wifi-ap`` the device FIFO is the AP's MAC queue,
-  ``WifiMacQueue`` 100 packets, for every scheme). The receive direction (ACKs, feedback) keeps 100 packets (Zhuge
-  shrinks it only with ``--qsize=1``; the run lists leave the default 2). ns-3's qdisc quota (64
-  dequeues per run) never binds (each run refills one device slot) and is not modelled. GCC+Zhuge
-  runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``);
-  Copa and Copa+Zhuge run over FIFO on the Wi-Fi families and CoDel on the cellular ones (the
+  ``WifiMacQueue`` 100 packets, for every scheme). The receive direction (ACKs, feedback) keeps
+  100 packets (Zhuge shrinks it only with ``--qsize=1``; the run lists leave the default 2).
+  ns-3's qdisc quota (64 dequeues per run) never binds (each run refills one device slot) and is
+  not modelled. GCC+Zhuge runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``); Copa
+  and Copa+Zhuge run over FIFO on the Wi-Fi families and CoDel on the cellular ones (the
   choice ``real-exp/tcp-summarize.awk`` reports), Copa+FastAck over FIFO.
 - Video: 25 fps (``--fps=25 --interval=40``), rate 500 kbit/s to 100 Mbit/s (the GCC's
   ``min_configured_bitrate_bps_`` / ``max_configured_bitrate_bps_``; the encoder clamps to
