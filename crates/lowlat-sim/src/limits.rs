@@ -116,9 +116,9 @@ fn queue_packets(link: &LinkConfig, min_packet: u64) -> u64 {
 /// A queue's limit, and the packets of the device FIFO behind it (0 without one).
 fn queue_limit(q: &QueueConfig) -> (QueueLimit, u64) {
     match q {
-        QueueConfig::DropTail { limit } | QueueConfig::CoDel { limit, .. } | QueueConfig::L4s { limit, .. } => {
-            (*limit, 0)
-        }
+        QueueConfig::DropTail { limit }
+        | QueueConfig::CoDel { limit, .. }
+        | QueueConfig::L4s { limit, .. } => (*limit, 0),
         QueueConfig::Device { qdisc, device } => {
             let (limit, behind) = queue_limit(qdisc);
             (limit, behind + u64::from(device.limit_packets))

@@ -312,13 +312,18 @@ def bottleneck_queue(queue: str, assist: str, wifi: bool = False) -> dict[str, A
     c = CONDITIONS
     device = c["device_packets"]
     if not wifi:
-        device = {"zhuge": c["zhuge_device_packets"], "fastack": c["fastack_device_packets"]}.get(assist, device)
+        resized = {"zhuge": c["zhuge_device_packets"], "fastack": c["fastack_device_packets"]}
+        device = resized.get(assist, device)
     if queue == "codel":
         # With a single video flow FqCoDel is CoDel on that flow's queue (target 5 ms, interval
         # 100 ms, ns-3's defaults; ECN unused: the flows here are not ECN-capable). FqCoDel drops
         # from the head of the fattest flow once over its 10 240 packets; here the tail (not
         # modelled: a limit of seconds at these rates).
-        return {"kind": "codel", "limit": _packets(c["codel_packets"]), "device_limit": _packets(device)}
+        return {
+            "kind": "codel",
+            "limit": _packets(c["codel_packets"]),
+            "device_limit": _packets(device),
+        }
     return {"kind": "droptail", "limit": _packets(c["pfifo_packets"] + device)}
 
 

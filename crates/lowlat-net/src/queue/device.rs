@@ -140,7 +140,13 @@ mod tests {
     /// A transmitter serving 1500 B every `service`, fed `arrivals_per_service` packets per
     /// service time: returns the queue and the packets sent, in order.
     /// Rounds `from..to`, packet ids counting from `from x arrivals_per_service`.
-    fn overload(q: &mut QueueDiscipline, arrivals_per_service: u64, service: Duration, from: u64, to: u64) -> Vec<Packet> {
+    fn overload(
+        q: &mut QueueDiscipline,
+        arrivals_per_service: u64,
+        service: Duration,
+        from: u64,
+        to: u64,
+    ) -> Vec<Packet> {
         let rate = Bitrate::bps(1500 * 8 * 1_000_000_000 / service.as_nanos());
         let mut out = Vec::new();
         let mut id = from * arrivals_per_service;
@@ -159,7 +165,10 @@ mod tests {
 
     fn codel_behind(device: u32) -> QueueDiscipline {
         QueueDiscipline::new(&QueueConfig::Device {
-            qdisc: Box::new(QueueConfig::CoDel { config: CoDelConfig::default(), limit: QueueLimit::Unlimited }),
+            qdisc: Box::new(QueueConfig::CoDel {
+                config: CoDelConfig::default(),
+                limit: QueueLimit::Unlimited,
+            }),
             device: DeviceQueueConfig { limit_packets: device },
         })
     }
@@ -209,7 +218,9 @@ mod tests {
             qdisc: Box::new(QueueConfig::DropTail { limit: QueueLimit::Packets(250) }),
             device: DeviceQueueConfig { limit_packets: 100 },
         });
-        let accepted = (0..1000).filter(|&i| q.enqueue(Time::ZERO, pkt(i, Time::ZERO), Bitrate::mbps(1)).is_ok()).count();
+        let accepted = (0..1000)
+            .filter(|&i| q.enqueue(Time::ZERO, pkt(i, Time::ZERO), Bitrate::mbps(1)).is_ok())
+            .count();
         assert_eq!(accepted, 350);
         assert_eq!(q.len(), 350);
         // In order, through both stages.
@@ -231,10 +242,17 @@ mod tests {
         for i in 0..20_000u64 {
             let now = Time(i * 1000);
             if rand::RngCore::next_u64(&mut rng) % 100 < 55 {
-                let (a, b) = (staged.enqueue(now, pkt(i, now), Bitrate::mbps(1)), single.enqueue(now, pkt(i, now), Bitrate::mbps(1)));
+                let (a, b) = (
+                    staged.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
+                    single.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
+                );
                 assert_eq!(a.is_ok(), b.is_ok(), "arrival {i}");
             } else {
-                assert_eq!(staged.dequeue(now).map(|p| p.id), single.dequeue(now).map(|p| p.id), "service {i}");
+                assert_eq!(
+                    staged.dequeue(now).map(|p| p.id),
+                    single.dequeue(now).map(|p| p.id),
+                    "service {i}"
+                );
             }
             assert_eq!((staged.len(), staged.bytes()), (single.len(), single.bytes()));
         }
@@ -249,7 +267,12 @@ mod tests {
         fn name(&self) -> &'static str {
             "watch"
         }
-        fn on_enqueue(&mut self, _now: Time, _pkt: &mut Packet, q: &crate::middlebox::QueueState) -> crate::middlebox::Verdict {
+        fn on_enqueue(
+            &mut self,
+            _now: Time,
+            _pkt: &mut Packet,
+            q: &crate::middlebox::QueueState,
+        ) -> crate::middlebox::Verdict {
             self.seen.lock().unwrap().push((q.packets, q.bytes.0));
             crate::middlebox::Verdict::Pass
         }
@@ -262,7 +285,10 @@ mod tests {
         // middlebox (Zhuge's view) is shown every packet waiting, in both stages.
         let cfg = crate::link::LinkConfig {
             queue: QueueConfig::Device {
-                qdisc: Box::new(QueueConfig::CoDel { config: CoDelConfig::default(), limit: QueueLimit::Unlimited }),
+                qdisc: Box::new(QueueConfig::CoDel {
+                    config: CoDelConfig::default(),
+                    limit: QueueLimit::Unlimited,
+                }),
                 device: DeviceQueueConfig { limit_packets: 3 },
             },
             ..crate::link::LinkConfig::constant(Bitrate::mbps(10), Duration::ZERO)
@@ -275,7 +301,8 @@ mod tests {
             link.handle_input(Time::ZERO, pkt(i, Time::ZERO));
         }
         let seen = seen.lock().unwrap();
-        let want: Vec<(usize, u64)> = (0..11).map(|i: u64| (i.saturating_sub(1) as usize, i.saturating_sub(1) * 1500)).collect();
+        let want: Vec<(usize, u64)> =
+            (0..11).map(|i: u64| (i.saturating_sub(1) as usize, i.saturating_sub(1) * 1500)).collect();
         assert_eq!(*seen, want);
         let QueueDiscipline::Device(d) = link.queue() else { unreachable!() };
         assert_eq!((d.qdisc().len(), d.device_len()), (7, 3));

@@ -135,7 +135,9 @@ impl QueueDiscipline {
             QueueConfig::L4s { config, limit } => {
                 QueueDiscipline::L4s(L4sMarker::new(config.clone(), *limit))
             }
-            QueueConfig::Device { qdisc, device } => QueueDiscipline::Device(Box::new(DeviceQueue::new(qdisc, device))),
+            QueueConfig::Device { qdisc, device } => {
+                QueueDiscipline::Device(Box::new(DeviceQueue::new(qdisc, device)))
+            }
         }
     }
 

@@ -378,7 +378,9 @@ fn queue_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, Sc
             return Err(ScenarioError::new(
                 label,
                 format!("{key}.device_limit"),
-                format!("got {device:?}, expected a positive whole number of packets such as \"100 packets\""),
+                format!(
+                    "got {device:?}, expected a positive whole number of packets such as \"100 packets\""
+                ),
             ))
         }
     };
