@@ -3,6 +3,7 @@ other runs, and the generated traces shaped like their families."""
 
 import pandas as pd
 
+import lowlat
 from lowlat.reproduce import zhuge
 
 
@@ -79,6 +80,32 @@ def test_the_papers_conditions_replay_traces_as_the_artifact(tmp_path):
     assert zhuge.scenario("Copa", cap, False, 10.0, 1, cellular=False)["bottleneck"]["queue"]["kind"] == "droptail"
 
 
+def test_the_bottleneck_is_the_artifacts_qdisc_in_front_of_its_device_fifo():
+    # FqCoDel in front of ns-3's 100-packet device FIFO; Zhuge cuts the device FIFO to one
+    # packet, FastAck makes it 1000; a FIFO qdisc in front of it is one FIFO of both limits.
+    q = zhuge.bottleneck_queue
+    assert q("codel", "none") == {"kind": "codel", "limit": "10240 packets", "device_limit": "100 packets"}
+    assert q("codel", "zhuge")["device_limit"] == "1 packet"
+    assert q("fifo", "none") == {"kind": "droptail", "limit": "350 packets"}
+    assert q("fifo", "zhuge")["limit"] == "251 packets" and q("fifo", "fastack")["limit"] == "1250 packets"
+    # Through the Wi-Fi AP model the device FIFO is the AP's MAC queue, which no middlebox resizes.
+    assert q("codel", "zhuge", wifi=True)["device_limit"] == "100 packets"
+    # The same overload (a 4 Mbit/s CBR into 3 Mbit/s for 4 s) behind each: CoDel controls only
+    # the qdisc's stage, so behind the 100-packet device FIFO the queue delay stays higher by about
+    # the 99 extra device slots (99 x 1200 B at 3 Mbit/s = 317 ms) and CoDel drops less.
+    links = {}
+    for assist in ("none", "zhuge"):
+        sc = {
+            "duration": "4 s",
+            "bottleneck": {"rate": "3 Mbit/s", "delay": "10 ms", "queue": q("codel", assist)},
+            "flows": [{"id": "f", "kind": "cbr", "rate": "4 Mbit/s", "packet_size": "1200 B"}],
+        }
+        links[assist] = lowlat.run(sc, progress=False).summary["links"][0]
+    assert links["zhuge"]["drops"] > links["none"]["drops"] > 0, links
+    extra_ms = links["none"]["queue_delay_ms"]["max"] - links["zhuge"]["queue_delay_ms"]["max"]
+    assert abs(extra_ms - 99 * 3.2) < 2 * 3.2, extra_ms
+
+
 def test_a_late_starting_trace_runs_as_the_same_trace_from_zero(tmp_path):
     from lowlat.api import run
 
@@ -143,8 +170,6 @@ def test_the_abw_statistic_is_the_first_episode_of_the_senders_smoothed_rtt():
 
 
 def test_a_run_reports_its_frames_and_sender_rtt():
-    import lowlat
-
     r = lowlat.run(zhuge.scenario("GCC+FIFO", {"rate": "5 Mbit/s"}, False, 10.0, 1), progress=False)
     f = r.frames
     assert list(f.columns) == ["flow", "frame", "capture_s", "complete_s", "newest_s"]

@@ -104,15 +104,25 @@ fn peak_rate(c: &Capacity) -> Bitrate {
 
 /// Packets a link's queue can hold, for packets of `min_packet` bytes (none for unlimited).
 fn queue_packets(link: &LinkConfig, min_packet: u64) -> u64 {
-    let limit = match &link.queue {
+    let (limit, device) = queue_limit(&link.queue);
+    device
+        + match limit {
+            QueueLimit::Packets(n) => u64::from(n),
+            QueueLimit::Unlimited => 0,
+            l => l.bytes_at(peak_rate(&link.capacity)) / min_packet.max(1),
+        }
+}
+
+/// A queue's limit, and the packets of the device FIFO behind it (0 without one).
+fn queue_limit(q: &QueueConfig) -> (QueueLimit, u64) {
+    match q {
         QueueConfig::DropTail { limit }
         | QueueConfig::CoDel { limit, .. }
-        | QueueConfig::L4s { limit, .. } => *limit,
-    };
-    match limit {
-        QueueLimit::Packets(n) => u64::from(n),
-        QueueLimit::Unlimited => 0,
-        l => l.bytes_at(peak_rate(&link.capacity)) / min_packet.max(1),
+        | QueueConfig::L4s { limit, .. } => (*limit, 0),
+        QueueConfig::Device { qdisc, device } => {
+            let (limit, behind) = queue_limit(qdisc);
+            (limit, behind + u64::from(device.limit_packets))
+        }
     }
 }
 
@@ -212,15 +222,11 @@ pub fn check(s: &Scenario, limits: &Limits) -> Result<Estimate, ScenarioError> {
             ("bin".to_string(), String::new())
         } else if e.queue_bytes >= e.state_bytes {
             let (link, l, packets) = largest;
-            let limit = match &l.queue {
-                QueueConfig::DropTail { limit }
-                | QueueConfig::CoDel { limit, .. }
-                | QueueConfig::L4s { limit, .. } => match limit {
-                    QueueLimit::Time(d) => format!("\"{d}\""),
-                    QueueLimit::Bytes(b) => format!("\"{b}\""),
-                    QueueLimit::Packets(n) => format!("\"{n} packets\""),
-                    QueueLimit::Unlimited => "\"unlimited\"".into(),
-                },
+            let limit = match queue_limit(&l.queue).0 {
+                QueueLimit::Time(d) => format!("\"{d}\""),
+                QueueLimit::Bytes(b) => format!("\"{b}\""),
+                QueueLimit::Packets(n) => format!("\"{n} packets\""),
+                QueueLimit::Unlimited => "\"unlimited\"".into(),
             };
             (
                 format!("{link}.queue.limit"),

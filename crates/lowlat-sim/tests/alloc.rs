@@ -76,6 +76,29 @@ access = {{ delay = "10 ms" }}
     }
 }
 
+/// A CUBIC transfer through CoDel in front of a device FIFO (`queue.device_limit`).
+fn cubic_behind_a_device_fifo(d: Duration) -> Scenario {
+    let text = format!(
+        r#"
+duration = "{} s"
+seed = 3
+[bottleneck]
+rate = "10 Mbit/s"
+delay = "10 ms"
+queue = {{ kind = "codel", limit = "10240 packets", device_limit = "100 packets" }}
+[reverse]
+rate = "10 Mbit/s"
+delay = "10 ms"
+[[flows]]
+id = "bulk"
+kind = "bulk"
+cc = "cubic"
+"#,
+        d.as_nanos() / 1_000_000_000
+    );
+    Scenario::parse(&text, Format::Toml, "alloc.toml", Path::new(".")).unwrap()
+}
+
 #[test]
 fn the_per_packet_path_does_not_allocate() {
     let rate = Bitrate::mbps(10);
@@ -83,7 +106,8 @@ fn the_per_packet_path_does_not_allocate() {
     let cubic = per_packet(&|d| bench::tcp_dumbbell("cubic", rate, d), 10);
     let gcc = per_packet(&video("gcc", "none"), 10);
     let zhuge = per_packet(&video("gcc", "zhuge"), 10);
-    println!("allocations per delivered packet: cbr {cbr:.4}, cubic {cubic:.4}, gcc video {gcc:.4}, gcc video + zhuge {zhuge:.4}");
+    let device = per_packet(&cubic_behind_a_device_fifo, 10);
+    println!("allocations per delivered packet: cbr {cbr:.4}, cubic {cubic:.4}, gcc video {gcc:.4}, gcc video + zhuge {zhuge:.4}, cubic behind a device FIFO {device:.4}");
     // Series bins and queues grow by doubling: far below one allocation per hundred packets. The
     // video rows are printed, not asserted: each receiver report is a fresh list handed to the
     // sender (about 0.015 allocations per packet, 0.16 before transport-cc was encoded into
@@ -92,4 +116,5 @@ fn the_per_packet_path_does_not_allocate() {
     // lists per report).
     assert!(cbr < 0.01, "CBR dumbbell: {cbr} allocations per packet");
     assert!(cubic < 0.01, "CUBIC dumbbell: {cubic} allocations per packet");
+    assert!(device < 0.01, "CUBIC behind CoDel and a device FIFO: {device} allocations per packet");
 }

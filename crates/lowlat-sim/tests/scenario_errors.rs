@@ -82,6 +82,16 @@ fn other_semantic_errors() {
         ),
         &["bottleneck.queue.limit", "lots"],
     );
+    // The device FIFO is counted in packets, as ns-3's device queue.
+    for bad in ["64 kB", "0 packets", "100 ms", "unlimited", "many"] {
+        assert_error(
+            &GOOD.replace(
+                "rate = \"1 Mbit/s\"",
+                &format!("rate = \"1 Mbit/s\"\nqueue = {{ kind = \"codel\", device_limit = \"{bad}\" }}"),
+            ),
+            &["bottleneck.queue.device_limit", bad, "packets"],
+        );
+    }
     assert_error(
         &GOOD.replace("rate = \"1 Mbit/s\"", "rate = \"1 Mbit/s\"\ntrace = \"x.trace\""),
         &["bottleneck", "exactly one"],

@@ -33,9 +33,25 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   ``--wifi-ap`` uses the project's Wi-Fi AP model for W1/W2 instead).
 - Base RTT 68 ms: sender-router 9 ms, router-client 25 ms each way (``BuildWiredTopo``:
   ``"9ms"``, ``TOPO_DEFAULT_PDELAY = 25``); the client's uplink is not rate-limited (300 Mbit/s).
-- Queues: FIFO = ``PfifoFast`` 250 packets + the device's 100-packet drop-tail = 350 packets;
-  CoDel = ``FqCoDel``. GCC+Zhuge runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``);
-  Copa and Copa+Zhuge run over FIFO on the Wi-Fi families and CoDel on the cellular ones (the
+- Queues (:func:`bottleneck_queue`): the router's device towards the client carries a
+  traffic-control qdisc in front of its own drop-tail FIFO (``BuildWiredTopo``:
+  ``TrafficControlHelper::SetRootQueueDisc``; ns-3.34's ``DropTailQueue`` default 100 packets), and
+  ns-3's flow control passes packets through the qdisc while the device FIFO has room
+  (``queue.device_limit``, docs/scenario-format.md, with the ns-3 sources). FIFO = ``PfifoFast``
+  250 packets + the device's 100 = one 350-packet FIFO (the same thing: a FIFO in front of a FIFO).
+  CoDel = ``FqCoDel`` (10 240 packets, target 5 ms, interval 100 ms; one flow, so CoDel on its
+  queue) in front of the 100-packet device FIFO: CoDel measures and drops only beyond the first
+  100 packets queued (at 30/10 Mbit/s x 15/13, 100 packets of 1460 B are ~340 ms). Under Zhuge the
+  device FIFO is 1 packet (``network-queue-zhuge.cc`` ``InitSocket``:
+  ``m_dlQueue->SetMaxSize("1p")``; its prediction sums the qdisc's and the device queue's bytes, as
+  lowlat's Zhuge sees both stages), so CoDel acts on almost the whole queue and Zhuge's FIFO holds
+  251 packets; under FastAck it is 1000 (``network-queue-fastack.cc``: ``SetMaxSize("1000p")``):
+  Copa+FastAck's FIFO holds 1250 (through ``--wifi-ap`` the device FIFO is the AP's MAC queue,
+  ``WifiMacQueue`` 100 packets, for every scheme). The receive direction (ACKs, feedback) keeps
+  100 packets (Zhuge shrinks it only with ``--qsize=1``; the run lists leave the default 2).
+  ns-3's qdisc quota (64 dequeues per run) never binds (each run refills one device slot) and is
+  not modelled. GCC+Zhuge runs Zhuge over CoDel (``gcc-wirtc``: ``--queue=1 --qdisc=1``); Copa
+  and Copa+Zhuge run over FIFO on the Wi-Fi families and CoDel on the cellular ones (the
   choice ``real-exp/tcp-summarize.awk`` reports), Copa+FastAck over FIFO.
 - Video: 25 fps (``--fps=25 --interval=40``), rate 500 kbit/s to 100 Mbit/s (the GCC's
   ``min_configured_bitrate_bps_`` / ``max_configured_bitrate_bps_``; the encoder clamps to
@@ -55,13 +71,12 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   the congestion feedback's RTT, which Zhuge shortens, the receiver NACKed again every 100 ms while
   the first retransmission was still queued and the sender answered each (W1+W2, GCC+Zhuge: 3033
   retransmissions recovering 914 packets, frames later than 400 ms 0.056; with the RTCP RTT and
-  libwebrtc's retransmission cap: 1213 recovering 782, 0.034).
+  libwebrtc's retransmission cap: 1213 recovering 782, 0.034; both measured over the
+  single-queue CoDel of the time).
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
-Deliberate differences: one queue per link here, where ns-3 puts the device's 100-packet FIFO
-in front of the qdisc (so the artifact's CoDel acts only beyond 100 packets, except under Zhuge,
-which cuts the device queue to one packet); the project's GCC, Copa and video model.
+Deliberate differences: the project's GCC, Copa and video model.
 
 Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
 ``abw_drop_timeline.png``):
@@ -73,29 +88,39 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   its 8 %/s. Over FIFO the receiver's reports stop during the outage and resume with the burst
   that drains the queue, so GCC cuts to 0.85x a high rate. On a constant link GCC+Zhuge reaches
   the same rate as GCC+FIFO.
-- *Copa+Zhuge barely differs from Copa after an ABW drop*: the queue after the drop is what was
-  in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
+- *Copa+Zhuge's gain after an ABW drop is smaller than the paper's* (the artifact's statistic,
+  below; k = 10, 5 seeds, FIFO / CoDel): Copa 5.38 / 4.31 s, Copa+Zhuge 4.22 / 3.77 s; the better
+  of each pair (CoDel for both) 4.31 vs 3.77 s, Copa+Zhuge 12.5 % shorter, where the paper has 14 %
+  or more (shorter in 3 of the 5 seeds). The artifact's queues make the difference: Copa over
+  CoDel keeps the 100-packet device FIFO CoDel cannot see (~340 ms at the dropped rate), so its
+  network RTT stays above 200 ms for 12.5 s of the 20 (Copa+Zhuge, whose device FIFO is one
+  packet: 3.8 s). With one queue per link and CoDel's buffer at lowlat's default 300 ms (before
+  this model) it was Copa 2.61 vs Copa+Zhuge 2.83 s (8 % longer); with FqCoDel's 10 240-packet
+  buffer but no device FIFO, 3.89 vs 3.91 s. What remains: the queue after the drop is what was in
+  flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
   velocity doubling only after three RTTs), so it keeps sending above the new capacity for
   seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
-  base RTT. The artifact's statistic (below) does not change that: k = 10, 5 seeds, Copa 2.61 s
-  over CoDel / 5.38 s over FIFO, Copa+Zhuge 2.83 / 4.42 s; the better of each pair (CoDel for
-  both) 2.61 vs 2.83 s, Copa+Zhuge 8 % longer, where the paper has 14 % or more shorter (the time
-  above 200 ms of the network RTT: 2.68 vs 2.80 s). Over FIFO alone Copa+Zhuge is 18 % shorter
-  (4.42 vs 5.38 s), but CoDel beats both. The artifact's Copa (``tcp-copa.cc``, from ccp_copa)
-  updates once per half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK
-  from RTT_standing, with delta 0.5 and mode switching on; it is not modelled.
+  base RTT. The artifact's Copa (``tcp-copa.cc``, from ccp_copa) updates once per half RTT from
+  the latest RTT sample (``UseRttStanding`` false), not per ACK from RTT_standing, with delta 0.5
+  and mode switching on; it is not modelled here.
+- *GCC+Zhuge sends less than GCC+FIFO on W1+W2* (6600 vs 8384 kbit/s, 0.79; the claim wants 0.9 or
+  more): the change is CoDel's buffer, FqCoDel's 10 240 packets instead of lowlat's default 300 ms
+  (6652 kbit/s with that buffer and no device FIFO; 7969 with the 300 ms buffer). On
+  ``office-wifi_14`` GCC+Zhuge carries 7.6 Mbit/s with CoDel dropping 56 packets, 13.5 Mbit/s
+  with the 300 ms buffer dropping 1664: fewer drops, less throughput, so the
+  cause is not loss; why GCC settles lower over the longer queue was not traced.
 - *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2, the artifact's accounting:
-  0.0425 vs 0.0384, Zhuge 11 % worse; by completion alone 0.034 vs 0.040, -16 %; the paper: -30 %
-  or more)*: in-order decoding turns each packet loss that retransmission does not repair in
-  time into a stall of every later frame, and GCC+Zhuge runs over CoDel, which drops in the
-  fades (its loss ratio 0.1-11 % per trace, GCC+FIFO's 0-1.8 %). Of GCC+Zhuge's 4840 late frames
-  (of 113 848), 2033 were given up and 1326 were complete in time but waited behind one; only
-  1481 were late themselves (GCC+FIFO: 821, 225 and 3327 of 4373). Most late frames of every
-  scheme fall in capacity outages no scheme can carry a frame through: ``office-wifi_6`` spends
-  25 % of its time under 0.5 Mbit/s (GCC's minimum rate) and ``rest-wifi_14`` 15 %; these two
-  traces hold 2779 (Zhuge) and 2889 (FIFO) of the late frames. Over the FIFO
-  (``--gcc-zhuge-queue fifo``) GCC+Zhuge has 0.031 (-19 %), at 0.80 of GCC+FIFO's throughput.
-  (Measured with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
+  0.0348 vs 0.0384, Zhuge 9 % better; by completion alone 0.031 vs 0.040, -23 %; the paper: -30 %
+  or more)*: in-order decoding turns each packet loss that retransmission does not repair in time
+  into a stall of every later frame, and GCC+Zhuge runs over CoDel, which drops in the fades (its
+  loss ratio 0.02-9.4 % per trace, GCC+FIFO's 0-1.8 %). Of GCC+Zhuge's 3960 late frames (of
+  113 858), 1619 were given up and 798 were complete in time but waited behind one; 1543 were
+  late themselves (GCC+FIFO: 821, 225 and 3327 of 4373). Most late frames of every scheme fall in
+  capacity outages no scheme can carry a frame through: ``office-wifi_6`` spends 25 % of its time
+  under 0.5 Mbit/s (GCC's minimum rate) and ``rest-wifi_14`` 15 %; these two traces hold 2651
+  (Zhuge) and 2889 (FIFO) of the late frames. Over the FIFO (``--gcc-zhuge-queue fifo``: 250 + 1
+  packets) GCC+Zhuge has 0.031 (-19 %), at 0.81 of GCC+FIFO's throughput. (Measured on a loaded
+  machine with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
   ../shared/traces/zhuge> --ks 10 --seeds 5``; the breakdown from each run's
   :attr:`lowlat.Result.frames`.)
 
@@ -134,11 +159,13 @@ the in-band reports are in them), every ABW scheme run over FIFO and over CoDel
 the drop at 20-52 s; they last 200 s here with the drop at 144-176 s (the paper's). Today's
 statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200 ms (200
 ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20 /
-1.44 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.20 s over CoDel),
-Copa 5.38 / 2.61 s (2.68 s), Copa+Zhuge 4.42 / 2.83 s (2.80 s). GCC+Zhuge's 0 says nothing of its
+7.50 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.76 s over CoDel),
+Copa 5.38 / 4.31 s (12.48 s over CoDel), Copa+Zhuge 4.22 / 3.77 s (3.80 s over CoDel). GCC over
+CoDel is now worse than over FIFO: CoDel acts only beyond the device's 100 packets and, with
+FqCoDel's 10 240-packet buffer, nothing cuts the queue at 300 ms. GCC+Zhuge's 0 says nothing of its
 queue: its feedback comes from the AP's in-band reports, whose RTT samples here span only the
-sender-AP path (at most 19 ms in these runs, the network RTT reaching 345 ms over CoDel); how
-the artifact's UDP sender takes RTT samples from Zhuge's reports was not checked.
+sender-AP path; how the artifact's UDP sender takes RTT samples from Zhuge's reports was not
+checked.
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
@@ -198,7 +225,14 @@ CONDITIONS: dict[str, Any] = {
     "access_ms": 9.0,  # BuildWiredTopo: sender-router "9ms"
     "last_hop_ms": 25.0,  # TOPO_DEFAULT_PDELAY = 25 (router-client, each way)
     "uplink": "300 Mbit/s",  # TOPO_DEFAULT_BW: the client's device is never re-rated
-    "fifo_packets": 350,  # PfifoFast MaxSize 250p + the p2p device's default 100p DropTail
+    # The bottleneck's queue: a traffic-control qdisc in front of the point-to-point device's own
+    # FIFO (BuildWiredTopo: TrafficControlHelper::SetRootQueueDisc on every device), with ns-3's
+    # flow control between them (queue.device_limit, docs/scenario-format.md).
+    "pfifo_packets": 250,  # qdisc=0: PfifoFastQueueDisc "MaxSize" "250p"
+    "codel_packets": 10240,  # qdisc=1: FqCoDelQueueDisc, ns-3.34 default MaxSize "10240p"
+    "device_packets": 100,  # ns-3.34 DropTailQueue<Packet> default MaxSize "100p" (PointToPointHelper)
+    "zhuge_device_packets": 1,  # network-queue-zhuge.cc InitSocket: m_dlQueue->SetMaxSize("1p")
+    "fastack_device_packets": 1000,  # network-queue-fastack.cc InitSocket: SetMaxSize("1000p")
     "fps": 25,  # --fps=25 --interval=40
     "rmin": "500 kbit/s",  # GccController min_configured_bitrate_bps_(500000)
     "rmax": "100 Mbit/s",  # GccController max_configured_bitrate_bps_; GameServer kMaxEncodeBps
@@ -235,8 +269,12 @@ def scenario(
         queue = queue_override
     if queue == "fifo/codel":
         queue = "codel" if cellular else "fifo"
-    q: dict[str, Any] = {"kind": "codel"} if queue == "codel" else {"kind": "droptail", "limit": f"{c['fifo_packets']} packets"}
-    bottleneck: dict[str, Any] = {**capacity, "delay": f"{HOP_MS} ms", "queue": q, "assist": assist}
+    bottleneck: dict[str, Any] = {
+        **capacity,
+        "delay": f"{HOP_MS} ms",
+        "queue": bottleneck_queue(queue, assist, wifi),
+        "assist": assist,
+    }
     if wifi:
         bottleneck["wifi"] = {}
     return {
@@ -259,6 +297,38 @@ def scenario(
             }
         ],
     }
+
+
+def bottleneck_queue(queue: str, assist: str, wifi: bool = False) -> dict[str, Any]:
+    """The bottleneck's queue as the artifact's router has it (:data:`CONDITIONS`): the qdisc
+    (``queue``: "codel" = ``FqCoDel``, "fifo" = ``PfifoFast``) in front of the point-to-point
+    device's FIFO, whose size the middlebox (``assist``) may have changed: 1 packet under Zhuge,
+    1000 under FastAck, ns-3's 100 otherwise. A FIFO in front of a device FIFO is one FIFO of both
+    limits (flow control keeps the qdisc empty while the device has room, and both keep arrival
+    order), so the FIFO is written as one drop-tail queue. With ``wifi`` (``--wifi-ap``) the device
+    FIFO is the AP's MAC queue, 100 packets whatever the middlebox (``fec-emulate.cc``:
+    ``WifiMacQueue::MaxSize`` ``"100p"``; the middleboxes resize only a point-to-point device's
+    queue; the artifact's Zhuge makes that MAC queue drop its oldest packet, not modelled)."""
+    c = CONDITIONS
+    device = c["device_packets"]
+    if not wifi:
+        resized = {"zhuge": c["zhuge_device_packets"], "fastack": c["fastack_device_packets"]}
+        device = resized.get(assist, device)
+    if queue == "codel":
+        # With a single video flow FqCoDel is CoDel on that flow's queue (target 5 ms, interval
+        # 100 ms, ns-3's defaults; ECN unused: the flows here are not ECN-capable). FqCoDel drops
+        # from the head of the fattest flow once over its 10 240 packets; here the tail (not
+        # modelled: a limit of seconds at these rates).
+        return {
+            "kind": "codel",
+            "limit": _packets(c["codel_packets"]),
+            "device_limit": _packets(device),
+        }
+    return {"kind": "droptail", "limit": _packets(c["pfifo_packets"] + device)}
+
+
+def _packets(n: int) -> str:
+    return f"{n} packet" if n == 1 else f"{n} packets"
 
 
 def trace_capacity(path: str, trace_format: str) -> dict[str, Any]:

@@ -5,10 +5,12 @@
 //! packet's sojourn time when it leaves.
 
 mod codel;
+mod device;
 mod droptail;
 mod l4s;
 
 pub use codel::{CoDel, CoDelConfig};
+pub use device::{DeviceQueue, DeviceQueueConfig};
 pub use droptail::DropTail;
 pub use l4s::{L4sConfig, L4sMarker};
 
@@ -79,6 +81,15 @@ pub enum QueueConfig {
         /// The buffer (drop-tail beyond this).
         limit: QueueLimit,
     },
+    /// A qdisc in front of a device FIFO, as ns-3 stacks a traffic-control queue disc on a
+    /// device's transmit queue: packets wait in the qdisc only while the device FIFO is full
+    /// ([`DeviceQueue`]).
+    Device {
+        /// The qdisc (any other kind).
+        qdisc: Box<QueueConfig>,
+        /// The device FIFO behind it.
+        device: DeviceQueueConfig,
+    },
 }
 
 impl QueueConfig {
@@ -88,6 +99,7 @@ impl QueueConfig {
             QueueConfig::DropTail { .. } => false,
             QueueConfig::CoDel { config, .. } => config.ecn,
             QueueConfig::L4s { .. } => true,
+            QueueConfig::Device { qdisc, .. } => qdisc.marks_ecn(),
         }
     }
 }
@@ -108,6 +120,8 @@ pub enum QueueDiscipline {
     CoDel(CoDel),
     /// L4S step/ramp marker.
     L4s(L4sMarker),
+    /// A qdisc in front of a device FIFO (boxed: it holds a discipline).
+    Device(Box<DeviceQueue>),
 }
 
 impl QueueDiscipline {
@@ -121,6 +135,9 @@ impl QueueDiscipline {
             QueueConfig::L4s { config, limit } => {
                 QueueDiscipline::L4s(L4sMarker::new(config.clone(), *limit))
             }
+            QueueConfig::Device { qdisc, device } => {
+                QueueDiscipline::Device(Box::new(DeviceQueue::new(qdisc, device)))
+            }
         }
     }
 
@@ -130,6 +147,7 @@ impl QueueDiscipline {
             QueueDiscipline::DropTail(q) => q.enqueue(now, pkt, rate),
             QueueDiscipline::CoDel(q) => q.enqueue(now, pkt, rate),
             QueueDiscipline::L4s(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::Device(q) => q.enqueue(now, pkt, rate),
         }
     }
 
@@ -139,6 +157,7 @@ impl QueueDiscipline {
             QueueDiscipline::DropTail(q) => q.dequeue(now),
             QueueDiscipline::CoDel(q) => q.dequeue(now),
             QueueDiscipline::L4s(q) => q.dequeue(now),
+            QueueDiscipline::Device(q) => q.dequeue(now),
         }
     }
 
@@ -148,6 +167,7 @@ impl QueueDiscipline {
             QueueDiscipline::DropTail(q) => q.bytes(),
             QueueDiscipline::CoDel(q) => q.bytes(),
             QueueDiscipline::L4s(q) => q.bytes(),
+            QueueDiscipline::Device(q) => q.bytes(),
         }
     }
 
@@ -157,6 +177,7 @@ impl QueueDiscipline {
             QueueDiscipline::DropTail(q) => q.len(),
             QueueDiscipline::CoDel(q) => q.len(),
             QueueDiscipline::L4s(q) => q.len(),
+            QueueDiscipline::Device(q) => q.len(),
         }
     }
 
@@ -171,6 +192,7 @@ impl QueueDiscipline {
             QueueDiscipline::DropTail(q) => q.head(),
             QueueDiscipline::CoDel(q) => q.head(),
             QueueDiscipline::L4s(q) => q.head(),
+            QueueDiscipline::Device(q) => q.head(),
         }
     }
 
@@ -187,6 +209,7 @@ impl QueueDiscipline {
             QueueDiscipline::DropTail(_) => 0,
             QueueDiscipline::CoDel(q) => q.drops(),
             QueueDiscipline::L4s(_) => 0,
+            QueueDiscipline::Device(q) => q.qdisc().aqm_drops(),
         }
     }
 
@@ -196,6 +219,7 @@ impl QueueDiscipline {
             QueueDiscipline::DropTail(_) => 0,
             QueueDiscipline::CoDel(q) => q.marks(),
             QueueDiscipline::L4s(q) => q.marks(),
+            QueueDiscipline::Device(q) => q.qdisc().ecn_marks(),
         }
     }
 }

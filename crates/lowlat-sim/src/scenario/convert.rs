@@ -10,7 +10,7 @@ use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use lowlat_net::capacity::{Capacity, RateSchedule};
 use lowlat_net::link::LinkConfig;
 use lowlat_net::loss::LossModel;
-use lowlat_net::queue::{CoDelConfig, L4sConfig, QueueConfig, QueueLimit};
+use lowlat_net::queue::{CoDelConfig, DeviceQueueConfig, L4sConfig, QueueConfig, QueueLimit};
 use lowlat_net::trace::{self, RateTraceOptions, TraceWarning};
 use lowlat_net::wifi::WifiConfig;
 use std::path::{Path, PathBuf};
@@ -370,6 +370,25 @@ pub fn parse_queue_limit(s: &str) -> Result<QueueLimit, String> {
 }
 
 fn queue_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, ScenarioError> {
+    let qdisc = qdisc_config(q, key, label)?;
+    let Some(device) = &q.device_limit else { return Ok(qdisc) };
+    let packets = match parse_queue_limit(device) {
+        Ok(QueueLimit::Packets(n)) => n,
+        _ => {
+            return Err(ScenarioError::new(
+                label,
+                format!("{key}.device_limit"),
+                format!(
+                    "got {device:?}, expected a positive whole number of packets such as \"100 packets\""
+                ),
+            ))
+        }
+    };
+    Ok(QueueConfig::Device { qdisc: Box::new(qdisc), device: DeviceQueueConfig { limit_packets: packets } })
+}
+
+/// The queue itself (the qdisc when a device FIFO is behind it).
+fn qdisc_config(q: &QueueSpec, key: &str, label: &str) -> Result<QueueConfig, ScenarioError> {
     let limit = match &q.limit {
         None => QueueLimit::Time(Duration::from_millis(300)),
         Some(s) => parse_queue_limit(s).map_err(|m| ScenarioError::new(label, format!("{key}.limit"), m))?,

@@ -269,6 +269,10 @@ pub struct QueueSpec {
     pub threshold: Option<D>,
     /// L4S: sojourn time where the marking ramp reaches 1 (default: `threshold`, a step).
     pub max_threshold: Option<D>,
+    /// The device's own FIFO behind this queue, `"100 packets"` (ns-3's default): the queue
+    /// above becomes a qdisc whose packets wait only while the device FIFO is full, as ns-3
+    /// stacks a queue disc on a device. Absent: one queue.
+    pub device_limit: Option<String>,
 }
 
 /// An access link between a host and the bottleneck's router.
