@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 /// ACK frames in flight from receiver to sender: `(id, frame)`.
 pub type AckMailbox = Arc<Mutex<VecDeque<(u64, AckFrame)>>>;
 
-pub use crate::scenario::registry::{window_controller, WINDOW_CONTROLLERS};
+pub use crate::scenario::registry::{window_controller, window_controller_with, WINDOW_CONTROLLERS};
 
 /// The sending side of a bulk flow.
 #[derive(Debug)]

@@ -61,7 +61,8 @@ impl TransportVideoSender {
         rng: Rng,
         mailbox: AckMailbox,
     ) -> Result<TransportVideoSender, String> {
-        let cc = crate::transport::window_controller(&media.cc, packet_size)?;
+        let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
+        let cc = crate::transport::window_controller_with(&media.cc, packet_size, params)?;
         let cfg = SenderConfig { packet_size, overhead: DATAGRAM_OVERHEAD, ..SenderConfig::default() };
         let queue_cfg = PacerConfig {
             mtu_payload: Bytes(packet_size.0.saturating_sub(DATAGRAM_OVERHEAD.0).max(1)),

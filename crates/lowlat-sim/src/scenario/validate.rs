@@ -7,8 +7,8 @@ use super::config::{
 use super::convert::{access_config, link_config, resolve, scone_config, zhuge_config};
 use super::error::{number, ScenarioError};
 use super::registry::{
-    is_external_controller, is_window_controller, rate_controller, ASSISTS, CONTROLLERS, EXTERNAL_FORMS,
-    WINDOW_CONTROLLERS,
+    is_external_controller, is_window_controller, rate_controller, window_controller_with, ASSISTS,
+    CONTROLLERS, EXTERNAL_FORMS, WINDOW_CONTROLLERS,
 };
 use super::spec::{FlowSpec, ScenarioSpec};
 use lowlat_core::{Bitrate, Bytes, Duration, Ecn, Time};
@@ -351,11 +351,20 @@ fn media_config(
     };
     for (name, table) in f.cc_params.iter().flatten() {
         if is_window_controller(name) {
-            return Err(err(
-                &format!("cc_params.{name}"),
-                "the window controllers take no cc_params yet (their constants are the specs' defaults)"
-                    .into(),
-            ));
+            if name != "copa" {
+                return Err(err(
+                    &format!("cc_params.{name}"),
+                    "of the window controllers only copa takes cc_params (the others' constants are their specs' defaults)"
+                        .into(),
+                ));
+            }
+            let params: Vec<(String, String)> =
+                table.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+            // Built once so a bad value is reported now, not mid-run.
+            window_controller_with(name, f.packet_size.map_or(Bytes(1200), |p| p.0), &params)
+                .map_err(cc_error)?;
+            m.cc_params.insert(name.clone(), params);
+            continue;
         }
         if !CONTROLLERS.contains(&name.as_str()) {
             return Err(err(
