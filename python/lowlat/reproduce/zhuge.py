@@ -208,6 +208,18 @@ CONDITIONS: dict[str, Any] = {
     # --ddl=1000 (1 s frame deadline): the RTP flows run with NACK/RTX (Copa's transport
     # retransmits on its own).
     "nack": True,
+    # Copa: the artifact's own (src/internet/model/tcp-copa.cc, from ccp_copa; lowlat's
+    # cc_params.copa.variant = "artifact"), DefaultLatencyfactor = copaDeltaHundred / 100
+    # (fec-emulate.cc main): 50 -> delta 0.5 for copa-fifo/-codel/-fifortc/-wirtc, which give no
+    # --copadelta; Copa+FastAck is copa-fast2 (real-exp/tcp-summarize.awk prints "copa-fast2"),
+    # run with --copadelta=2 -> delta 0.02 (tcp-exp-trace.conf, tcp-static-exp.conf).
+    "copa_delta": 0.5,
+    "copa_fastack_delta": 0.02,
+    # ABW drop, (run seconds, drop from, drop to): GCC's runs (gcc-static-exp.conf: --duration=200,
+    # static-exp/traces/k*-3600..4400, ktrace_gen_all.sh) and Copa's (tcp-static-exp.conf:
+    # --duration=72, static-exp/testtraces/k*-500..1300, static-exp/ktrace_gen_all.sh); the cut
+    # lines at 40 ms a line.
+    "abw_runs": {"gcc": (200.0, 144.0, 176.0), "copa": (72.0, 20.0, 52.0)},
 }
 WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
 HOP_MS = CONDITIONS["last_hop_ms"]
@@ -222,11 +234,14 @@ def scenario(
     cellular: bool = False,
     gcc_zhuge_queue: str = "codel",
     queue_override: str | None = None,
+    copa: str = "paper",
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
     ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo");
-    ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own."""
+    ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own;
+    ``copa`` is the Copa schemes' variant: "paper" (NSDI 2018) or "artifact" (the Zhuge
+    artifact's ``tcp-copa.cc``, with its run lists' delta: 0.02 for Copa+FastAck)."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -256,9 +271,37 @@ def scenario(
                 "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
                 **({"nack": c["nack"]} if cc == "gcc" else {}),
+                **({"cc_params": {"copa": copa_params(label, copa)}} if cc == "copa" else {}),
             }
         ],
     }
+
+
+def copa_params(label: str, copa: str) -> dict[str, Any]:
+    """``cc_params.copa`` of a Copa scheme: the variant, and under the artifact's its run lists'
+    delta (see :data:`CONDITIONS`)."""
+    if copa not in ("paper", "artifact"):
+        raise ValueError(f"copa: got {copa!r}, expected 'paper' or 'artifact'")
+    if copa == "paper":
+        return {"variant": "paper"}
+    delta = CONDITIONS["copa_fastack_delta"] if label == "Copa+FastAck" else CONDITIONS["copa_delta"]
+    return {"variant": "artifact", "delta": delta}
+
+
+def abw_run(scheme: str) -> tuple[float, float, float]:
+    """An ABW-drop run of ``scheme``: (seconds, earliest drop, latest drop), the artifact's for
+    its controller (:data:`CONDITIONS` ``abw_runs``)."""
+    _, cc, _, _ = next(s for s in SCHEMES if s[0] == scheme)
+    runs: dict[str, tuple[float, float, float]] = CONDITIONS["abw_runs"]
+    return runs[cc]
+
+
+def drop_instant(scheme: str, u: float) -> float:
+    """The drop instant of ``scheme`` for a draw ``u`` in GCC's range (144-176 s): the same place
+    in the scheme's own range (Copa: 20-52 s), so GCC's instants stay those of earlier runs."""
+    _, lo, _ = abw_run(scheme)
+    _, glo, _ = abw_run("GCC+FIFO")
+    return round(round(u, 1) - glo + lo, 1)
 
 
 def trace_capacity(path: str, trace_format: str) -> dict[str, Any]:
@@ -308,6 +351,8 @@ class TraceRun:
     trace_format: str = "auto"
     wifi_ap: bool = False
     gcc_zhuge_queue: str = "codel"
+    #: The Copa schemes' variant ("artifact" or "paper").
+    copa: str = "artifact"
 
 
 @dataclass(frozen=True)
@@ -321,6 +366,8 @@ class DropRun:
     #: The bottleneck queue: "own" (the scheme's, as in :func:`scenario` with ``cellular``),
     #: "fifo" or "codel" (the artifact scores each scheme by the better of the two).
     queue: str = "own"
+    #: The Copa schemes' variant ("artifact" or "paper").
+    copa: str = "artifact"
 
 
 #: The artifact's decoder deadline in frames: a frame still incomplete when a packet of a frame
@@ -424,7 +471,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
         sc = scenario(
-            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa
         )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
@@ -485,7 +532,9 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
             ]
         }
         queue = None if spec.queue == "own" else spec.queue
-        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue), progress=False)
+        seconds, _, _ = abw_run(spec.scheme)
+        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa)
+        r = run(sc, progress=False)
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
         srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
@@ -588,24 +637,27 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
-    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False).flow_series
+    seconds, _, _ = abw_run(spec.scheme)
+    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa), progress=False).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
 
 
-def drop_timeline(k: int, seed: int, out: Path, runner: Runner) -> tuple[float, pd.DataFrame, pd.DataFrame]:
+def drop_timeline(k: int, seed: int, out: Path, runner: Runner, copa: str = "artifact") -> tuple[float, pd.DataFrame, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
     as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
-    and sending rate per 200 ms bin from 2 s before the drop to 8 s after, and the runs' rows
-    (their ``error``)."""
-    drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
-    specs = [DropRun(k, scheme, drop, seed) for scheme in ABW_SCHEMES]
+    and sending rate per 200 ms bin from 2 s before the drop to 8 s after (times from GCC's drop
+    instant: each scheme's series is shifted to it), and the runs' rows (their ``error``)."""
+    u = random.Random(seed).uniform(144.0, 176.0)
+    drop = drop_instant("GCC+FIFO", u)
+    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa) for scheme in ABW_SCHEMES]
     rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
     for spec, fs in zip(specs, data["series"]):
         if fs is not None:
             fs.insert(0, "scheme", spec.scheme)
+            fs["t_s"] += drop - spec.drop_s
             parts.append(fs)
     cols = ["scheme", "t_s", "rtt_ms", "send_kbps", "recv_kbps"]
     return drop, pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols), rows
@@ -656,7 +708,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
 
     cap = trace_capacity(spec.trace, spec.trace_format)
     sc = scenario(
-        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa
     )
     r = run(sc, progress=False)
     fs = r.flow_series[r.flow_series["flow"] == "video"]
@@ -797,6 +849,7 @@ def reproduce(
     seeds: int = 1,
     wifi_ap: bool = False,
     gcc_zhuge_queue: str = "codel",
+    copa: str = "artifact",
     log: Callable[[str], None] = print,
     backend: str = "local",
     address: str | None = None,
@@ -805,17 +858,20 @@ def reproduce(
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
     drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants. The
     runs go through the sweep runner (``backend`` local or ray) and are kept in
-    ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again)."""
+    ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again).
+    ``copa``: the Copa schemes' variant, "artifact" (the Zhuge artifact's ``tcp-copa.cc``, which
+    its evaluation ran) or "paper" (NSDI 2018)."""
     check_seconds(seconds)
+    copa_params("Copa", copa)  # a bad variant is refused before any run
     ks = ks or ABW_KS
     given = digest(f for _, f in find_traces(traces)) if traces else None
-    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, traces=traces, traces_digest=given)
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, traces=traces, traces_digest=given)
     out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -834,8 +890,11 @@ def reproduce(
     dspecs = []
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
-        drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
-        dspecs += [DropRun(k, s, drops[k], sd, q) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")]
+        # One draw per k in GCC's range, placed alike in each scheme's own (Copa: 20-52 s).
+        draws = {k: rng.uniform(144.0, 176.0) for k in ks}
+        dspecs += [
+            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
+        ]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
@@ -849,7 +908,7 @@ def reproduce(
             written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa)
         figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
