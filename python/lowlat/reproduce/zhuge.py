@@ -10,8 +10,9 @@ Three parts, all on the simulator:
    "How frames are counted" below; the claims use this one) and by completion alone
    (``ratio_frame_delay_over_400ms``, lowlat's summary metric), of 1 s bins under 10 fps, the P99
    RTT and frame delay, and the throughput.
-2. **ABW drop**: 30 Mbit/s falling to 30/k Mbit/s at a random instant in 144-176 s of a 200 s run,
-   for k from 2 to 50, over ``--seeds`` seeds, each scheme over FIFO and over CoDel; how long, in
+2. **ABW drop**: 30 Mbit/s falling to 30/k Mbit/s at a random instant in 144-176 s of a 200 s run
+   (GCC; Copa: 20-52 s of 72 s, the artifact's runs of each), for k from 2 to 50, over ``--seeds``
+   seeds, each scheme over FIFO and over CoDel; how long, in
    the 20 s after the drop, the network RTT stays above 200 ms, frame delay above 400 ms and the
    frame rate under 10 fps, each scheme on its own queue (``abw_drop.csv``, ``abw_drop.png``),
    and the artifact's statistic (``abw_drop_artifact.csv``: the first episode of the sender's
@@ -43,6 +44,33 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
 - No competing traffic in the trace runs (``--node_number`` sizes only the Wi-Fi topologies).
 - ABW drop: the same path and queues; 30 Mbit/s x 15/13 (the k-traces go through the same
   ``BandwidthTrace``), Copa's baseline over CoDel (``tcp-static-exp.conf`` has ``copa-codel``).
+  Run length and drop instant per controller, as the artifact's run lists have them: GCC 200 s
+  with the drop at 144-176 s (``gcc-static-exp.conf``: ``--duration=200`` over
+  ``static-exp/traces/k*-3600..4400.log``, made by ``ktrace_gen_all.sh``: the rate changes at line
+  3600-4400 in steps of 40), Copa 72 s with the drop at 20-52 s (``tcp-static-exp.conf``, every
+  Copa run of the figure: ``--duration=72`` over ``static-exp/testtraces/k*-500..1300.log``, made
+  by ``static-exp/ktrace_gen_all.sh``: lines 500-1300). Both read a line per 40 ms (the only step
+  that puts GCC's cuts inside its 200 s runs, and Copa's inside its 72 s). Each seed draws one
+  instant per k in 144-176 s and Copa's is the same point of 20-52 s (the instant - 124 s). The
+  testtraces' delay column (15.8 ms, then 16 - 0.2k ms) is not replayed (``BandwidthTrace`` is
+  called with ``~DELAY_CHANGE``).
+- Copa: the artifact's own (``--copa artifact``, the default; ``cc_params.copa.variant =
+  "artifact"``): ``src/internet/model/tcp-copa.cc``, ported from ccp_copa, which the paper's TCP
+  runs used: the window moves once per half srtt (``kReportIntervalRtt``), from the latest RTT
+  sample (``UseRttStanding`` false), velocity doubling after 3 srtt in one direction
+  (``CheckAndUpdateDirection``), 4-packet minimum (``kMinCwndSegment``), ccp_copa's competitive
+  and loss modes (``ReportMeasurement``, ``tcp_detected``; ``ModeSwitch`` true), pacing 2 x cwnd /
+  srtt; lowlat-transport's ``copa_artifact.rs`` lists each rule. delta 0.5 for Copa and Copa+Zhuge
+  (``fec-emulate.cc``: ``DefaultLatencyfactor = copaDeltaHundred / 100``, 50 unless a run gives
+  ``--copadelta``; ``copa-fifo``/``-codel``/``-fifortc``/``-wirtc`` give none); Copa+FastAck is
+  ``copa-fast2`` (the one ``real-exp/tcp-summarize.awk`` reports), run with ``--copadelta=2``:
+  delta 0.02. ``--copa paper`` runs the NSDI 2018 rules (per-ACK updates from RTT_standing,
+  lowlat's default Copa) with delta 0.5 for every Copa scheme. Not modelled: the artifact's TCP
+  under Copa (ns-3's SACK recovery leaves the window to Copa; a retransmission timeout, 1 s at
+  least, sets it to one segment: here lowlat's QUIC-like transport and its persistent
+  congestion), 1448 B segments (here the scenario's 1460 B packets) and its encoder over TCP
+  (``PacketSenderTcp::UpdateSendingRate``: a duty-cycle rule; here the encoder follows Copa's
+  cwnd / RTT_standing, docs/scenario-format.md).
 - Zhuge: ``variant = "artifact"`` (the code above).
 - Loss repair: the artifact's sender retransmits (``--policy=rtx``, RTXOnlyPolicy, with a 1 s
   frame deadline ``--ddl=1000``); the GCC flows here run with ``nack = true`` (RTCP generic NACK
@@ -77,13 +105,26 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   in flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
   velocity doubling only after three RTTs), so it keeps sending above the new capacity for
   seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
-  base RTT. The artifact's statistic (below) does not change that: k = 10, 5 seeds, Copa 2.61 s
-  over CoDel / 5.38 s over FIFO, Copa+Zhuge 2.83 / 4.42 s; the better of each pair (CoDel for
-  both) 2.61 vs 2.83 s, Copa+Zhuge 8 % longer, where the paper has 14 % or more shorter (the time
-  above 200 ms of the network RTT: 2.68 vs 2.80 s). Over FIFO alone Copa+Zhuge is 18 % shorter
-  (4.42 vs 5.38 s), but CoDel beats both. The artifact's Copa (``tcp-copa.cc``, from ccp_copa)
-  updates once per half RTT from the latest RTT sample (``UseRttStanding`` false), not per ACK
-  from RTT_standing, with delta 0.5 and mode switching on; it is not modelled.
+  base RTT. The artifact's statistic (below), k = 10, 5 seeds, the better of FIFO and CoDel: with
+  the artifact's Copa and 72 s runs (the defaults) Copa 4.47 s, Copa+Zhuge 4.49 s (FIFO 5.40 /
+  5.44 s, CoDel 4.47 / 4.49 s; network RTT above 200 ms 4.48 / 4.48 s); the paper has Copa+Zhuge
+  14 % or more shorter. The artifact's Copa decreases once per half srtt by about a packet
+  (``acked x mss^2 / (delta x cwnd)`` with half a window acknowledged) and doubles its velocity
+  only once a window has been acknowledged after 3 srtt in one direction, so after the drop it
+  keeps sending at 2-3x the new capacity for ~4 s over either queue; the ACK holding changes
+  none of that. With the paper's Copa (``--copa paper``): 72 s runs Copa 2.56 s, Copa+Zhuge 2.68
+  s; 200 s runs with the drop at 144-176 s (the earlier default) 2.61 vs 2.83 s (over FIFO alone
+  5.38 vs 4.42 s, Zhuge 18 % shorter, but CoDel beats both). Measured with
+  ``lowlat reproduce zhuge --traces <the 16 W1+W2 files> --ks 10 --seeds 5`` on a loaded machine.
+- *Copa over the Wi-Fi traces* (W1+W2 pooled, 16 traces, the same command): the artifact's Copa
+  has the RTT above 200 ms 0.73 % of the time, Copa+Zhuge 0.65 % (-11 %); frames later than 400
+  ms (the artifact's accounting) 0.065 vs 0.062 (-5 %); P99 RTT 178 vs 165 ms; throughput 23.8 vs
+  23.1 Mbit/s. With the paper's Copa: 1.73 % vs 1.58 %, 0.096 vs 0.095, 257 vs 258 ms, 23.9 vs
+  23.8 Mbit/s. Copa+FastAck at the run lists' delta 0.02 has 34 % of its frames later than 400 ms
+  (7.7 % with the paper's Copa at delta 0.5) without losses: on ``office-wifi_1`` no drop and no
+  frame given up, the AP's queue 18 ms on average, but frames of ~170 kB (the encoder follows
+  cwnd / RTT_standing, and FastAck's RTT stops at the AP) that take 100-500 ms to leave the
+  sender.
 - *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2, the artifact's accounting:
   0.0425 vs 0.0384, Zhuge 11 % worse; by completion alone 0.034 vs 0.040, -16 %; the paper: -30 %
   or more)*: in-order decoding turns each packet loss that retransmission does not repair in
@@ -130,12 +171,12 @@ RTT samples. Here (:func:`first_episode_s`, :func:`smoothed_rtt`): the same rule
 the simulated sender's samples (:attr:`lowlat.Result.sender_rtt`: Copa's latest sample at each
 ACK, GCC's one per feedback report; under Zhuge both pass through the AP, so the ACK holding and
 the in-band reports are in them), every ABW scheme run over FIFO and over CoDel
-(``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The artifact's runs last 72 s with
-the drop at 20-52 s; they last 200 s here with the drop at 144-176 s (the paper's). Today's
-statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200 ms (200
-ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20 /
-1.44 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.20 s over CoDel),
-Copa 5.38 / 2.61 s (2.68 s), Copa+Zhuge 4.42 / 2.83 s (2.80 s). GCC+Zhuge's 0 says nothing of its
+(``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The runs last as the artifact's: GCC
+200 s with the drop at 144-176 s, Copa 72 s with the drop at 20-52 s (see the conditions above).
+Today's statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200
+ms (200 ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20
+/ 1.44 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.20 s over
+CoDel), Copa (the artifact's) 5.40 / 4.47 s (4.48 s), Copa+Zhuge 5.44 / 4.49 s (4.48 s). GCC+Zhuge's 0 says nothing of its
 queue: its feedback comes from the AP's in-band reports, whose RTT samples here span only the
 sender-AP path (at most 19 ms in these runs, the network RTT reaching 345 ms over CoDel); how
 the artifact's UDP sender takes RTT samples from Zhuge's reports was not checked.
