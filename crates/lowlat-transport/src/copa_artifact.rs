@@ -25,8 +25,8 @@
 //!   (with its own `CongControl`, ns-3 skips its recovery's window changes).
 //! - **Mode switching** (`ReportMeasurement`, `tcp_detected`, from ccp_copa): at each update,
 //!   "TCP detected" when the smallest RTT sample of the last 10 srtt exceeds RTT_min + 0.1 x
-//!   (largest - RTT_min) + 0.1 ms; the loss rate of bytes over cycles of 2 x RTT_min; loss rate
-//!   >= 0.1 is loss mode (delta doubles on each update with a loss), TCP detected is competitive
+//!   (largest - RTT_min) + 0.1 ms; the loss rate of bytes over cycles of 2 x RTT_min; a loss rate
+//!   of 0.1 or more is loss mode (delta doubles on each update with a loss), TCP detected is competitive
 //!   mode (delta doubles on an update with a loss, else 1/delta grows by one), otherwise the
 //!   default delta. delta never exceeds the default.
 //! - **Pacing** (`SetPacingRate`, `InitPacingRateFromRtt`): 2 x cwnd / srtt, srtt in whole
