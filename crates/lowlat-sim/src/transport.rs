@@ -106,7 +106,12 @@ pub struct AckReceiver {
 impl AckReceiver {
     /// A receiver sending its ACK frames through `mailbox`.
     pub fn new(mailbox: AckMailbox) -> AckReceiver {
-        AckReceiver { receiver: Receiver::new(ReceiverConfig::default()), next_id: 0, mailbox }
+        AckReceiver::with_config(mailbox, ReceiverConfig::default())
+    }
+
+    /// A receiver with its own ACK schedule.
+    pub fn with_config(mailbox: AckMailbox, cfg: ReceiverConfig) -> AckReceiver {
+        AckReceiver { receiver: Receiver::new(cfg), next_id: 0, mailbox }
     }
 }
 

@@ -20,7 +20,7 @@ use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::VideoSource;
-use lowlat_transport::{AckFrame, Sender, SenderConfig};
+use lowlat_transport::{AckFrame, ReceiverConfig, Sender, SenderConfig};
 use std::collections::VecDeque;
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
@@ -208,7 +208,10 @@ impl TransportVideoReceiver {
     /// A receiver for frames captured from `start` at the flow's frame rate.
     pub fn new(media: &MediaConfig, start: Time, mailbox: AckMailbox) -> TransportVideoReceiver {
         TransportVideoReceiver {
-            acks: AckReceiver::new(mailbox),
+            acks: AckReceiver::with_config(
+                mailbox,
+                ReceiverConfig { ack_every: media.ack_every, ..ReceiverConfig::default() },
+            ),
             assembler: FrameAssembler::default(),
             seen: FastSet::default(),
             start,

@@ -227,6 +227,38 @@ cc_params = {{ copa = {params} }}
 }
 
 #[test]
+fn ack_every_sets_how_often_the_video_receiver_acknowledges() {
+    // The sender takes one RTT sample per ACK frame: acknowledging every packet instead of every
+    // second one about doubles them.
+    let samples = |extra: &str| {
+        let r = run(&format!(
+            r#"
+duration = "20 s"
+[bottleneck]
+rate = "2 Mbit/s"
+delay = "25 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "copa"
+rmin = "150 kbit/s"
+rmax = "3 Mbit/s"
+{extra}
+"#
+        ));
+        match &r.sender_rtt.columns[0].1 {
+            lowlat_sim::results::Column::F64(v) => v.len(),
+            lowlat_sim::results::Column::I64(v) => v.len(),
+            lowlat_sim::results::Column::Str(v) => v.len(),
+        }
+    };
+    let (every, default, two) = (samples("ack_every = 1"), samples(""), samples("ack_every = 2"));
+    eprintln!("RTT samples: ack_every 1: {every}, default: {default}");
+    assert_eq!(default, two, "the default is every second packet");
+    assert!(every as f64 > 1.7 * default as f64, "{every} vs {default}");
+}
+
+#[test]
 fn video_over_the_transport_repairs_losses() {
     // 2 % random loss: RTP without repair loses a frame whenever one of its packets is lost;
     // over the transport lost packets are sent again, so nearly every frame completes.

@@ -64,7 +64,9 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   (``fec-emulate.cc``: ``DefaultLatencyfactor = copaDeltaHundred / 100``, 50 unless a run gives
   ``--copadelta``; ``copa-fifo``/``-codel``/``-fifortc``/``-wirtc`` give none); Copa+FastAck is
   ``copa-fast2`` (the one ``real-exp/tcp-summarize.awk`` reports), run with ``--copadelta=2``:
-  delta 0.02. ``--copa paper`` runs the NSDI 2018 rules (per-ACK updates from RTT_standing,
+  delta 0.02. The receiver acknowledges every packet (``ack_every = 1``: ``fec-emulate.cc`` sets
+  ``ns3::TcpSocket::DelAckCount`` to 1; timestamps off, so ns-3 samples the RTT from the newest
+  segment an ACK covers, as here). ``--copa paper`` runs the NSDI 2018 rules (per-ACK updates from RTT_standing,
   lowlat's default Copa) with delta 0.5 for every Copa scheme. Not modelled: the artifact's TCP
   under Copa (ns-3's SACK recovery leaves the window to Copa; a retransmission timeout, 1 s at
   least, sets it to one segment: here lowlat's QUIC-like transport and its persistent
@@ -256,6 +258,10 @@ CONDITIONS: dict[str, Any] = {
     # run with --copadelta=2 -> delta 0.02 (tcp-exp-trace.conf, tcp-static-exp.conf).
     "copa_delta": 0.5,
     "copa_fastack_delta": 0.02,
+    # Its TCP receiver acknowledges every segment (fec-emulate.cc main:
+    # Config::SetDefault ("ns3::TcpSocket::DelAckCount", UintegerValue (1))): the Copa flows'
+    # ack_every = 1, so no RTT sample carries a delayed-ACK wait.
+    "copa_ack_every": 1,
     # ABW drop, (run seconds, drop from, drop to): GCC's runs (gcc-static-exp.conf: --duration=200,
     # static-exp/traces/k*-3600..4400, ktrace_gen_all.sh) and Copa's (tcp-static-exp.conf:
     # --duration=72, static-exp/testtraces/k*-500..1300, static-exp/ktrace_gen_all.sh); the cut
@@ -312,7 +318,7 @@ def scenario(
                 "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
                 **({"nack": c["nack"]} if cc == "gcc" else {}),
-                **({"cc_params": {"copa": copa_params(label, copa)}} if cc == "copa" else {}),
+                **({"cc_params": {"copa": copa_params(label, copa)}, "ack_every": c["copa_ack_every"]} if cc == "copa" else {}),
             }
         ],
     }
