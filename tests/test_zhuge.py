@@ -23,7 +23,11 @@ def test_reproduce_command_writes_every_table(lowlat_cli, tmp_path):
     assert len(drop) == 2 * len(zhuge.ABW_SCHEMES) and set(drop["queue"]) == {"fifo", "codel"}
     art = pd.read_csv(tmp_path / "abw_drop_artifact.csv")
     assert list(art.columns) == ["k", "GCC", "GCC+Zhuge", "Copa", "Copa+Zhuge"] and art[["GCC", "Copa"]].ge(0).all().all()
-    assert (drop["drop_s"].between(144, 176)).all()
+    # The artifact's runs: GCC's drop at 144-176 s of 200 s, Copa's at 20-52 s of 72 s, alike placed.
+    gcc = drop[drop["scheme"].str.startswith("GCC")].set_index(["seed", "queue", "scheme"])["drop_s"]
+    copa = drop[drop["scheme"].str.startswith("Copa")].set_index(["seed", "queue", "scheme"])["drop_s"]
+    assert gcc.between(144, 176).all() and copa.between(20, 52).all()
+    assert set((gcc.round(1).to_numpy() - 124).round(1)) == set(copa.round(1))
     acc = pd.read_csv(tmp_path / "accuracy.csv").set_index("predicted_range")
     assert acc.loc["all", "packets"] > 1000
     assert acc.loc["all", "packets"] >= acc["packets"].drop("all").sum()
@@ -179,3 +183,22 @@ def test_a_run_reports_its_frames_and_sender_rtt():
     counted = zhuge.in_order_frame_delays(f)
     assert counted["decoded"].all() and len(counted) == done.sum()
     assert len(r.sender_rtt) > 50 and r.sender_rtt["rtt_ms"].between(68, 1000).all()
+
+
+def test_the_copa_schemes_run_the_artifacts_copa_with_its_run_lists_delta(tmp_path):
+    cap = {"rate": "10 Mbit/s"}
+    params = lambda label, copa: zhuge.scenario(label, cap, False, 10.0, 1, copa=copa)["flows"][0].get("cc_params")  # noqa: E731
+    assert params("Copa", "artifact") == {"copa": {"variant": "artifact", "delta": 0.5}}
+    assert params("Copa+Zhuge", "artifact") == {"copa": {"variant": "artifact", "delta": 0.5}}
+    assert params("Copa+FastAck", "artifact") == {"copa": {"variant": "artifact", "delta": 0.02}}
+    assert params("Copa+FastAck", "paper") == {"copa": {"variant": "paper"}}
+    assert params("GCC+Zhuge", "artifact") is None
+    # The ABW runs: GCC 200 s with the drop at 144-176 s, Copa 72 s at the same point of 20-52 s.
+    assert zhuge.abw_run("GCC+Zhuge") == (200.0, 144.0, 176.0) and zhuge.abw_run("Copa+Zhuge") == (72.0, 20.0, 52.0)
+    assert zhuge.drop_instant("GCC+FIFO", 150.04) == 150.0 and zhuge.drop_instant("Copa", 150.04) == 26.0
+    try:
+        zhuge.reproduce(tmp_path / "out", seconds=10, ks=[10], copa="ns3", progress=False, plots=False, log=lambda _: None)
+    except ValueError as e:
+        assert "copa: got 'ns3'" in str(e)
+    else:
+        raise AssertionError("a bad --copa was accepted")

@@ -312,6 +312,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="GCC+Zhuge's queue (default codel, the artifact's; fifo: see the docs)",
     )
     q.add_argument("--wifi-ap", action="store_true", help="serve W1/W2 through the Wi-Fi AP model (the paper's trace runs are point to point)")
+    q.add_argument(
+        "--copa",
+        choices=["artifact", "paper"],
+        default="artifact",
+        help="the Copa schemes' Copa: artifact (default: the Zhuge artifact's tcp-copa.cc, which the paper's "
+        "evaluation ran; Copa+FastAck with its run lists' delta 0.02) or paper (NSDI 2018, delta 0.5)",
+    )
     q = talk_parser(
         "scone",
         "SCONE-PRO for RTC (IETF 120 hackathon): Copa vs RTC with SCONE-PRO, and the help shoot-out",
@@ -493,6 +500,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             seeds=args.seeds,
             wifi_ap=args.wifi_ap,
             gcc_zhuge_queue=args.gcc_zhuge_queue,
+            copa=args.copa,
             **common,
         )
     print(f"\nwrote {', '.join(str(Path(args.out) / Path(p).name) for p in res['written'])}", file=sys.stderr)

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 /// ACK frames in flight from receiver to sender: `(id, frame)`.
 pub type AckMailbox = Arc<Mutex<VecDeque<(u64, AckFrame)>>>;
 
-pub use crate::scenario::registry::{window_controller, WINDOW_CONTROLLERS};
+pub use crate::scenario::registry::{window_controller, window_controller_with, WINDOW_CONTROLLERS};
 
 /// The sending side of a bulk flow.
 #[derive(Debug)]
@@ -106,7 +106,12 @@ pub struct AckReceiver {
 impl AckReceiver {
     /// A receiver sending its ACK frames through `mailbox`.
     pub fn new(mailbox: AckMailbox) -> AckReceiver {
-        AckReceiver { receiver: Receiver::new(ReceiverConfig::default()), next_id: 0, mailbox }
+        AckReceiver::with_config(mailbox, ReceiverConfig::default())
+    }
+
+    /// A receiver with its own ACK schedule.
+    pub fn with_config(mailbox: AckMailbox, cfg: ReceiverConfig) -> AckReceiver {
+        AckReceiver { receiver: Receiver::new(cfg), next_id: 0, mailbox }
     }
 }
 

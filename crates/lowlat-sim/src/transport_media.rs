@@ -20,7 +20,7 @@ use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::VideoSource;
-use lowlat_transport::{AckFrame, Sender, SenderConfig};
+use lowlat_transport::{AckFrame, ReceiverConfig, Sender, SenderConfig};
 use std::collections::VecDeque;
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
@@ -61,7 +61,8 @@ impl TransportVideoSender {
         rng: Rng,
         mailbox: AckMailbox,
     ) -> Result<TransportVideoSender, String> {
-        let cc = crate::transport::window_controller(&media.cc, packet_size)?;
+        let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
+        let cc = crate::transport::window_controller_with(&media.cc, packet_size, params)?;
         let cfg = SenderConfig { packet_size, overhead: DATAGRAM_OVERHEAD, ..SenderConfig::default() };
         let queue_cfg = PacerConfig {
             mtu_payload: Bytes(packet_size.0.saturating_sub(DATAGRAM_OVERHEAD.0).max(1)),
@@ -207,7 +208,10 @@ impl TransportVideoReceiver {
     /// A receiver for frames captured from `start` at the flow's frame rate.
     pub fn new(media: &MediaConfig, start: Time, mailbox: AckMailbox) -> TransportVideoReceiver {
         TransportVideoReceiver {
-            acks: AckReceiver::new(mailbox),
+            acks: AckReceiver::with_config(
+                mailbox,
+                ReceiverConfig { ack_every: media.ack_every, ..ReceiverConfig::default() },
+            ),
             assembler: FrameAssembler::default(),
             seen: FastSet::default(),
             start,

@@ -295,3 +295,54 @@ fn a_tuned_rate_range_moves_the_start_rate_unless_it_is_given() {
         }
     }
 }
+
+/// Copa's keys (a window controller, not a `Tunable` rate controller): `variant` and `delta`.
+const COPA_KEYS: &[&str] = &["variant", "delta"];
+
+#[test]
+fn copa_cc_params_refuse_or_run() {
+    let mut rng = Rng(0x11_c0_9a11);
+    let (mut failures, mut counts) = (Vec::new(), (0, 0));
+    let plausible = |rng: &mut Rng, key: &str| match key {
+        "variant" => ["\"paper\"", "\"artifact\""][rng.below(2)].to_string(),
+        _ => format!("{:.4}", 0.01 * 100f64.powf(rng.unit())),
+    };
+    for key in COPA_KEYS {
+        let mut values: Vec<String> = EXTREMES.iter().map(|v| v.to_string()).collect();
+        values.extend((0..12).map(|_| rng.value()));
+        values.extend(["\"paper\"", "\"artifact\"", "\"Artifact\"", "0.02", "10", "10.5"].map(String::from));
+        for v in values {
+            check("copa", &[(key, v)], &mut failures, &mut counts);
+        }
+    }
+    for _ in 0..60 {
+        let params: Vec<(&str, String)> = COPA_KEYS
+            .iter()
+            .map(|&k| {
+                let v = match rng.below(4) {
+                    0 => EXTREMES[rng.below(EXTREMES.len())].to_string(),
+                    _ => plausible(&mut rng, k),
+                };
+                (k, v)
+            })
+            .collect();
+        check("copa", &params, &mut failures, &mut counts);
+    }
+    eprintln!("copa: {} refused, {} ran", counts.0, counts.1);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(counts.0 > 40 && counts.1 > 30, "refused {}, ran {}", counts.0, counts.1);
+    // The messages say what is expected; another window controller takes no cc_params.
+    match try_case(scenario("copa", &[("variant", "\"ns3\"".into())])) {
+        Ok(Outcome::Refused(e)) => {
+            assert!(
+                e.contains("cc_params.copa.variant: got \"ns3\", expected \"paper\" or \"artifact\""),
+                "{e}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    match try_case(scenario("bbr", &[("delta", "0.5".into())])) {
+        Ok(Outcome::Refused(e)) => assert!(e.contains("cc_params.bbr") && e.contains("only copa"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -168,6 +168,97 @@ fn video_over_copa_and_bbr_fills_the_link_with_short_frame_delays() {
 }
 
 #[test]
+fn copa_variant_and_delta_from_cc_params_reach_the_controller() {
+    // The Zhuge artifact's Copa (one update per half RTT from the latest RTT sample) at delta 0.5
+    // also fills the link over a short queue; at delta 0.02 it tolerates a 25x longer one.
+    let video = |params: &str| {
+        run(&format!(
+            r#"
+duration = "60 s"
+[bottleneck]
+rate = "2 Mbit/s"
+delay = "25 ms"
+queue = {{ kind = "droptail", limit = "300 ms" }}
+[reverse]
+rate = "2 Mbit/s"
+delay = "25 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "copa"
+rmin = "150 kbit/s"
+rmax = "3 Mbit/s"
+cc_params = {{ copa = {params} }}
+"#
+        ))
+    };
+    let paper = video("{ variant = \"paper\" }");
+    let artifact = video("{ variant = \"artifact\", delta = 0.5 }");
+    let greedy = video("{ variant = \"artifact\", delta = 0.02 }");
+    let queue = |r: &lowlat_sim::RunResult| r.summary.links[0].queue_delay_ms.p95.unwrap();
+    let util = |r: &lowlat_sim::RunResult| r.summary.links[0].utilization;
+    eprintln!(
+        "copa paper: util {:.3} queue p95 {:.1} ms; artifact: {:.3} {:.1} ms; artifact delta 0.02: {:.3} {:.1} ms",
+        util(&paper),
+        queue(&paper),
+        util(&artifact),
+        queue(&artifact),
+        util(&greedy),
+        queue(&greedy)
+    );
+    // The default variant is the paper's: the same run as without cc_params.
+    assert_eq!(
+        paper.summary.flows[0].throughput_kbps,
+        transport_video("copa", "").summary.flows[0].throughput_kbps
+    );
+    assert_ne!(artifact.summary.flows[0].throughput_kbps, paper.summary.flows[0].throughput_kbps);
+    assert!(
+        util(&artifact) >= 0.85 && queue(&artifact) < 40.0,
+        "artifact: {} {}",
+        util(&artifact),
+        queue(&artifact)
+    );
+    assert!(
+        queue(&greedy) > 2.0 * queue(&artifact),
+        "delta 0.02: {} vs {}",
+        queue(&greedy),
+        queue(&artifact)
+    );
+}
+
+#[test]
+fn ack_every_sets_how_often_the_video_receiver_acknowledges() {
+    // The sender takes one RTT sample per ACK frame: acknowledging every packet instead of every
+    // second one about doubles them.
+    let samples = |extra: &str| {
+        let r = run(&format!(
+            r#"
+duration = "20 s"
+[bottleneck]
+rate = "2 Mbit/s"
+delay = "25 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "copa"
+rmin = "150 kbit/s"
+rmax = "3 Mbit/s"
+{extra}
+"#
+        ));
+        match &r.sender_rtt.columns[0].1 {
+            lowlat_sim::results::Column::F64(v) => v.len(),
+            lowlat_sim::results::Column::I64(v) => v.len(),
+            lowlat_sim::results::Column::Str(v) => v.len(),
+        }
+    };
+    let (every, default, two) = (samples("ack_every = 1"), samples(""), samples("ack_every = 2"));
+    eprintln!("RTT samples: ack_every 1: {every}, default: {default}");
+    assert_eq!(default, two, "the default is every second packet");
+    assert!(every as f64 > 1.7 * default as f64, "{every} vs {default}");
+}
+
+#[test]
 fn video_over_the_transport_repairs_losses() {
     // 2 % random loss: RTP without repair loses a frame whenever one of its packets is lost;
     // over the transport lost packets are sent again, so nearly every frame completes.

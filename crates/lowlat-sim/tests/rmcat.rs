@@ -183,7 +183,9 @@ fn controller_constants_are_overridable_from_the_scenario() {
         ("{ gcc = { beta = \"fast\" } }", "cc_params.gcc.beta: got \"fast\", expected a finite number"),
         ("{ gcc = { gamma = 1 } }", "cc_params.gcc.gamma: unknown constant"),
         ("{ vegas = { x = 1 } }", "cc_params.vegas: unknown controller"),
-        ("{ bbr = { x = 1 } }", "cc_params.bbr: the window controllers take no cc_params yet"),
+        ("{ bbr = { x = 1 } }", "cc_params.bbr: of the window controllers only copa takes cc_params"),
+        ("{ copa = { delta = 0 } }", "cc_params.copa.delta: got 0, expected a number in (0, 10]"),
+        ("{ copa = { x = 1 } }", "cc_params.copa.x: unknown key, expected variant or delta"),
         ("{ scream = { min_cwnd = 5 } }", "cc_params.scream.min_cwnd: got \"5\", expected a size"),
         ("{ gcc = { initial_probes = [] } }", "cc_params.gcc.initial_probes: expected a number, true/false"),
         // Ranges and relations, from each Config's validate().

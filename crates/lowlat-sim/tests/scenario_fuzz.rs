@@ -157,6 +157,8 @@ rate = "500 kbit/s"
 id = "q"
 kind = "rtp-video"
 cc = "copa"
+cc_params = { copa = { variant = "artifact", delta = 0.5 } }
+ack_every = 1
 "#;
 
 const BASES: &[&str] = &[BASE_POINT_TO_POINT, BASE_WIFI_ZHUGE, BASE_SCONE_DOWNLOADS, BASE_SCONE_STANDARD];

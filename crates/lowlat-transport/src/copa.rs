@@ -16,22 +16,52 @@
 //!
 //! The default mode does not react to ordinary losses (the delay signal governs); a persistent
 //! congestion (every packet of a probe timeout lost) resets the window to the minimum.
+//!
+//! [`CopaVariant::Artifact`] runs the Zhuge artifact's Copa instead ([`crate::copa_artifact`]:
+//! one update per half RTT from the latest RTT sample, ccp_copa's mode switch), the one the Zhuge
+//! paper's evaluation used.
 
+use crate::copa_artifact::{CopaArtifact, CopaArtifactConstants};
 use crate::filter::{Keep, WindowedFilter};
 use crate::rtt::RttEstimator;
 use crate::{RateSample, WindowController};
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 
+/// Which Copa runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CopaVariant {
+    /// The paper's (NSDI 2018): per-ACK updates from RTT_standing ([`Copa`]).
+    #[default]
+    Paper,
+    /// The Zhuge artifact's `tcp-copa.cc` (from ccp_copa): one update per half RTT from the
+    /// latest RTT sample ([`CopaArtifact`]).
+    Artifact,
+}
+
+impl CopaVariant {
+    /// The name in scenarios.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopaVariant::Paper => "paper",
+            CopaVariant::Artifact => "artifact",
+        }
+    }
+}
+
 /// Copa's constants (NSDI 2018 §2; the defaults of its evaluation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CopaConfig {
+    /// Which rules run: the paper's (default) or the Zhuge artifact's.
+    pub variant: CopaVariant,
     /// Packet size: Copa counts its window in packets of this size.
     pub max_datagram_size: Bytes,
     /// Initial window (RFC 9002's kInitialWindow for this size).
     pub initial_window: Bytes,
     /// Smallest window (2 packets).
     pub minimum_window: Bytes,
-    /// delta of the default mode (0.5: the paper; the Zhuge evaluation's ns-3 Copa).
+    /// delta of the default mode (0.5: the paper; the Zhuge artifact's `tcp-copa.cc`
+    /// `DefaultLatencyfactor`, which `fec-emulate.cc` sets to `copaDeltaHundred / 100`, 50 unless
+    /// a run gives `--copadelta`).
     pub delta: f64,
     /// RTT_min's window (10 s, §2.1).
     pub min_rtt_window: Duration,
@@ -52,6 +82,11 @@ pub struct CopaConfig {
     pub competitive_after_rtts: u32,
     /// RTT_max's window in RTTs (4, §2.2).
     pub rtt_max_rtts: u32,
+    /// The artifact variant's own constants (`tcp-copa.cc`); the fields above it shares:
+    /// `delta`, `min_rtt_window` (`kRTTWindowLength` 10 s), `standing_rtt_fraction`
+    /// (`SetWindowLength (srtt / 2)`), `pacing_gain` (`SetPacingRate (tcb, 2.0)`),
+    /// `mode_switching` (`ModeSwitch`, true), `initial_window` (ns-3's 10 segments).
+    pub artifact: CopaArtifactConstants,
 }
 
 impl Default for CopaConfig {
@@ -64,6 +99,7 @@ impl CopaConfig {
     /// The paper's values for packets of `size`.
     pub fn for_datagram(size: Bytes) -> CopaConfig {
         CopaConfig {
+            variant: CopaVariant::Paper,
             max_datagram_size: size,
             initial_window: Bytes((10 * size.0).min(14_720u64.max(2 * size.0))),
             minimum_window: Bytes(2 * size.0),
@@ -77,10 +113,51 @@ impl CopaConfig {
             nearly_empty_packets: 2.0,
             competitive_after_rtts: 5,
             rtt_max_rtts: 4,
+            artifact: CopaArtifactConstants::default(),
         }
     }
 
-    /// Builds the controller.
+    /// Sets `key` from a scenario's text value: `variant` (`"paper"` or `"artifact"`) or
+    /// `delta` (a number). The error starts with the key.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "variant" => {
+                self.variant = match value.trim() {
+                    "paper" => CopaVariant::Paper,
+                    "artifact" => CopaVariant::Artifact,
+                    other => {
+                        return Err(format!("variant: got {other:?}, expected \"paper\" or \"artifact\""))
+                    }
+                }
+            }
+            "delta" => {
+                self.delta = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("delta: got {value:?}, expected a number in (0, 10]"))?
+            }
+            other => return Err(format!("{other}: unknown key, expected variant or delta")),
+        }
+        Ok(())
+    }
+
+    /// Checks the scenario-settable constants; the error starts with the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.delta.is_finite() && self.delta > 0.0 && self.delta <= 10.0) {
+            return Err(format!("delta: got {}, expected a number in (0, 10]", self.delta));
+        }
+        Ok(())
+    }
+
+    /// Builds the controller its `variant` names.
+    pub fn build_controller(&self) -> Box<dyn WindowController> {
+        match self.variant {
+            CopaVariant::Paper => Box::new(self.build()),
+            CopaVariant::Artifact => Box::new(CopaArtifact::new(self)),
+        }
+    }
+
+    /// Builds the paper's controller (whatever `variant` says).
     pub fn build(&self) -> Copa {
         Copa {
             cfg: self.clone(),

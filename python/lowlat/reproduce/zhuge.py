@@ -10,8 +10,9 @@ Three parts, all on the simulator:
    "How frames are counted" below; the claims use this one) and by completion alone
    (``ratio_frame_delay_over_400ms``, lowlat's summary metric), of 1 s bins under 10 fps, the P99
    RTT and frame delay, and the throughput.
-2. **ABW drop**: 30 Mbit/s falling to 30/k Mbit/s at a random instant in 144-176 s of a 200 s run,
-   for k from 2 to 50, over ``--seeds`` seeds, each scheme over FIFO and over CoDel; how long, in
+2. **ABW drop**: 30 Mbit/s falling to 30/k Mbit/s at a random instant in 144-176 s of a 200 s run
+   (GCC; Copa: 20-52 s of 72 s, the artifact's runs of each), for k from 2 to 50, over ``--seeds``
+   seeds, each scheme over FIFO and over CoDel; how long, in
    the 20 s after the drop, the network RTT stays above 200 ms, frame delay above 400 ms and the
    frame rate under 10 fps, each scheme on its own queue (``abw_drop.csv``, ``abw_drop.png``),
    and the artifact's statistic (``abw_drop_artifact.csv``: the first episode of the sender's
@@ -59,6 +60,35 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
 - No competing traffic in the trace runs (``--node_number`` sizes only the Wi-Fi topologies).
 - ABW drop: the same path and queues; 30 Mbit/s x 15/13 (the k-traces go through the same
   ``BandwidthTrace``), Copa's baseline over CoDel (``tcp-static-exp.conf`` has ``copa-codel``).
+  Run length and drop instant per controller, as the artifact's run lists have them: GCC 200 s
+  with the drop at 144-176 s (``gcc-static-exp.conf``: ``--duration=200`` over
+  ``static-exp/traces/k*-3600..4400.log``, made by ``ktrace_gen_all.sh``: the rate changes at line
+  3600-4400 in steps of 40), Copa 72 s with the drop at 20-52 s (``tcp-static-exp.conf``, every
+  Copa run of the figure: ``--duration=72`` over ``static-exp/testtraces/k*-500..1300.log``, made
+  by ``static-exp/ktrace_gen_all.sh``: lines 500-1300). Both read a line per 40 ms (the only step
+  that puts GCC's cuts inside its 200 s runs, and Copa's inside its 72 s). Each seed draws one
+  instant per k in 144-176 s and Copa's is the same point of 20-52 s (the instant - 124 s). The
+  testtraces' delay column (15.8 ms, then 16 - 0.2k ms) is not replayed (``BandwidthTrace`` is
+  called with ``~DELAY_CHANGE``).
+- Copa: the artifact's own (``--copa artifact``, the default; ``cc_params.copa.variant =
+  "artifact"``): ``src/internet/model/tcp-copa.cc``, ported from ccp_copa, which the paper's TCP
+  runs used: the window moves once per half srtt (``kReportIntervalRtt``), from the latest RTT
+  sample (``UseRttStanding`` false), velocity doubling after 3 srtt in one direction
+  (``CheckAndUpdateDirection``), 4-packet minimum (``kMinCwndSegment``), ccp_copa's competitive
+  and loss modes (``ReportMeasurement``, ``tcp_detected``; ``ModeSwitch`` true), pacing 2 x cwnd /
+  srtt; lowlat-transport's ``copa_artifact.rs`` lists each rule. delta 0.5 for Copa and Copa+Zhuge
+  (``fec-emulate.cc``: ``DefaultLatencyfactor = copaDeltaHundred / 100``, 50 unless a run gives
+  ``--copadelta``; ``copa-fifo``/``-codel``/``-fifortc``/``-wirtc`` give none); Copa+FastAck is
+  ``copa-fast2`` (the one ``real-exp/tcp-summarize.awk`` reports), run with ``--copadelta=2``:
+  delta 0.02. The receiver acknowledges every packet (``ack_every = 1``: ``fec-emulate.cc`` sets
+  ``ns3::TcpSocket::DelAckCount`` to 1; timestamps off, so ns-3 samples the RTT from the newest
+  segment an ACK covers, as here). ``--copa paper`` runs the NSDI 2018 rules (per-ACK updates from RTT_standing,
+  lowlat's default Copa) with delta 0.5 for every Copa scheme. Not modelled: the artifact's TCP
+  under Copa (ns-3's SACK recovery leaves the window to Copa; a retransmission timeout, 1 s at
+  least, sets it to one segment: here lowlat's QUIC-like transport and its persistent
+  congestion), 1448 B segments (here the scenario's 1460 B packets) and its encoder over TCP
+  (``PacketSenderTcp::UpdateSendingRate``: a duty-cycle rule; here the encoder follows Copa's
+  cwnd / RTT_standing, docs/scenario-format.md).
 - Zhuge: ``variant = "artifact"`` (the code above).
 - Loss repair: the artifact's sender retransmits (``--policy=rtx``, RTXOnlyPolicy, with a 1 s
   frame deadline ``--ddl=1000``); the GCC flows here run with ``nack = true`` (RTCP generic NACK
@@ -100,9 +130,30 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   flight at the old rate, and Copa shrinks its window additively (a few packets per RTT, the
   velocity doubling only after three RTTs), so it keeps sending above the new capacity for
   seconds whatever signals it first; ACK holding (at most 10 ms) moves that start by about one
-  base RTT. The artifact's Copa (``tcp-copa.cc``, from ccp_copa) updates once per half RTT from
-  the latest RTT sample (``UseRttStanding`` false), not per ACK from RTT_standing, with delta 0.5
-  and mode switching on; it is not modelled here.
+  base RTT. The artifact's statistic (below), k = 10, 5 seeds, the better of FIFO and CoDel: with
+  the defaults (the artifact's Copa, 72 s runs, every packet acknowledged) Copa 4.67 s,
+  Copa+Zhuge 4.25 s, 9 % shorter (20 seeds: 4.81 vs 4.29 s, 11 %; FIFO 5.54 / 5.18 s, CoDel
+  4.67 / 4.25 s; network RTT above 200 ms 4.72 / 4.20 s), where the paper has 14 % or more. The
+  artifact's Copa decreases once per half srtt by about a packet (``acked x mss^2 / (delta x
+  cwnd)`` with half a window acknowledged) and doubles its velocity only once a window has been
+  acknowledged after 3 srtt in one direction, so after the drop it keeps sending at 2-3x the new
+  capacity for ~4 s over either queue; the ACK holding (at most 10 ms, ``kMaxActualDelay``)
+  shortens that a little. With every second packet acknowledged (the transport's default) the
+  two tie (4.47 vs 4.49 s). With the paper's Copa (``--copa paper``): Copa 2.60 s, Copa+Zhuge
+  2.99 s (200 s runs with the drop at 144-176 s: 2.58 vs 2.74 s; the earlier default, 200 s runs
+  and every second packet acknowledged: 2.61 vs 2.83 s). Measured with ``lowlat reproduce zhuge --traces <the 16 W1+W2 files> --ks
+  10 --seeds 5`` on a loaded machine.
+- *Copa over the Wi-Fi traces* (W1+W2 pooled, 16 traces, the same command): the artifact's Copa
+  has the RTT above 200 ms 0.87 % of the time, Copa+Zhuge 0.56 % (-36 %); frames later than 400
+  ms (the artifact's accounting) 0.065 vs 0.057 (-12 %); P99 RTT 192 vs 154 ms; throughput 24.6
+  vs 22.0 Mbit/s (-10 %). With the paper's Copa: 3.33 % vs 1.15 % (-65 %), 0.124 vs 0.077
+  (-38 %), 302 vs 218 ms, 23.7 vs 23.8 Mbit/s. (With every second packet acknowledged, the
+  transport's default: artifact 0.73 % vs 0.65 %, 0.065 vs 0.062; paper 1.73 % vs 1.58 %, 0.096
+  vs 0.095.) Copa+FastAck at the run lists' delta 0.02 has 34 % of its frames later than 400 ms
+  (7.7 % with the paper's Copa at delta 0.5) without losses: on ``office-wifi_1`` no drop and no
+  frame given up, the AP's queue 18 ms on average, but frames of ~170 kB (the encoder follows
+  cwnd / RTT_standing, and FastAck's RTT stops at the AP) that take 100-500 ms to leave the
+  sender.
 - *GCC+Zhuge sends less than GCC+FIFO on W1+W2* (6600 vs 8384 kbit/s, 0.79; the claim wants 0.9 or
   more): the change is CoDel's buffer, FqCoDel's 10 240 packets instead of lowlat's default 300 ms
   (6652 kbit/s with that buffer and no device FIFO; 7969 with the 300 ms buffer). On
@@ -155,14 +206,12 @@ RTT samples. Here (:func:`first_episode_s`, :func:`smoothed_rtt`): the same rule
 the simulated sender's samples (:attr:`lowlat.Result.sender_rtt`: Copa's latest sample at each
 ACK, GCC's one per feedback report; under Zhuge both pass through the AP, so the ACK holding and
 the in-band reports are in them), every ABW scheme run over FIFO and over CoDel
-(``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The artifact's runs last 72 s with
-the drop at 20-52 s; they last 200 s here with the drop at 144-176 s (the paper's). Today's
-statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200 ms (200
-ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20 /
-7.50 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.76 s over CoDel),
-Copa 5.38 / 4.31 s (12.48 s over CoDel), Copa+Zhuge 4.22 / 3.77 s (3.80 s over CoDel). GCC over
-CoDel is now worse than over FIFO: CoDel acts only beyond the device's 100 packets and, with
-FqCoDel's 10 240-packet buffer, nothing cuts the queue at 300 ms. GCC+Zhuge's 0 says nothing of its
+(``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The runs last as the artifact's: GCC
+200 s with the drop at 144-176 s, Copa 72 s with the drop at 20-52 s (see the conditions above).
+Today's statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200
+ms (200 ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20
+/ 1.44 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.20 s over
+CoDel), Copa (the artifact's) 5.54 / 4.67 s (4.72 s), Copa+Zhuge 5.18 / 4.25 s (4.20 s). GCC+Zhuge's 0 says nothing of its
 queue: its feedback comes from the AP's in-band reports, whose RTT samples here span only the
 sender-AP path; how the artifact's UDP sender takes RTT samples from Zhuge's reports was not
 checked.
@@ -242,6 +291,22 @@ CONDITIONS: dict[str, Any] = {
     # --ddl=1000 (1 s frame deadline): the RTP flows run with NACK/RTX (Copa's transport
     # retransmits on its own).
     "nack": True,
+    # Copa: the artifact's own (src/internet/model/tcp-copa.cc, from ccp_copa; lowlat's
+    # cc_params.copa.variant = "artifact"), DefaultLatencyfactor = copaDeltaHundred / 100
+    # (fec-emulate.cc main): 50 -> delta 0.5 for copa-fifo/-codel/-fifortc/-wirtc, which give no
+    # --copadelta; Copa+FastAck is copa-fast2 (real-exp/tcp-summarize.awk prints "copa-fast2"),
+    # run with --copadelta=2 -> delta 0.02 (tcp-exp-trace.conf, tcp-static-exp.conf).
+    "copa_delta": 0.5,
+    "copa_fastack_delta": 0.02,
+    # Its TCP receiver acknowledges every segment (fec-emulate.cc main:
+    # Config::SetDefault ("ns3::TcpSocket::DelAckCount", UintegerValue (1))): the Copa flows'
+    # ack_every = 1, so no RTT sample carries a delayed-ACK wait.
+    "copa_ack_every": 1,
+    # ABW drop, (run seconds, drop from, drop to): GCC's runs (gcc-static-exp.conf: --duration=200,
+    # static-exp/traces/k*-3600..4400, ktrace_gen_all.sh) and Copa's (tcp-static-exp.conf:
+    # --duration=72, static-exp/testtraces/k*-500..1300, static-exp/ktrace_gen_all.sh); the cut
+    # lines at 40 ms a line.
+    "abw_runs": {"gcc": (200.0, 144.0, 176.0), "copa": (72.0, 20.0, 52.0)},
 }
 WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
 HOP_MS = CONDITIONS["last_hop_ms"]
@@ -256,11 +321,14 @@ def scenario(
     cellular: bool = False,
     gcc_zhuge_queue: str = "codel",
     queue_override: str | None = None,
+    copa: str = "paper",
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
     ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo");
-    ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own."""
+    ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own;
+    ``copa`` is the Copa schemes' variant: "paper" (NSDI 2018) or "artifact" (the Zhuge
+    artifact's ``tcp-copa.cc``, with its run lists' delta: 0.02 for Copa+FastAck)."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -294,6 +362,7 @@ def scenario(
                 "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
                 **({"nack": c["nack"]} if cc == "gcc" else {}),
+                **({"cc_params": {"copa": copa_params(label, copa)}, "ack_every": c["copa_ack_every"]} if cc == "copa" else {}),
             }
         ],
     }
@@ -329,6 +398,33 @@ def bottleneck_queue(queue: str, assist: str, wifi: bool = False) -> dict[str, A
 
 def _packets(n: int) -> str:
     return f"{n} packet" if n == 1 else f"{n} packets"
+
+
+def copa_params(label: str, copa: str) -> dict[str, Any]:
+    """``cc_params.copa`` of a Copa scheme: the variant, and under the artifact's its run lists'
+    delta (see :data:`CONDITIONS`)."""
+    if copa not in ("paper", "artifact"):
+        raise ValueError(f"copa: got {copa!r}, expected 'paper' or 'artifact'")
+    if copa == "paper":
+        return {"variant": "paper"}
+    delta = CONDITIONS["copa_fastack_delta"] if label == "Copa+FastAck" else CONDITIONS["copa_delta"]
+    return {"variant": "artifact", "delta": delta}
+
+
+def abw_run(scheme: str) -> tuple[float, float, float]:
+    """An ABW-drop run of ``scheme``: (seconds, earliest drop, latest drop), the artifact's for
+    its controller (:data:`CONDITIONS` ``abw_runs``)."""
+    _, cc, _, _ = next(s for s in SCHEMES if s[0] == scheme)
+    runs: dict[str, tuple[float, float, float]] = CONDITIONS["abw_runs"]
+    return runs[cc]
+
+
+def drop_instant(scheme: str, u: float) -> float:
+    """The drop instant of ``scheme`` for a draw ``u`` in GCC's range (144-176 s): the same place
+    in the scheme's own range (Copa: 20-52 s), so GCC's instants stay those of earlier runs."""
+    _, lo, _ = abw_run(scheme)
+    _, glo, _ = abw_run("GCC+FIFO")
+    return round(round(u, 1) - glo + lo, 1)
 
 
 def trace_capacity(path: str, trace_format: str) -> dict[str, Any]:
@@ -378,6 +474,8 @@ class TraceRun:
     trace_format: str = "auto"
     wifi_ap: bool = False
     gcc_zhuge_queue: str = "codel"
+    #: The Copa schemes' variant ("artifact" or "paper").
+    copa: str = "artifact"
 
 
 @dataclass(frozen=True)
@@ -391,6 +489,8 @@ class DropRun:
     #: The bottleneck queue: "own" (the scheme's, as in :func:`scenario` with ``cellular``),
     #: "fifo" or "codel" (the artifact scores each scheme by the better of the two).
     queue: str = "own"
+    #: The Copa schemes' variant ("artifact" or "paper").
+    copa: str = "artifact"
 
 
 #: The artifact's decoder deadline in frames: a frame still incomplete when a packet of a frame
@@ -494,7 +594,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
         sc = scenario(
-            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa
         )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
@@ -555,7 +655,9 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
             ]
         }
         queue = None if spec.queue == "own" else spec.queue
-        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue), progress=False)
+        seconds, _, _ = abw_run(spec.scheme)
+        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa)
+        r = run(sc, progress=False)
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
         srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
@@ -658,24 +760,27 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
-    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False).flow_series
+    seconds, _, _ = abw_run(spec.scheme)
+    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa), progress=False).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
 
 
-def drop_timeline(k: int, seed: int, out: Path, runner: Runner) -> tuple[float, pd.DataFrame, pd.DataFrame]:
+def drop_timeline(k: int, seed: int, out: Path, runner: Runner, copa: str = "artifact") -> tuple[float, pd.DataFrame, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
     as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
-    and sending rate per 200 ms bin from 2 s before the drop to 8 s after, and the runs' rows
-    (their ``error``)."""
-    drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
-    specs = [DropRun(k, scheme, drop, seed) for scheme in ABW_SCHEMES]
+    and sending rate per 200 ms bin from 2 s before the drop to 8 s after (times from GCC's drop
+    instant: each scheme's series is shifted to it), and the runs' rows (their ``error``)."""
+    u = random.Random(seed).uniform(144.0, 176.0)
+    drop = drop_instant("GCC+FIFO", u)
+    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa) for scheme in ABW_SCHEMES]
     rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
     for spec, fs in zip(specs, data["series"]):
         if fs is not None:
             fs.insert(0, "scheme", spec.scheme)
+            fs["t_s"] += drop - spec.drop_s
             parts.append(fs)
     cols = ["scheme", "t_s", "rtt_ms", "send_kbps", "recv_kbps"]
     return drop, pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols), rows
@@ -726,7 +831,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
 
     cap = trace_capacity(spec.trace, spec.trace_format)
     sc = scenario(
-        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa
     )
     r = run(sc, progress=False)
     fs = r.flow_series[r.flow_series["flow"] == "video"]
@@ -867,6 +972,7 @@ def reproduce(
     seeds: int = 1,
     wifi_ap: bool = False,
     gcc_zhuge_queue: str = "codel",
+    copa: str = "artifact",
     log: Callable[[str], None] = print,
     backend: str = "local",
     address: str | None = None,
@@ -875,17 +981,20 @@ def reproduce(
     """Runs the whole evaluation, writes its files to ``out_dir`` and returns the tables. The ABW
     drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants. The
     runs go through the sweep runner (``backend`` local or ray) and are kept in
-    ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again)."""
+    ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again).
+    ``copa``: the Copa schemes' variant, "artifact" (the Zhuge artifact's ``tcp-copa.cc``, which
+    its evaluation ran) or "paper" (NSDI 2018)."""
     check_seconds(seconds)
+    copa_params("Copa", copa)  # a bad variant is refused before any run
     ks = ks or ABW_KS
     given = digest(f for _, f in find_traces(traces)) if traces else None
-    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, traces=traces, traces_digest=given)
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, traces=traces, traces_digest=given)
     out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -904,8 +1013,11 @@ def reproduce(
     dspecs = []
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
-        drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
-        dspecs += [DropRun(k, s, drops[k], sd, q) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")]
+        # One draw per k in GCC's range, placed alike in each scheme's own (Copa: 20-52 s).
+        draws = {k: rng.uniform(144.0, 176.0) for k in ks}
+        dspecs += [
+            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
+        ]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
@@ -919,7 +1031,7 @@ def reproduce(
             written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa)
         figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))

@@ -125,6 +125,9 @@ pub struct MediaConfig {
     pub nack: bool,
     /// Constant overrides per controller name: `(constant, value as text)`.
     pub cc_params: BTreeMap<String, Vec<(String, String)>>,
+    /// Video over a window controller: the receiver acknowledges every this many packets (2,
+    /// RFC 9000 §13.2.2; 1: every packet, a TCP receiver without delayed ACKs).
+    pub ack_every: u32,
 }
 
 impl MediaConfig {

@@ -193,6 +193,31 @@ pub fn window_controller(name: &str, packet_size: Bytes) -> Result<Box<dyn Windo
     }
 }
 
+/// Builds the window controller a video flow names with its `cc_params` table for it (only Copa
+/// takes any: `variant` and `delta`, [`CopaConfig::set`]); errors start with the controller and
+/// key (`copa.delta: got ...`).
+pub fn window_controller_with(
+    name: &str,
+    packet_size: Bytes,
+    params: &[(String, String)],
+) -> Result<Box<dyn WindowController>, String> {
+    if params.is_empty() {
+        return window_controller(name, packet_size);
+    }
+    if name != "copa" {
+        window_controller(name, packet_size)?;
+        return Err(format!(
+            "{name}: takes no cc_params (its constants are the spec's defaults); only copa does"
+        ));
+    }
+    let mut cfg = CopaConfig::for_datagram(packet_size);
+    for (k, v) in params {
+        cfg.set(k, v).map_err(|e| format!("copa.{e}"))?;
+    }
+    cfg.validate().map_err(|e| format!("copa.{e}"))?;
+    Ok(cfg.build_controller())
+}
+
 /// The settings of an external controller of this flow: its range is the encoder's.
 pub(crate) fn external_config(media: &MediaConfig, start_rate: Bitrate) -> ExternalConfig {
     ExternalConfig {

@@ -337,6 +337,9 @@ pub struct FlowSpec {
     /// Video: constants per controller, `{ gcc = { beta = 0.9 }, scream = { ... } }`; the table
     /// of the controller that runs applies.
     pub cc_params: Option<BTreeMap<String, BTreeMap<String, ParamValue>>>,
+    /// Video over a window controller: the receiver acknowledges every this many packets (default
+    /// 2, RFC 9000 §13.2.2; 1: every packet, as a TCP receiver with `DelAckCount` 1).
+    pub ack_every: Option<u32>,
     /// `"forward"` (default: data on the bottleneck, feedback on the reverse link) or `"reverse"`
     /// (data on the reverse link, feedback on the bottleneck; RMCAT 5.3's flow the other way).
     pub direction: Option<String>,

@@ -7,8 +7,8 @@ use super::config::{
 use super::convert::{access_config, link_config, resolve, scone_config, zhuge_config};
 use super::error::{number, ScenarioError};
 use super::registry::{
-    is_external_controller, is_window_controller, rate_controller, ASSISTS, CONTROLLERS, EXTERNAL_FORMS,
-    WINDOW_CONTROLLERS,
+    is_external_controller, is_window_controller, rate_controller, window_controller_with, ASSISTS,
+    CONTROLLERS, EXTERNAL_FORMS, WINDOW_CONTROLLERS,
 };
 use super::spec::{FlowSpec, ScenarioSpec};
 use lowlat_core::{Bitrate, Bytes, Duration, Ecn, Time};
@@ -18,6 +18,7 @@ use lowlat_net::capacity::Capacity;
 use lowlat_net::link::LinkConfig;
 use lowlat_net::loss::LossModel;
 use lowlat_net::queue::QueueConfig;
+use lowlat_transport::ReceiverConfig;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -239,6 +240,7 @@ fn media_config(
             ("feedback_format", f.feedback_format.is_some()),
             ("nack", f.nack.is_some()),
             ("cc_params", f.cc_params.is_some()),
+            ("ack_every", f.ack_every.is_some()),
         ] {
             if given {
                 return Err(err(k, format!("only rtp-video flows take `{k}`; this flow is {:?}", f.kind)));
@@ -342,8 +344,29 @@ fn media_config(
         }
     }
     let nack = f.nack.unwrap_or(false);
-    let mut m =
-        MediaConfig { cc, source, feedback, pause: None, feedback_format, nack, cc_params: BTreeMap::new() };
+    let ack_every = match f.ack_every {
+        Some(_) if !is_window_controller(&cc) => {
+            return Err(err(
+                "ack_every",
+                format!("`ack_every` applies to video over a window controller (the transport's ACKs); {cc:?} sends RTCP feedback"),
+            ))
+        }
+        Some(n) if !(1..=64).contains(&n) => {
+            return Err(err("ack_every", format!("got {n}, expected a whole number of packets from 1 to 64")))
+        }
+        Some(n) => n,
+        None => ReceiverConfig::default().ack_every,
+    };
+    let mut m = MediaConfig {
+        cc,
+        source,
+        feedback,
+        pause: None,
+        feedback_format,
+        nack,
+        cc_params: BTreeMap::new(),
+        ack_every,
+    };
     // "gcc.beta: got -5, ..." -> key `cc_params.gcc.beta`, message "got -5, ...".
     let cc_error = |e: String| match e.split_once(": ") {
         Some((k, msg)) => err(&format!("cc_params.{k}"), msg.to_string()),
@@ -351,11 +374,20 @@ fn media_config(
     };
     for (name, table) in f.cc_params.iter().flatten() {
         if is_window_controller(name) {
-            return Err(err(
-                &format!("cc_params.{name}"),
-                "the window controllers take no cc_params yet (their constants are the specs' defaults)"
-                    .into(),
-            ));
+            if name != "copa" {
+                return Err(err(
+                    &format!("cc_params.{name}"),
+                    "of the window controllers only copa takes cc_params (the others' constants are their specs' defaults)"
+                        .into(),
+                ));
+            }
+            let params: Vec<(String, String)> =
+                table.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+            // Built once so a bad value is reported now, not mid-run.
+            window_controller_with(name, f.packet_size.map_or(Bytes(1200), |p| p.0), &params)
+                .map_err(cc_error)?;
+            m.cc_params.insert(name.clone(), params);
+            continue;
         }
         if !CONTROLLERS.contains(&name.as_str()) {
             return Err(err(
