@@ -44,18 +44,35 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
 - ABW drop: the same path and queues; 30 Mbit/s x 15/13 (the k-traces go through the same
   ``BandwidthTrace``), Copa's baseline over CoDel (``tcp-static-exp.conf`` has ``copa-codel``).
 - Zhuge: ``variant = "artifact"`` (the code above).
-- Loss repair: the artifact's sender retransmits (``--policy=rtx``, RTXOnlyPolicy, with a 1 s
-  frame deadline ``--ddl=1000``); the GCC flows here run with ``nack = true`` (RTCP generic NACK
-  and RTX, libwebrtc's rules, giving up after 1 s; docs/scenario-format.md). Copa's transport
-  retransmits on its own. The artifact repairs differently: its receiver acknowledges every
-  packet and its sender resends a packet group unacknowledged after srtt + 4 rttvar (checked every
-  1 ms, ``PacketSenderUdp::CheckRetransmission``/``IsRtxTimeout``), ahead of new media, until the
-  frame is 1 s old; WebRTC's NACK is used here because the GCC flows are WebRTC's. Both ends time
-  their NACK rules by the RTT RTCP measures (the downlink queue included), as libwebrtc does; with
-  the congestion feedback's RTT, which Zhuge shortens, the receiver NACKed again every 100 ms while
-  the first retransmission was still queued and the sender answered each (W1+W2, GCC+Zhuge: 3033
-  retransmissions recovering 914 packets, frames later than 400 ms 0.056; with the RTCP RTT and
-  libwebrtc's retransmission cap: 1213 recovering 782, 0.034).
+- Loss repair: the artifact's sender (``--policy=rtx``, ``RTXOnlyPolicy``, ``--ddl=1000``):
+  the GCC flows run with ``repair = "timeout"`` (:mod:`lowlat_media::timeout_rtx` cites each
+  rule): the receiver acknowledges every packet (``PacketReceiverUdp::ReplyACK``); the sender,
+  checking every 1 ms (``CheckRetransmission``), resends a frame's unacknowledged packets (its
+  packet group: with RTXOnlyPolicy a group is a frame) when one was last sent more than srtt + 4
+  standard deviations of all RTT samples + the group's packets x the receiver's inter-arrival
+  ago (``IsRtxTimeout``), ahead of new media (``SendRtx``), for frames 50 ms to 1 s old
+  (``min_rtt``, ``MissesDdl``). Its RTT samples are those ACKs' (``UpdateRTT``, gain 0.2), which
+  cross the downlink queue under Zhuge too: the AP rewrites only the congestion feedback.
+  ``--repair nack``: WebRTC's NACK/RTX instead (libwebrtc's rules: the receiver repeats a NACK
+  after the largest RTCP RTT of the last 1.5 s, the sender answers once per RTT within its target
+  rate over 500 ms; docs/scenario-format.md). Copa's transport retransmits on its own.
+
+What the artifact's GCC sender gets under Zhuge (``network-queue-zhuge.cc``, ``packet-*-udp.cc``,
+``sender-based-controller.cc``): the AP samples the first data packet arriving while no sample is
+pending and 1 ms later (``Sendback``) sends a ``NetState`` of that one packet with its predicted
+arrival (now + the predicted delay, with the bytes that came after it left out), loss 0 and
+dispersion 0, only if its id is newer than the last reported; the AP never tells of a packet
+its queue drops later (the report leaves when the packet arrives), so GCC's loss input under
+Zhuge is always 0, and ``processFeedback`` counts every packet sent between two reported ones
+into the acknowledged rate (``intvl_pseudo_size``). The receiver's own ``NetState`` is gated by
+``GameClient::wirtc``, which nothing initialises (so whether it is also sent is undefined); its
+per-packet ACKs always reach the sender unchanged (the AP handles only TCP ACKs). Here the AP's
+reports cover every packet (``in_band = "per-packet"``, see ``lowlat_assist::zhuge``), so a packet
+the queue drops is reported lost and GCC's loss controller sees CoDel's drops (a difference kept:
+the artifact's own reports do not carry what its sampled scheme leaves out). The artifact's
+sender is not paced (``m_pacing`` false: a frame leaves in one burst) and encodes at 0.85 x GCC's
+estimate (``UpdateSendingRate``); here the GCC sender paces at 2.5 x its target and encodes at
+the target. Not modelled.
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
