@@ -318,6 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the GCC flows' loss repair (default timeout, the artifact's sender: every packet acknowledged, "
         "a frame's missing packets resent after srtt + 4 deviations; nack: WebRTC's NACK/RTX)",
     )
+    q.add_argument(
+        "--paced",
+        action="store_true",
+        help="pace the GCC flows at 2.5x their target (default: each frame sent at once over a 1 Gbit/s access link, "
+        "as the artifact's unpaced sender)",
+    )
     q.add_argument("--wifi-ap", action="store_true", help="serve W1/W2 through the Wi-Fi AP model (the paper's trace runs are point to point)")
     q = talk_parser(
         "scone",
@@ -501,6 +507,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             wifi_ap=args.wifi_ap,
             gcc_zhuge_queue=args.gcc_zhuge_queue,
             repair=args.repair,
+            paced=args.paced,
             **common,
         )
     print(f"\nwrote {', '.join(str(Path(args.out) / Path(p).name) for p in res['written'])}", file=sys.stderr)

@@ -226,6 +226,12 @@ CONDITIONS: dict[str, Any] = {
     # (repair = "timeout", lowlat_media::timeout_rtx; --repair nack: WebRTC's NACK/RTX instead);
     # Copa's transport retransmits on its own.
     "repair": "timeout",
+    # PacketSenderUdp: m_pacing {false}: a frame leaves in one burst at the sender's 1 Gbit/s link
+    # (BuildWiredTopo: DataRate 1e9); here GCC's pacing factor at its maximum releases a frame at
+    # once and the access link's rate spaces it (--paced: GCC's own 2.5 x target pacing).
+    "paced": False,
+    "access_rate": "1 Gbit/s",
+    "unpaced_factor": 1e6,
 }
 WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
 HOP_MS = CONDITIONS["last_hop_ms"]
@@ -241,12 +247,14 @@ def scenario(
     gcc_zhuge_queue: str = "codel",
     queue_override: str | None = None,
     repair: str = CONDITIONS["repair"],
+    paced: bool = CONDITIONS["paced"],
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
     ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo");
     ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own;
-    ``repair`` is the GCC flows' loss repair ("timeout", the artifact's, or "nack")."""
+    ``repair`` is the GCC flows' loss repair ("timeout", the artifact's, or "nack"); ``paced``
+    keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -274,8 +282,9 @@ def scenario(
                 "rmin": c["rmin"],
                 "rmax": c["rmax"],
                 "packet_size": c["packet_size"],
-                "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
+                "access": {"delay": f"{WIRED_ONE_WAY_MS} ms", **({} if paced or cc != "gcc" else {"rate": c["access_rate"]})},
                 **({"repair": repair} if cc == "gcc" else {}),
+                **({} if paced or cc != "gcc" else {"cc_params": {"gcc": {"pacing_factor": c["unpaced_factor"]}}}),
             }
         ],
     }
@@ -329,6 +338,7 @@ class TraceRun:
     wifi_ap: bool = False
     gcc_zhuge_queue: str = "codel"
     repair: str = CONDITIONS["repair"]
+    paced: bool = CONDITIONS["paced"]
 
 
 @dataclass(frozen=True)
@@ -343,6 +353,7 @@ class DropRun:
     #: "fifo" or "codel" (the artifact scores each scheme by the better of the two).
     queue: str = "own"
     repair: str = CONDITIONS["repair"]
+    paced: bool = CONDITIONS["paced"]
 
 
 #: The artifact's decoder deadline in frames: a frame still incomplete when a packet of a frame
@@ -446,7 +457,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
         sc = scenario(
-            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, repair=spec.repair
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, repair=spec.repair, paced=spec.paced
         )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
@@ -507,7 +518,7 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
             ]
         }
         queue = None if spec.queue == "own" else spec.queue
-        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue, repair=spec.repair), progress=False)
+        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue, repair=spec.repair, paced=spec.paced), progress=False)
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
         srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
@@ -610,19 +621,21 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
-    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, repair=spec.repair), progress=False).flow_series
+    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, repair=spec.repair, paced=spec.paced), progress=False).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
 
 
-def drop_timeline(k: int, seed: int, out: Path, runner: Runner, repair: str = CONDITIONS["repair"]) -> tuple[float, pd.DataFrame, pd.DataFrame]:
+def drop_timeline(
+    k: int, seed: int, out: Path, runner: Runner, repair: str = CONDITIONS["repair"], paced: bool = CONDITIONS["paced"]
+) -> tuple[float, pd.DataFrame, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
     as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
     and sending rate per 200 ms bin from 2 s before the drop to 8 s after, and the runs' rows
     (their ``error``)."""
     drop = round(random.Random(seed).uniform(144.0, 176.0), 1)
-    specs = [DropRun(k, scheme, drop, seed, repair=repair) for scheme in ABW_SCHEMES]
+    specs = [DropRun(k, scheme, drop, seed, repair=repair, paced=paced) for scheme in ABW_SCHEMES]
     rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
     for spec, fs in zip(specs, data["series"]):
@@ -678,7 +691,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
 
     cap = trace_capacity(spec.trace, spec.trace_format)
     sc = scenario(
-        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, repair=spec.repair
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, repair=spec.repair, paced=spec.paced
     )
     r = run(sc, progress=False)
     fs = r.flow_series[r.flow_series["flow"] == "video"]
@@ -820,6 +833,7 @@ def reproduce(
     wifi_ap: bool = False,
     gcc_zhuge_queue: str = "codel",
     repair: str = CONDITIONS["repair"],
+    paced: bool = CONDITIONS["paced"],
     log: Callable[[str], None] = print,
     backend: str = "local",
     address: str | None = None,
@@ -829,17 +843,18 @@ def reproduce(
     drop runs ``seeds`` seeds (``seed``, ``seed + 1``, ...), each with its own drop instants. The
     runs go through the sweep runner (``backend`` local or ray) and are kept in
     ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again).
-    ``repair``: the GCC flows' loss repair ("timeout", the artifact's; "nack": WebRTC's)."""
+    ``repair``: the GCC flows' loss repair ("timeout", the artifact's; "nack": WebRTC's);
+    ``paced``: GCC's own pacing instead of the artifact's frame-at-once sending."""
     check_seconds(seconds)
     ks = ks or ABW_KS
     given = digest(f for _, f in find_traces(traces)) if traces else None
-    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, repair=repair, traces=traces, traces_digest=given)
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, repair=repair, paced=paced, traces=traces, traces_digest=given)
     out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, repair)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, repair, paced)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -859,7 +874,7 @@ def reproduce(
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
         drops = {k: round(rng.uniform(144.0, 176.0), 1) for k in ks}
-        dspecs += [DropRun(k, s, drops[k], sd, q, repair) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")]
+        dspecs += [DropRun(k, s, drops[k], sd, q, repair, paced) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
@@ -873,7 +888,7 @@ def reproduce(
             written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, repair)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, repair, paced)
         figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
