@@ -223,7 +223,10 @@ impl TimeoutRetransmitter {
     /// The original `packet` left at `now` with transport sequence number `seq`.
     pub fn on_sent(&mut self, now: Time, seq: u64, packet: RtpPacket) {
         self.record_send_time(now, seq);
-        let f = self.frames.entry(packet.frame).or_insert(HeldFrame { encoded: packet.enqueued, packets: BTreeMap::new() });
+        let f = self
+            .frames
+            .entry(packet.frame)
+            .or_insert(HeldFrame { encoded: packet.enqueued, packets: BTreeMap::new() });
         f.encoded = f.encoded.min(packet.enqueued);
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
         f.packets.insert(packet.index, h);
@@ -255,7 +258,14 @@ impl TimeoutRetransmitter {
     /// An ACK arrived at `now` for packet `index` of `frame`, triggered by transport sequence
     /// number `seq`, with the receiver's dispersion (None: not reported). Returns the RTT
     /// sample it gave, if any.
-    pub fn on_ack(&mut self, now: Time, frame: u64, index: u16, seq: u64, dispersion: Option<Duration>) -> Option<Duration> {
+    pub fn on_ack(
+        &mut self,
+        now: Time,
+        frame: u64,
+        index: u16,
+        seq: u64,
+        dispersion: Option<Duration>,
+    ) -> Option<Duration> {
         if let Some(f) = self.frames.get_mut(&frame) {
             f.packets.remove(&index);
             if f.packets.is_empty() {
@@ -352,7 +362,10 @@ impl TimeoutRetransmitter {
             if now.saturating_since(f.encoded) < self.cfg.min_age {
                 break; // frames in sending order: every later one is younger
             }
-            let due = f.packets.values().any(|h| !h.queued && now.saturating_since(h.last_sent) > self.timeout(h.batch));
+            let due = f
+                .packets
+                .values()
+                .any(|h| !h.queued && now.saturating_since(h.last_sent) > self.timeout(h.batch));
             if due {
                 resend.push(id);
             }
@@ -531,7 +544,11 @@ mod tests {
         s.poll_retransmissions(ms(300), &mut out);
         assert!(out.is_empty(), "exactly at the timeout: not yet");
         s.poll_retransmissions(ms(301), &mut out);
-        assert_eq!(out.iter().map(|p| p.index).collect::<Vec<_>>(), vec![0, 2], "the group's unacknowledged packets");
+        assert_eq!(
+            out.iter().map(|p| p.index).collect::<Vec<_>>(),
+            vec![0, 2],
+            "the group's unacknowledged packets"
+        );
         assert_eq!((s.retransmissions, s.groups_retransmitted), (2, 1));
         // While the copies wait in the pacer they are not queued again.
         out.clear();

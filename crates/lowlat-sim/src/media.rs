@@ -36,9 +36,9 @@ use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time, APP_NON_CC_FEEDBACK};
 use lowlat_media::nack::{NackConfig, NackRequester, RetransmissionLimiter, SentHistory};
 use lowlat_media::pacer::{Pacer, PacerConfig, RtpPacket};
-use lowlat_media::timeout_rtx::{AckResponder, TimeoutRetransmitter, TimeoutRtxConfig};
 use lowlat_media::receiver::{Arrival, FeedbackCollector, FeedbackEncoder, FrameAssembler};
 use lowlat_media::source::VideoSource;
+use lowlat_media::timeout_rtx::{AckResponder, TimeoutRetransmitter, TimeoutRtxConfig};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -442,9 +442,11 @@ impl Endpoint for RtpSender {
         self.last_now = now;
         self.poll_timeout_rtx(now);
         self.pacer.discard_stale(now);
-        if self.timeout_rtx.is_some() && self.pacer.discarded_packets() != self.pacer_discarded {
+        if let Some(t) =
+            self.timeout_rtx.as_mut().filter(|_| self.pacer.discarded_packets() != self.pacer_discarded)
+        {
             self.pacer_discarded = self.pacer.discarded_packets();
-            self.timeout_rtx.as_mut().expect("checked").on_pacer_flushed();
+            t.on_pacer_flushed();
         }
         let rate = self.cc.pacing_rate();
         if self.window_closed(now) {
@@ -653,7 +655,12 @@ impl Endpoint for RtpReceiver {
             frame_ids: self.assembler.completed_ids.clone(),
             newest_frames: self.assembler.newest.clone(),
             nacks_sent: self.nack.as_ref().map_or(0, |n| n.nacks_sent),
-            recovered: self.nack.as_ref().map(|n| n.recovered).or(self.acks.as_ref().map(|a| a.recovered)).unwrap_or(0),
+            recovered: self
+                .nack
+                .as_ref()
+                .map(|n| n.recovered)
+                .or(self.acks.as_ref().map(|a| a.recovered))
+                .unwrap_or(0),
             ..MediaMetrics::default()
         })
     }

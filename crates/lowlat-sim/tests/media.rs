@@ -277,7 +277,11 @@ fn the_repair_key_is_checked() {
     assert!(e.message.contains("\"timeout\""), "{e}");
     let e = common::scenario_error(&format!("{base}repair = \"timeout\"\nnack = true\n"));
     assert_eq!(e.key, "flows[0].nack");
-    let e = common::scenario_error(&format!("{base}cc = \"copa\"\n").replace("cc = \"gcc\"\n", "").replace("copa\"\n", "copa\"\nrepair = \"timeout\"\n"));
+    let e = common::scenario_error(
+        &format!("{base}cc = \"copa\"\n")
+            .replace("cc = \"gcc\"\n", "")
+            .replace("copa\"\n", "copa\"\nrepair = \"timeout\"\n"),
+    );
     assert_eq!(e.key, "flows[0].repair");
     // repair = "nack" is nack = true; both given and agreeing is fine.
     for ok in ["repair = \"nack\"\nnack = true\n", "repair = \"none\"\nnack = false\n"] {

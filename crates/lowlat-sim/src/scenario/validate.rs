@@ -344,14 +344,23 @@ fn media_config(
         }
     }
     let repair = match (f.repair.as_deref(), f.nack) {
-        (None, nack) => if nack == Some(true) { Repair::Nack } else { Repair::None },
+        (None, nack) => {
+            if nack == Some(true) {
+                Repair::Nack
+            } else {
+                Repair::None
+            }
+        }
         (Some(r), nack) => {
             let repair = match r {
                 "none" => Repair::None,
                 "nack" => Repair::Nack,
                 "timeout" => Repair::Timeout,
                 other => {
-                    return Err(err("repair", format!("got {other:?}, expected \"none\", \"nack\" or \"timeout\"")))
+                    return Err(err(
+                        "repair",
+                        format!("got {other:?}, expected \"none\", \"nack\" or \"timeout\""),
+                    ))
                 }
             };
             if nack.is_some_and(|n| n != (repair == Repair::Nack)) {
@@ -363,8 +372,15 @@ fn media_config(
             repair
         }
     };
-    let mut m =
-        MediaConfig { cc, source, feedback, pause: None, feedback_format, repair, cc_params: BTreeMap::new() };
+    let mut m = MediaConfig {
+        cc,
+        source,
+        feedback,
+        pause: None,
+        feedback_format,
+        repair,
+        cc_params: BTreeMap::new(),
+    };
     // "gcc.beta: got -5, ..." -> key `cc_params.gcc.beta`, message "got -5, ...".
     let cc_error = |e: String| match e.split_once(": ") {
         Some((k, msg)) => err(&format!("cc_params.{k}"), msg.to_string()),
