@@ -78,7 +78,10 @@ at the sender's 1 Gbit/s link); here the GCC flows pace at 2.5 x their target un
 GCC+Zhuge on fast links: on ``pitree4g_0`` (about 80 Mbit/s, never under 1 Mbit/s; 60 s)
 GCC+Zhuge sends 2.7 Mbit/s paced and 22 Mbit/s at 20 x or unpaced, GCC+FIFO 20.6 and 48 Mbit/s
 (the mechanism is not established: the Fortune Teller's mean over-prediction there is only
-0.6 ms). ``--unpaced`` is not the default because it makes every GCC scheme here much worse on
+0.6 ms). Unpaced, with the artifact's repair, GCC+Zhuge / GCC+FIFO throughput (300 s, one seed):
+``xu4g_0`` 0.78, ``xu4g_2`` 1.23, ``xu5g_0`` 0.46, ``xu5g_2`` 0.84, ``xu5g_4`` 0.98,
+``pitree4g_0`` 0.42, ``pitree4g_10`` 0.73 (paced: 1.13, 0.63, 0.09, 0.21, 0.86, 0.09, 0.11),
+with many more retransmissions (GCC+FIFO on ``xu5g_0``: 216 315). ``--unpaced`` is not the default because it makes every GCC scheme here much worse on
 W1+W2 (below), the artifact's 0.85 x encoder and its own GCC port not being modelled with it.
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
