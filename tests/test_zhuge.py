@@ -82,6 +82,11 @@ def test_the_papers_conditions_replay_traces_as_the_artifact(tmp_path):
     sc = zhuge.scenario("GCC+Zhuge", cap, False, 10.0, 1, cellular=True)
     assert sc["bottleneck"]["queue"]["kind"] == "codel" and sc["bottleneck"]["assist"] == "zhuge"
     assert zhuge.scenario("Copa", cap, False, 10.0, 1, cellular=False)["bottleneck"]["queue"]["kind"] == "droptail"
+    # The GCC flows repair as the artifact's sender by default; WebRTC's NACK on request; Copa's
+    # transport repairs on its own.
+    assert sc["flows"][0]["repair"] == "timeout"
+    assert zhuge.scenario("GCC+FIFO", cap, False, 10.0, 1, repair="nack")["flows"][0]["repair"] == "nack"
+    assert "repair" not in zhuge.scenario("Copa", cap, False, 10.0, 1)["flows"][0]
 
 
 def test_the_bottleneck_is_the_artifacts_qdisc_in_front_of_its_device_fifo():

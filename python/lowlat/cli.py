@@ -311,6 +311,19 @@ def build_parser() -> argparse.ArgumentParser:
         default="codel",
         help="GCC+Zhuge's queue (default codel, the artifact's; fifo: see the docs)",
     )
+    q.add_argument(
+        "--repair",
+        choices=["timeout", "nack"],
+        default="timeout",
+        help="the GCC flows' loss repair (default timeout, the artifact's sender: every packet acknowledged, "
+        "a frame's missing packets resent after srtt + 4 deviations; nack: WebRTC's NACK/RTX)",
+    )
+    q.add_argument(
+        "--unpaced",
+        action="store_true",
+        help="send each GCC frame at once over a 1 Gbit/s access link, as the artifact's sender (default: GCC's pacing "
+        "at 2.5x its target; see the docs)",
+    )
     q.add_argument("--wifi-ap", action="store_true", help="serve W1/W2 through the Wi-Fi AP model (the paper's trace runs are point to point)")
     q.add_argument(
         "--copa",
@@ -501,6 +514,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             wifi_ap=args.wifi_ap,
             gcc_zhuge_queue=args.gcc_zhuge_queue,
             copa=args.copa,
+            repair=args.repair,
+            paced=not args.unpaced,
             **common,
         )
     print(f"\nwrote {', '.join(str(Path(args.out) / Path(p).name) for p in res['written'])}", file=sys.stderr)

@@ -19,17 +19,26 @@
 //! takes each NACK's (the receiver's latest forward delay, as a receiver report's LSR/DLSR gives
 //! it, plus the NACK's own transit) for its history's once-per-RTT rule, and caps retransmissions
 //! at its target rate over 500 ms (libwebrtc's rules, `lowlat_media::nack`).
+//!
+//! With `repair = "timeout"` (the Zhuge artifact's sender, `lowlat_media::timeout_rtx`) the
+//! receiver acknowledges every media packet it gets with a small ACK (which Zhuge's AP passes
+//! like a NACK), and the sender resends a frame's unacknowledged packets, ahead of new media,
+//! when one of them is unacknowledged for longer than srtt + 4 RTT deviations (+ the frame's
+//! packets x the receiver's inter-arrival), until the frame is 1 s old. The sender's RTT samples
+//! are then its ACKs' (the artifact's `UpdateRTT`): they cross the downlink queue whoever writes
+//! the congestion feedback.
 
 use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::scenario::registry::{external_config, is_external_controller};
-use crate::scenario::MediaConfig;
+use crate::scenario::{MediaConfig, Repair};
 use lowlat_cc::{ExternalHandle, FeedbackReport, PacketResult, RateController, SentPacket};
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time, APP_NON_CC_FEEDBACK};
 use lowlat_media::nack::{NackConfig, NackRequester, RetransmissionLimiter, SentHistory};
-use lowlat_media::pacer::{Pacer, PacerConfig};
+use lowlat_media::pacer::{Pacer, PacerConfig, RtpPacket};
 use lowlat_media::receiver::{Arrival, FeedbackCollector, FeedbackEncoder, FrameAssembler};
 use lowlat_media::source::VideoSource;
+use lowlat_media::timeout_rtx::{AckResponder, TimeoutRetransmitter, TimeoutRtxConfig};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -50,6 +59,18 @@ pub enum RtcpMessage {
         /// The forward one-way delay of the receiver's latest media packet (what a receiver
         /// report's LSR/DLSR lets the sender compute an RTT from).
         forward_delay: Duration,
+    },
+    /// With `repair = "timeout"`: one media packet arrived (the artifact's per-packet ACK).
+    Ack {
+        /// Its frame.
+        frame: u64,
+        /// Its index in the frame.
+        index: u16,
+        /// The transport-wide sequence number of the packet that triggered it (the artifact's
+        /// `last_pkt_id`, for the RTT).
+        seq: u64,
+        /// The receiver's inter-arrival within its last complete frame.
+        dispersion: Duration,
     },
 }
 
@@ -155,6 +176,15 @@ pub struct RtpSender {
     report: FeedbackReport,
     /// Scratch: the arrivals of a report built at the AP.
     assist_arrivals: Vec<Arrival>,
+    /// With `repair = "timeout"`: the unacknowledged packets and the retransmission timer.
+    timeout_rtx: Option<TimeoutRetransmitter>,
+    /// Scratch: the packets a timeout check resends.
+    rtx_batch: Vec<RtpPacket>,
+    /// Whether reports from the AP (Zhuge) have arrived: the receiver's dispersion is then
+    /// overwritten by theirs (0) every millisecond.
+    assisted: bool,
+    /// The pacer's discarded count as last seen (a flush drops queued retransmissions).
+    pacer_discarded: u64,
 }
 
 /// The slots of the retransmission-rate window.
@@ -196,12 +226,42 @@ impl RtpSender {
             padding_size: Bytes(mtu.0 + PacerConfig::default().overhead.0),
             last_now: start,
             ecn: 0,
-            sent_media: media.nack.then(|| SentHistory::new(NackConfig::default().history_packets)),
+            sent_media: (media.repair == Repair::Nack)
+                .then(|| SentHistory::new(NackConfig::default().history_packets)),
             rtx_bits: [0; 10],
             rtx_slot: 0,
             rtx_limiter: RetransmissionLimiter::new(NackConfig::default().rtx_limit_window),
             report: FeedbackReport::default(),
             assist_arrivals: Vec::new(),
+            timeout_rtx: (media.repair == Repair::Timeout)
+                .then(|| TimeoutRetransmitter::new(TimeoutRtxConfig::default())),
+            rtx_batch: Vec::new(),
+            assisted: false,
+            pacer_discarded: 0,
+        }
+    }
+
+    /// An ACK (`repair = "timeout"`): the packet is settled; its RTT is the sender's sample.
+    fn on_ack(&mut self, now: Time, frame: u64, index: u16, seq: u64, dispersion: Duration) {
+        let Some(t) = self.timeout_rtx.as_mut() else { return };
+        // Under Zhuge the AP's reports, one per millisecond, set the dispersion to 0.
+        let dispersion = (!self.assisted).then_some(dispersion);
+        if let Some(rtt) = t.on_ack(now, frame, index, seq, dispersion) {
+            self.metrics.rtt.push(rtt);
+            self.metrics.rtt_at.push(now);
+        }
+    }
+
+    /// Queues what the retransmission timer found due at `now`, ahead of new media.
+    fn poll_timeout_rtx(&mut self, now: Time) {
+        let Some(t) = self.timeout_rtx.as_mut() else { return };
+        if t.poll_timeout().is_some_and(|due| due <= now) {
+            self.rtx_batch.clear();
+            t.poll_retransmissions(now, &mut self.rtx_batch);
+            for p in &self.rtx_batch {
+                // No media sequence number here: the receiver knows a packet by frame and index.
+                self.pacer.enqueue_retransmission(now, 0, p);
+            }
         }
     }
 
@@ -286,7 +346,7 @@ impl RtpSender {
             }
         }
         self.report = FeedbackReport { packets, report_time };
-        if let Some(rtt) = self.report.rtt_sample(now) {
+        if let Some(rtt) = self.report.rtt_sample(now).filter(|_| self.timeout_rtx.is_none()) {
             self.metrics.rtt.push(rtt);
             self.metrics.rtt_at.push(now);
         }
@@ -312,9 +372,16 @@ impl Endpoint for RtpSender {
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
             let msg = mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k));
             drop(mb);
-            if let Some((_, RtcpMessage::Nack { lost, forward_delay })) = msg {
-                self.last_now = now;
-                self.on_nack(now, &lost, forward_delay + (now - pkt.sent_at));
+            match msg {
+                Some((_, RtcpMessage::Nack { lost, forward_delay })) => {
+                    self.last_now = now;
+                    self.on_nack(now, &lost, forward_delay + (now - pkt.sent_at));
+                }
+                Some((_, RtcpMessage::Ack { frame, index, seq, dispersion })) => {
+                    self.last_now = now;
+                    self.on_ack(now, frame, index, seq, dispersion);
+                }
+                _ => {}
             }
             return;
         }
@@ -334,11 +401,15 @@ impl Endpoint for RtpSender {
         }
         if let AssistFeedback::Report { report_time, arrivals } = feedback {
             // The receiver's own reports were dropped on the way: what they left in the mailbox
-            // is stale (its NACKs were not: they pass the AP).
+            // is stale (its NACKs and ACKs were not: they pass the AP).
             self.mailbox
                 .lock()
                 .expect("the mailbox lock is never held across a panic")
-                .retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. }));
+                .retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. } | RtcpMessage::Ack { .. }));
+            self.assisted = true;
+            if let Some(t) = self.timeout_rtx.as_mut() {
+                t.on_assist_report();
+            }
             // The AP's reports carry no ECN (Zhuge predicts arrival times only).
             let mut list = std::mem::take(&mut self.assist_arrivals);
             list.clear();
@@ -369,13 +440,32 @@ impl Endpoint for RtpSender {
             }
         }
         self.last_now = now;
+        self.poll_timeout_rtx(now);
         self.pacer.discard_stale(now);
+        if let Some(t) =
+            self.timeout_rtx.as_mut().filter(|_| self.pacer.discarded_packets() != self.pacer_discarded)
+        {
+            self.pacer_discarded = self.pacer.discarded_packets();
+            t.on_pacer_flushed();
+        }
         let rate = self.cc.pacing_rate();
         if self.window_closed(now) {
             return None;
         }
+        let flushed_before = self.pacer.discarded_packets();
         if let Some(p) = self.pacer.poll_transmit(now, rate) {
             let sent = self.record_sent(now, p.size);
+            if let Some(t) = self.timeout_rtx.as_mut() {
+                if self.pacer.discarded_packets() != flushed_before {
+                    t.on_pacer_flushed();
+                }
+                self.pacer_discarded = self.pacer.discarded_packets();
+                if p.retransmission_of.is_some() {
+                    t.on_retransmission_sent(now, sent.seq, &p);
+                } else {
+                    t.on_sent(now, sent.seq, p);
+                }
+            }
             let app = match (p.retransmission_of, self.sent_media.as_mut()) {
                 (Some(seq), _) => {
                     self.metrics.retransmissions += 1;
@@ -423,7 +513,8 @@ impl Endpoint for RtpSender {
         } else {
             self.pacer.poll_timeout(rate)
         };
-        [self.next_frame_time(), send, self.cc.poll_timeout()].into_iter().flatten().min()
+        let rtx = self.timeout_rtx.as_ref().and_then(TimeoutRetransmitter::poll_timeout);
+        [self.next_frame_time(), send, self.cc.poll_timeout(), rtx].into_iter().flatten().min()
     }
 }
 
@@ -446,6 +537,9 @@ pub struct RtpReceiver {
     /// When the receiver next learns an RTT (its RTCP report interval).
     next_rtt_at: Time,
     nack_bytes: Vec<u8>,
+    /// With `repair = "timeout"`: duplicates and dispersion, and the ACKs to send.
+    acks: Option<AckResponder>,
+    pending_acks: VecDeque<RtcpMessage>,
 }
 
 impl RtpReceiver {
@@ -459,12 +553,14 @@ impl RtpReceiver {
             fps: media.source.fps,
             next_report_id: 0,
             mailbox,
-            nack: media.nack.then(|| NackRequester::new(NackConfig::default())),
+            nack: (media.repair == Repair::Nack).then(|| NackRequester::new(NackConfig::default())),
             lost: Vec::new(),
             forward_delay: Duration::ZERO,
             min_forward_delay: Duration::MAX,
             next_rtt_at: start,
             nack_bytes: Vec::with_capacity(256),
+            acks: (media.repair == Repair::Timeout).then(AckResponder::default),
+            pending_acks: VecDeque::new(),
         }
     }
 }
@@ -488,6 +584,18 @@ impl Endpoint for RtpReceiver {
                 return; // a copy of a packet already there
             }
         }
+        if let Some(acks) = self.acks.as_mut() {
+            let (_, rtx) = unpack_media(pkt.app);
+            let (frame, count) = unpack(pkt.app);
+            let index = unpack_index(pkt.app);
+            let new = acks.on_packet(now, frame, index, count, rtx);
+            // Every arrival is acknowledged, a copy too (`PacketReceiverUdp::ReplyACK`).
+            let dispersion = acks.dispersion();
+            self.pending_acks.push_back(RtcpMessage::Ack { frame, index, seq: pkt.seq, dispersion });
+            if !new {
+                return;
+            }
+        }
         let (frame, count) = unpack(pkt.app);
         // The capture clock is the source's: frame k is captured at start + k / fps.
         let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
@@ -495,6 +603,13 @@ impl Endpoint for RtpReceiver {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        if let Some(ack) = self.pending_acks.pop_front() {
+            let id = self.next_report_id;
+            self.next_report_id += 1;
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((id, ack));
+            let size = TimeoutRtxConfig::default().ack_size;
+            return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
+        }
         self.lost.clear();
         if self.nack.as_mut().is_some_and(|n| n.poll_nack(now, &mut self.lost)) {
             let msg = lowlat_wire::GenericNack::from_lost(1, 2, &self.lost);
@@ -540,7 +655,12 @@ impl Endpoint for RtpReceiver {
             frame_ids: self.assembler.completed_ids.clone(),
             newest_frames: self.assembler.newest.clone(),
             nacks_sent: self.nack.as_ref().map_or(0, |n| n.nacks_sent),
-            recovered: self.nack.as_ref().map_or(0, |n| n.recovered),
+            recovered: self
+                .nack
+                .as_ref()
+                .map(|n| n.recovered)
+                .or(self.acks.as_ref().map(|a| a.recovered))
+                .unwrap_or(0),
             ..MediaMetrics::default()
         })
     }

@@ -113,10 +113,11 @@ pub struct FlowSummary {
     /// or the transport's ACK_ECN count; transport-cc cannot tell).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ce_reported: Option<u64>,
-    /// RTP video with `nack = true`: retransmissions sent (RTX) and lost packets they recovered.
+    /// RTP video with repair (`nack = true` or `repair = "timeout"`): retransmissions sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retransmissions: Option<u64>,
-    /// RTP video with `nack = true`: lost packets a retransmission recovered at the receiver.
+    /// RTP video with repair: lost packets a retransmission recovered at the receiver (with
+    /// `repair = "timeout"`: retransmitted packets that arrived before any other copy).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovered: Option<u64>,
     /// Network RTT, ms: each packet's one-way delay plus the reverse path's propagation delay
@@ -484,7 +485,7 @@ impl RunResult {
                 }
             }
             let ce_reported = sender_media.as_ref().map(|s| s.ce_reported);
-            let nack = matches!(&cfg.media, Some(m) if m.nack);
+            let nack = matches!(&cfg.media, Some(m) if m.repair != crate::scenario::Repair::None);
             let retransmissions = sender_media.as_ref().filter(|_| nack).map(|s| s.retransmissions);
             let recovered = receiver_media.as_ref().filter(|_| nack).map(|r| r.recovered);
             let media = match (sender_media, receiver_media) {

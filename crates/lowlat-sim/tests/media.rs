@@ -285,6 +285,11 @@ fn rtcp_keys_are_refused_for_video_over_the_transport() {
 /// A 1 Mbit/s video over a path losing 2 % of packets at random (Bernoulli), with or without
 /// NACK/RTX.
 fn lossy(nack: bool) -> lowlat_sim::RunResult {
+    lossy_with(&format!("nack = {nack}"))
+}
+
+/// [`lossy`] with the given repair key(s).
+fn lossy_with(repair: &str) -> lowlat_sim::RunResult {
     run(&format!(
         r#"
 duration = "20 s"
@@ -299,7 +304,7 @@ kind = "rtp-video"
 cc = "fixed"
 rate = "1 Mbit/s"
 rmax = "2 Mbit/s"
-nack = {nack}
+{repair}
 "#
     ))
 }
@@ -329,4 +334,48 @@ fn nack_and_rtx_recover_most_frames_a_lossy_path_loses() {
 fn nack_runs_are_deterministic() {
     let (a, b) = (lossy(true), lossy(true));
     assert_eq!(a.summary.flows, b.summary.flows);
+}
+
+#[test]
+fn timeout_repair_recovers_lost_packets_and_takes_its_rtt_from_the_acks() {
+    let (off, on) = (lossy(false), lossy_with("repair = \"timeout\""));
+    let (fo, fon) = (&off.summary.flows[0], &on.summary.flows[0]);
+    let late = |f: &lowlat_sim::results::FlowSummary| f.ratio_frame_delay_over_400ms.unwrap();
+    assert!(late(fon) < late(fo) / 4.0, "timeout repair: {} vs none {}", late(fon), late(fo));
+    let (rtx, rec) = (fon.retransmissions.unwrap(), fon.recovered.unwrap());
+    // About 2 % of ~2000 packets lost; a timeout resends the frame's unacknowledged packets (an
+    // ACK lost on the way back costs a needless copy too).
+    assert!(rtx > 20 && rec > 20 && rec <= rtx, "{rtx} retransmissions, {rec} recovered");
+    // One RTT sample per ACK, each at least the 60 ms base RTT.
+    let rtt = common::series(&on.sender_rtt, "video", "rtt_ms");
+    let samples = rtt.len() as u64;
+    assert!(samples > fon.packets_sent / 2, "{samples} samples for {} packets", fon.packets_sent);
+    let min = rtt.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    assert!((60.0..70.0).contains(&min), "smallest RTT {min} ms");
+}
+
+#[test]
+fn timeout_repair_runs_are_deterministic() {
+    let (a, b) = (lossy_with("repair = \"timeout\""), lossy_with("repair = \"timeout\""));
+    assert_eq!(a.summary.flows, b.summary.flows);
+}
+
+#[test]
+fn the_repair_key_is_checked() {
+    let base = "duration = \"1 s\"\n[bottleneck]\nrate = \"1 Mbit/s\"\ndelay = \"1 ms\"\n[[flows]]\nid = \"v\"\nkind = \"rtp-video\"\ncc = \"gcc\"\n";
+    let e = common::scenario_error(&format!("{base}repair = \"fec\"\n"));
+    assert_eq!(e.key, "flows[0].repair");
+    assert!(e.message.contains("\"timeout\""), "{e}");
+    let e = common::scenario_error(&format!("{base}repair = \"timeout\"\nnack = true\n"));
+    assert_eq!(e.key, "flows[0].nack");
+    let e = common::scenario_error(
+        &format!("{base}cc = \"copa\"\n")
+            .replace("cc = \"gcc\"\n", "")
+            .replace("copa\"\n", "copa\"\nrepair = \"timeout\"\n"),
+    );
+    assert_eq!(e.key, "flows[0].repair");
+    // repair = "nack" is nack = true; both given and agreeing is fine.
+    for ok in ["repair = \"nack\"\nnack = true\n", "repair = \"none\"\nnack = false\n"] {
+        common::scenario(&format!("{base}{ok}"));
+    }
 }

@@ -105,6 +105,7 @@ id = "v"
 kind = "rtp-video"
 cc = "scream"
 feedback = "scream"
+repair = "timeout"
 codec = "trace"
 codec_trace = "frames.txt"
 [[flows]]

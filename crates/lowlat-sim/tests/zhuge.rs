@@ -284,3 +284,41 @@ fn nacks_pass_in_band_zhuge_and_retransmissions_are_reported_like_media() {
     assert!(late(fn_) < late(fo), "late frames {} with NACK, {} without", late(fn_), late(fo));
     assert!(fn_.throughput_kbps > 1000.0, "{} kbit/s", fn_.throughput_kbps);
 }
+
+#[test]
+fn timeout_repair_acks_pass_in_band_zhuge_and_their_rtt_includes_the_downlink_queue() {
+    // The artifact's repair under in-band Zhuge: the client's per-packet ACKs reach the sender
+    // though the AP drops its congestion feedback, so the sender's RTT samples (the ACKs') see
+    // the queue after the drop, where the AP's reports (the samples with NACK repair) skip it.
+    let run_with = |repair: &str| {
+        let text =
+            ap_scenario("zhuge", 10.0, &format!("{}repair = \"{repair}\"\n", video("video", "gcc")), 30)
+                .replace("wifi = {}", "wifi = {}\nloss = { kind = \"bernoulli\", p = 0.01 }");
+        run(&text)
+    };
+    let (nack, timeout) = (run_with("nack"), run_with("timeout"));
+    let f = &timeout.summary.flows[0];
+    assert!(timeout.summary.assist.as_ref().unwrap().dropped_client_feedback > 50);
+    let (rtx, rec) = (f.retransmissions.unwrap(), f.recovered.unwrap());
+    assert!(rtx > 10 && rec > 10, "{rtx} retransmissions, {rec} recovered");
+    let max_after = |r: &lowlat_sim::RunResult| {
+        common::series(&r.sender_rtt, "video", "rtt_ms")
+            .iter()
+            .filter(|x| x.0 >= 20.0)
+            .map(|x| x.1)
+            .fold(0.0, f64::max)
+    };
+    let acks = common::series(&timeout.sender_rtt, "video", "rtt_ms");
+    assert!(
+        acks.len() as u64 > f.packets_sent / 2,
+        "one sample per ACK: {} for {} packets",
+        acks.len(),
+        f.packets_sent
+    );
+    assert!(acks.iter().all(|x| x.1 >= 40.0), "every ACK RTT at least the 40 ms base RTT");
+    let (m_nack, m_timeout) = (max_after(&nack), max_after(&timeout));
+    assert!(
+        m_timeout > 2.0 * m_nack && m_timeout > 100.0,
+        "largest RTT after the drop: ACKs {m_timeout} ms, AP reports {m_nack} ms"
+    );
+}

@@ -90,19 +90,45 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   (``PacketSenderTcp::UpdateSendingRate``: a duty-cycle rule; here the encoder follows Copa's
   cwnd / RTT_standing, docs/scenario-format.md).
 - Zhuge: ``variant = "artifact"`` (the code above).
-- Loss repair: the artifact's sender retransmits (``--policy=rtx``, RTXOnlyPolicy, with a 1 s
-  frame deadline ``--ddl=1000``); the GCC flows here run with ``nack = true`` (RTCP generic NACK
-  and RTX, libwebrtc's rules, giving up after 1 s; docs/scenario-format.md). Copa's transport
-  retransmits on its own. The artifact repairs differently: its receiver acknowledges every
-  packet and its sender resends a packet group unacknowledged after srtt + 4 rttvar (checked every
-  1 ms, ``PacketSenderUdp::CheckRetransmission``/``IsRtxTimeout``), ahead of new media, until the
-  frame is 1 s old; WebRTC's NACK is used here because the GCC flows are WebRTC's. Both ends time
-  their NACK rules by the RTT RTCP measures (the downlink queue included), as libwebrtc does; with
-  the congestion feedback's RTT, which Zhuge shortens, the receiver NACKed again every 100 ms while
-  the first retransmission was still queued and the sender answered each (W1+W2, GCC+Zhuge: 3033
-  retransmissions recovering 914 packets, frames later than 400 ms 0.056; with the RTCP RTT and
-  libwebrtc's retransmission cap: 1213 recovering 782, 0.034; both measured over the
-  single-queue CoDel of the time).
+- Loss repair: the artifact's sender (``--policy=rtx``, ``RTXOnlyPolicy``, ``--ddl=1000``):
+  the GCC flows run with ``repair = "timeout"`` (:mod:`lowlat_media::timeout_rtx` cites each
+  rule): the receiver acknowledges every packet (``PacketReceiverUdp::ReplyACK``); the sender,
+  checking every 1 ms (``CheckRetransmission``), resends a frame's unacknowledged packets (its
+  packet group: with RTXOnlyPolicy a group is a frame) when one was last sent more than srtt + 4
+  standard deviations of all RTT samples + the group's packets x the receiver's inter-arrival
+  ago (``IsRtxTimeout``), ahead of new media (``SendRtx``), for frames 50 ms to 1 s old
+  (``min_rtt``, ``MissesDdl``). Its RTT samples are those ACKs' (``UpdateRTT``, gain 0.2), which
+  cross the downlink queue under Zhuge too: the AP rewrites only the congestion feedback.
+  ``--repair nack``: WebRTC's NACK/RTX instead (libwebrtc's rules: the receiver repeats a NACK
+  after the largest RTCP RTT of the last 1.5 s, the sender answers once per RTT within its target
+  rate over 500 ms; docs/scenario-format.md). Copa's transport retransmits on its own.
+
+What the artifact's GCC sender gets under Zhuge (``network-queue-zhuge.cc``, ``packet-*-udp.cc``,
+``sender-based-controller.cc``): the AP samples the first data packet arriving while no sample is
+pending and 1 ms later (``Sendback``) sends a ``NetState`` of that one packet with its predicted
+arrival (now + the predicted delay, with the bytes that came after it left out), loss 0 and
+dispersion 0, only if its id is newer than the last reported; the AP never tells of a packet
+its queue drops later (the report leaves when the packet arrives), so GCC's loss input under
+Zhuge is always 0, and ``processFeedback`` counts every packet sent between two reported ones
+into the acknowledged rate (``intvl_pseudo_size``). The receiver's own ``NetState`` is gated by
+``GameClient::wirtc``, which nothing initialises (so whether it is also sent is undefined); its
+per-packet ACKs always reach the sender unchanged (the AP handles only TCP ACKs). Here the AP's
+reports cover every packet (``in_band = "per-packet"``, see ``lowlat_assist::zhuge``), so a packet
+the queue drops is reported lost and GCC's loss controller sees CoDel's drops (a difference kept:
+the artifact's own reports do not carry what its sampled scheme leaves out). The artifact's
+encoder runs at 0.85 x GCC's estimate (``UpdateSendingRate``); here at the target: not modelled.
+
+**Pacing.** The artifact's sender does not pace (``m_pacing`` false: a frame leaves in one burst
+at the sender's 1 Gbit/s link); here the GCC flows pace at 2.5 x their target unless
+``--unpaced`` (GCC's pacing factor at its maximum, a 1 Gbit/s access link). It matters most for
+GCC+Zhuge on fast links: on ``pitree4g_0`` (about 80 Mbit/s, never under 1 Mbit/s; 60 s)
+GCC+Zhuge sends 2.7 Mbit/s paced and 22 Mbit/s at 20 x or unpaced, GCC+FIFO 20.6 and 48 Mbit/s
+(the mechanism is not established: the Fortune Teller's mean over-prediction there is only
+0.6 ms). Unpaced, with the artifact's repair, GCC+Zhuge / GCC+FIFO throughput (300 s, one seed):
+``xu4g_0`` 0.78, ``xu4g_2`` 1.23, ``xu5g_0`` 0.46, ``xu5g_2`` 0.84, ``xu5g_4`` 0.98,
+``pitree4g_0`` 0.42, ``pitree4g_10`` 0.73 (paced: 1.13, 0.63, 0.09, 0.21, 0.86, 0.09, 0.11),
+with many more retransmissions (GCC+FIFO on ``xu5g_0``: 216 315). ``--unpaced`` is not the default because it makes every GCC scheme here much worse on
+W1+W2 (below), the artifact's 0.85 x encoder and its own GCC port not being modelled with it.
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
@@ -111,13 +137,15 @@ Deliberate differences: the project's GCC, Copa and video model.
 Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
 ``abw_drop_timeline.png``):
 
-- *GCC+Zhuge sends less than GCC+FIFO on traces with outages* (the ``xu4g``/``xu5g`` files drop
-  to almost nothing every ~30 s). During an outage every 1 ms slot is busy, the Fortune Teller's
-  rate falls to its 512 kbit/s floor and the AP's reports tell GCC, within milliseconds, that
-  packets now leave at that rate; GCC cuts to 0.85x that acknowledged bitrate and climbs back at
-  its 8 %/s. Over FIFO the receiver's reports stop during the outage and resume with the burst
-  that drains the queue, so GCC cuts to 0.85x a high rate. On a constant link GCC+Zhuge reaches
-  the same rate as GCC+FIFO.
+- *GCC+Zhuge sends less than GCC+FIFO on cellular traces* (throughput ratio, paced, timeout
+  repair, one seed: ``xu4g_0`` 1.13, ``xu4g_2`` 0.63, ``xu5g_0`` 0.09, ``xu5g_2`` 0.21,
+  ``xu5g_4`` 0.86, ``pitree4g_0`` 0.09, ``pitree4g_10`` 0.11; NACK repair alike). On the
+  ``xu5g`` files, which drop to almost nothing every ~30 s, every 1 ms slot of an outage is busy,
+  the Fortune Teller's rate falls to its 512 kbit/s floor and the AP's reports tell GCC, within
+  milliseconds, that packets now leave at that rate; GCC cuts to 0.85x that acknowledged bitrate
+  and climbs back at its 8 %/s. But the ``pitree4g`` files have no outage (about 80 Mbit/s, never
+  under 1 Mbit/s) and GCC+Zhuge stays near 3 Mbit/s there with a 1-3 ms queue: most of that
+  loss goes with GCC's pacing (see "Pacing" above), not with the floor.
 - *Copa+Zhuge's gain after an ABW drop is smaller than the paper's* (the artifact's statistic,
   below; k = 10, 5 seeds, FIFO / CoDel): Copa 5.38 / 4.31 s, Copa+Zhuge 4.22 / 3.77 s; the better
   of each pair (CoDel for both) 4.31 vs 3.77 s, Copa+Zhuge 12.5 % shorter, where the paper has 14 %
@@ -160,18 +188,24 @@ Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` 
   ``office-wifi_14`` GCC+Zhuge carries 7.6 Mbit/s with CoDel dropping 56 packets, 13.5 Mbit/s
   with the 300 ms buffer dropping 1664: fewer drops, less throughput, so the
   cause is not loss; why GCC settles lower over the longer queue was not traced.
-- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2, the artifact's accounting:
-  0.0348 vs 0.0384, Zhuge 9 % better; by completion alone 0.031 vs 0.040, -23 %; the paper: -30 %
-  or more)*: in-order decoding turns each packet loss that retransmission does not repair in time
-  into a stall of every later frame, and GCC+Zhuge runs over CoDel, which drops in the fades (its
-  loss ratio 0.02-9.4 % per trace, GCC+FIFO's 0-1.8 %). Of GCC+Zhuge's 3960 late frames (of
-  113 858), 1619 were given up and 798 were complete in time but waited behind one; 1543 were
-  late themselves (GCC+FIFO: 821, 225 and 3327 of 4373). Most late frames of every scheme fall in
-  capacity outages no scheme can carry a frame through: ``office-wifi_6`` spends 25 % of its time
-  under 0.5 Mbit/s (GCC's minimum rate) and ``rest-wifi_14`` 15 %; these two traces hold 2651
-  (Zhuge) and 2889 (FIFO) of the late frames. Over the FIFO (``--gcc-zhuge-queue fifo``: 250 + 1
-  packets) GCC+Zhuge has 0.031 (-19 %), at 0.81 of GCC+FIFO's throughput. (Measured on a loaded
-  machine with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
+- *Frames later than 400 ms, GCC+Zhuge against GCC+FIFO (W1+W2, the artifact's accounting, with
+  the artifact's repair: 0.0456 vs 0.0411, Zhuge 11 % worse; by completion alone 0.042 vs 0.043;
+  with NACK repair 0.0425 vs 0.0384 and 0.034 vs 0.040; the paper: -30 % or more)*. Repairing as
+  the artifact does changes little: of GCC+Zhuge's 5193 late frames 1958 were given up, 783
+  waited behind one and 2452 were late themselves (GCC+FIFO: 750, 168, 3765 of 4683); its
+  28 502 retransmissions recovered 15 442 packets (a timeout resends the frame's unacknowledged
+  packets, some only delayed). Unpaced (``--unpaced``) every GCC scheme is far worse: GCC+FIFO
+  0.113, GCC+CoDel 0.194, GCC+Zhuge 0.112 (RTT > 200 ms 0.061 vs 0.049, throughput 15.2 vs
+  12.0 Mbit/s). The figures below are with NACK repair (the previous default): in-order decoding turns each packet loss that retransmission does not repair in
+  time into a stall of every later frame, and GCC+Zhuge runs over CoDel, which drops in the
+  fades (its loss ratio 0.1-11 % per trace, GCC+FIFO's 0-1.8 %). Of GCC+Zhuge's 4840 late frames
+  (of 113 848), 2033 were given up and 1326 were complete in time but waited behind one; only
+  1481 were late themselves (GCC+FIFO: 821, 225 and 3327 of 4373). Most late frames of every
+  scheme fall in capacity outages no scheme can carry a frame through: ``office-wifi_6`` spends
+  25 % of its time under 0.5 Mbit/s (GCC's minimum rate) and ``rest-wifi_14`` 15 %; these two
+  traces hold 2779 (Zhuge) and 2889 (FIFO) of the late frames. Over the FIFO
+  (``--gcc-zhuge-queue fifo``) GCC+Zhuge has 0.031 (-19 %), at 0.80 of GCC+FIFO's throughput.
+  (Measured with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
   ../shared/traces/zhuge> --ks 10 --seeds 5``; the breakdown from each run's
   :attr:`lowlat.Result.frames`.)
 
@@ -208,13 +242,15 @@ ACK, GCC's one per feedback report; under Zhuge both pass through the AP, so the
 the in-band reports are in them), every ABW scheme run over FIFO and over CoDel
 (``abw_drop_artifact.csv``: ``GCC`` is GCC+FIFO/GCC+CoDel). The runs last as the artifact's: GCC
 200 s with the drop at 144-176 s, Copa 72 s with the drop at 20-52 s (see the conditions above).
-Today's statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200
-ms (200 ms bins), each scheme on its own queue. Measured (k = 10, 5 seeds; FIFO / CoDel): GCC 4.20
-/ 1.44 s (network RTT above 200 ms on its own FIFO: 3.80 s), GCC+Zhuge 0 / 0 s (1.20 s over
-CoDel), Copa (the artifact's) 5.54 / 4.67 s (4.72 s), Copa+Zhuge 5.18 / 4.25 s (4.20 s). GCC+Zhuge's 0 says nothing of its
-queue: its feedback comes from the AP's in-band reports, whose RTT samples here span only the
-sender-AP path; how the artifact's UDP sender takes RTT samples from Zhuge's reports was not
-checked.
+Today's
+statistic stays next to it (``abw_drop.csv``): the seconds with the network RTT above 200 ms (200
+ms bins), each scheme on its own queue. The GCC sender's samples are its ACKs' with the
+artifact's repair (``repair = "timeout"``: they cross the downlink queue under Zhuge too, as the
+artifact's ``UpdateRTT`` takes them), its feedback reports' with ``--repair nack``. Measured (k =
+10, 5 seeds; FIFO / CoDel): GCC 4.42 / 2.42 s (network RTT above 200 ms on its own FIFO: 4.44 s),
+GCC+Zhuge 1.90 / 1.17 s (1.16 s over CoDel), Copa 5.38 / 2.61 s (2.68 s), Copa+Zhuge 4.42 / 2.83
+s (2.80 s). With ``--repair nack`` GCC+Zhuge's samples come from the AP's reports, which span only
+the sender-AP path, and its statistic is 0 / 0 s (GCC 4.20 / 1.44 s).
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
 same for every scheme (a sender's own RTT samples would shrink under Zhuge, whose feedback skips
@@ -288,9 +324,18 @@ CONDITIONS: dict[str, Any] = {
     "packet_size": "1460 B",  # NetworkPacket::MAX_PACKET_SIZE
     "abw_mbps": 30.0,  # ktrace_gen.sh: 30Mbps, then 30/k (scaled like every trace line)
     # *-exp-trace.conf: --policy=rtx (RTXOnlyPolicy: lost packets retransmitted, no FEC) with
-    # --ddl=1000 (1 s frame deadline): the RTP flows run with NACK/RTX (Copa's transport
-    # retransmits on its own).
-    "nack": True,
+    # --ddl=1000 (1 s frame deadline): the GCC flows repair as the artifact's sender does
+    # (repair = "timeout", lowlat_media::timeout_rtx; --repair nack: WebRTC's NACK/RTX instead);
+    # Copa's transport retransmits on its own.
+    "repair": "timeout",
+    # The GCC flows pace at 2.5 x their target (lowlat's GCC). The artifact's sender does not pace
+    # (PacketSenderUdp: m_pacing {false}: a frame leaves in one burst at the sender's 1 Gbit/s
+    # link, BuildWiredTopo: DataRate 1e9); --unpaced models that: GCC's pacing factor at its
+    # maximum releases a frame at once and the access link's rate spaces it. Not the default: see
+    # "Pacing" in the module doc for what it does to every GCC scheme here.
+    "paced": True,
+    "access_rate": "1 Gbit/s",
+    "unpaced_factor": 1e6,
     # Copa: the artifact's own (src/internet/model/tcp-copa.cc, from ccp_copa; lowlat's
     # cc_params.copa.variant = "artifact"), DefaultLatencyfactor = copaDeltaHundred / 100
     # (fec-emulate.cc main): 50 -> delta 0.5 for copa-fifo/-codel/-fifortc/-wirtc, which give no
@@ -322,13 +367,17 @@ def scenario(
     gcc_zhuge_queue: str = "codel",
     queue_override: str | None = None,
     copa: str = "paper",
+    repair: str = CONDITIONS["repair"],
+    paced: bool = CONDITIONS["paced"],
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
     ``gcc_zhuge_queue`` is GCC+Zhuge's queue ("codel", the artifact's, or "fifo");
     ``queue_override`` ("fifo" or "codel") puts the scheme on that queue whatever its own;
     ``copa`` is the Copa schemes' variant: "paper" (NSDI 2018) or "artifact" (the Zhuge
-    artifact's ``tcp-copa.cc``, with its run lists' delta: 0.02 for Copa+FastAck)."""
+    artifact's ``tcp-copa.cc``, with its run lists' delta: 0.02 for Copa+FastAck);
+    ``repair`` is the GCC flows' loss repair ("timeout", the artifact's, or "nack"); ``paced``
+    keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -360,8 +409,9 @@ def scenario(
                 "rmin": c["rmin"],
                 "rmax": c["rmax"],
                 "packet_size": c["packet_size"],
-                "access": {"delay": f"{WIRED_ONE_WAY_MS} ms"},
-                **({"nack": c["nack"]} if cc == "gcc" else {}),
+                "access": {"delay": f"{WIRED_ONE_WAY_MS} ms", **({} if paced or cc != "gcc" else {"rate": c["access_rate"]})},
+                **({"repair": repair} if cc == "gcc" else {}),
+                **({} if paced or cc != "gcc" else {"cc_params": {"gcc": {"pacing_factor": c["unpaced_factor"]}}}),
                 **({"cc_params": {"copa": copa_params(label, copa)}, "ack_every": c["copa_ack_every"]} if cc == "copa" else {}),
             }
         ],
@@ -476,6 +526,8 @@ class TraceRun:
     gcc_zhuge_queue: str = "codel"
     #: The Copa schemes' variant ("artifact" or "paper").
     copa: str = "artifact"
+    repair: str = CONDITIONS["repair"]
+    paced: bool = CONDITIONS["paced"]
 
 
 @dataclass(frozen=True)
@@ -491,6 +543,8 @@ class DropRun:
     queue: str = "own"
     #: The Copa schemes' variant ("artifact" or "paper").
     copa: str = "artifact"
+    repair: str = CONDITIONS["repair"]
+    paced: bool = CONDITIONS["paced"]
 
 
 #: The artifact's decoder deadline in frames: a frame still incomplete when a packet of a frame
@@ -594,7 +648,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
         sc = scenario(
-            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
         )
         r = run(sc, progress=False)
         row.update(_flow_metrics(r.summary))
@@ -656,7 +710,7 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
         }
         queue = None if spec.queue == "own" else spec.queue
         seconds, _, _ = abw_run(spec.scheme)
-        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa)
+        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced)
         r = run(sc, progress=False)
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
@@ -761,20 +815,23 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
     seconds, _, _ = abw_run(spec.scheme)
-    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa), progress=False).flow_series
+    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced), progress=False).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
 
 
-def drop_timeline(k: int, seed: int, out: Path, runner: Runner, copa: str = "artifact") -> tuple[float, pd.DataFrame, pd.DataFrame]:
+def drop_timeline(
+    k: int, seed: int, out: Path, runner: Runner, copa: str = "artifact",
+    repair: str = CONDITIONS["repair"], paced: bool = CONDITIONS["paced"],
+) -> tuple[float, pd.DataFrame, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
     as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
     and sending rate per 200 ms bin from 2 s before the drop to 8 s after (times from GCC's drop
     instant: each scheme's series is shifted to it), and the runs' rows (their ``error``)."""
     u = random.Random(seed).uniform(144.0, 176.0)
     drop = drop_instant("GCC+FIFO", u)
-    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa) for scheme in ABW_SCHEMES]
+    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa, repair=repair, paced=paced) for scheme in ABW_SCHEMES]
     rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
     for spec, fs in zip(specs, data["series"]):
@@ -831,7 +888,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
 
     cap = trace_capacity(spec.trace, spec.trace_format)
     sc = scenario(
-        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
     )
     r = run(sc, progress=False)
     fs = r.flow_series[r.flow_series["flow"] == "video"]
@@ -973,6 +1030,8 @@ def reproduce(
     wifi_ap: bool = False,
     gcc_zhuge_queue: str = "codel",
     copa: str = "artifact",
+    repair: str = CONDITIONS["repair"],
+    paced: bool = CONDITIONS["paced"],
     log: Callable[[str], None] = print,
     backend: str = "local",
     address: str | None = None,
@@ -983,18 +1042,20 @@ def reproduce(
     runs go through the sweep runner (``backend`` local or ray) and are kept in
     ``out_dir/sweeps/``: the same call on the same folder resumes (``force``: start again).
     ``copa``: the Copa schemes' variant, "artifact" (the Zhuge artifact's ``tcp-copa.cc``, which
-    its evaluation ran) or "paper" (NSDI 2018)."""
+    its evaluation ran) or "paper" (NSDI 2018);
+    ``repair``: the GCC flows' loss repair ("timeout", the artifact's; "nack": WebRTC's);
+    ``paced``: GCC's own pacing instead of the artifact's frame-at-once sending."""
     check_seconds(seconds)
     copa_params("Copa", copa)  # a bad variant is refused before any run
     ks = ks or ABW_KS
     given = digest(f for _, f in find_traces(traces)) if traces else None
-    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, traces=traces, traces_digest=given)
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, repair=repair, paced=paced, traces=traces, traces_digest=given)
     out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa, repair, paced)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -1016,7 +1077,7 @@ def reproduce(
         # One draw per k in GCC's range, placed alike in each scheme's own (Copa: 20-52 s).
         draws = {k: rng.uniform(144.0, 176.0) for k in ks}
         dspecs += [
-            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
+            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
         ]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
     written.append(write_csv(drows, out / "abw_drop.csv"))
@@ -1031,7 +1092,7 @@ def reproduce(
             written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced)
         figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))

@@ -107,6 +107,19 @@ impl Default for WebConfig {
     }
 }
 
+/// How an RTP video flow repairs lost packets (the flow's `repair` key, or `nack = true`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Repair {
+    /// No repair (default: RFC 8867 evaluates the controllers without it).
+    #[default]
+    None,
+    /// WebRTC's: RTCP generic NACK and RTX (`lowlat_media::nack`).
+    Nack,
+    /// The Zhuge artifact's: every packet acknowledged, a frame's unacknowledged packets resent
+    /// after srtt + 4 deviations (`lowlat_media::timeout_rtx`).
+    Timeout,
+}
+
 /// A video flow's settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MediaConfig {
@@ -121,8 +134,8 @@ pub struct MediaConfig {
     pub pause: Option<(Time, Time)>,
     /// The RTCP feedback format (its encoded size is what travels).
     pub feedback_format: FeedbackFormat,
-    /// Whether lost packets are asked for again with NACK and retransmitted (RTX).
-    pub nack: bool,
+    /// How lost packets are repaired.
+    pub repair: Repair,
     /// Constant overrides per controller name: `(constant, value as text)`.
     pub cc_params: BTreeMap<String, Vec<(String, String)>>,
     /// Video over a window controller: the receiver acknowledges every this many packets (2,

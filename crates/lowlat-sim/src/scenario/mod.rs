@@ -22,7 +22,7 @@ pub mod spec;
 pub mod validate;
 pub mod variants;
 
-pub use config::{FlowConfig, MediaConfig, Scenario, TrafficKind, TransportFlowConfig, WebConfig};
+pub use config::{FlowConfig, MediaConfig, Repair, Scenario, TrafficKind, TransportFlowConfig, WebConfig};
 pub use convert::parse_queue_limit;
 pub use error::ScenarioError;
 pub use parse::Format;

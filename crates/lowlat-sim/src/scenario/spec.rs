@@ -334,6 +334,10 @@ pub struct FlowSpec {
     /// Video: retransmission of lost packets on RTCP generic NACK (RFC 4585) with RTX (RFC 4588),
     /// as WebRTC negotiates for video; default `false` (see docs/scenario-format.md).
     pub nack: Option<bool>,
+    /// Video: how lost packets are repaired: `"none"` (default), `"nack"` (the same as
+    /// `nack = true`) or `"timeout"` (the Zhuge artifact's acknowledgements and retransmission
+    /// timeout; see docs/scenario-format.md).
+    pub repair: Option<String>,
     /// Video: constants per controller, `{ gcc = { beta = 0.9 }, scream = { ... } }`; the table
     /// of the controller that runs applies.
     pub cc_params: Option<BTreeMap<String, BTreeMap<String, ParamValue>>>,

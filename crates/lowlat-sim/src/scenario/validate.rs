@@ -2,7 +2,7 @@
 //! start, keys that only some kinds of flow take), flow by flow, into a [`Scenario`].
 
 use super::config::{
-    FlowConfig, MediaConfig, Scenario, TrafficKind, TransportFlowConfig, WebConfig, SCREAM_FEEDBACK,
+    FlowConfig, MediaConfig, Repair, Scenario, TrafficKind, TransportFlowConfig, WebConfig, SCREAM_FEEDBACK,
 };
 use super::convert::{access_config, link_config, resolve, scone_config, zhuge_config};
 use super::error::{number, ScenarioError};
@@ -239,6 +239,7 @@ fn media_config(
             ("feedback", f.feedback.is_some()),
             ("feedback_format", f.feedback_format.is_some()),
             ("nack", f.nack.is_some()),
+            ("repair", f.repair.is_some()),
             ("cc_params", f.cc_params.is_some()),
             ("ack_every", f.ack_every.is_some()),
         ] {
@@ -334,6 +335,7 @@ fn media_config(
             ("feedback", f.feedback.is_some()),
             ("feedback_format", f.feedback_format.is_some()),
             ("nack", f.nack.is_some()),
+            ("repair", f.repair.is_some()),
         ] {
             if given {
                 return Err(err(
@@ -343,7 +345,35 @@ fn media_config(
             }
         }
     }
-    let nack = f.nack.unwrap_or(false);
+    let repair = match (f.repair.as_deref(), f.nack) {
+        (None, nack) => {
+            if nack == Some(true) {
+                Repair::Nack
+            } else {
+                Repair::None
+            }
+        }
+        (Some(r), nack) => {
+            let repair = match r {
+                "none" => Repair::None,
+                "nack" => Repair::Nack,
+                "timeout" => Repair::Timeout,
+                other => {
+                    return Err(err(
+                        "repair",
+                        format!("got {other:?}, expected \"none\", \"nack\" or \"timeout\""),
+                    ))
+                }
+            };
+            if nack.is_some_and(|n| n != (repair == Repair::Nack)) {
+                return Err(err(
+                    "nack",
+                    format!("got nack = {} with repair = {r:?}, expected one of the two (nack = true is repair = \"nack\")", nack.unwrap_or(false)),
+                ));
+            }
+            repair
+        }
+    };
     let ack_every = match f.ack_every {
         Some(_) if !is_window_controller(&cc) => {
             return Err(err(
@@ -363,7 +393,7 @@ fn media_config(
         feedback,
         pause: None,
         feedback_format,
-        nack,
+        repair,
         cc_params: BTreeMap::new(),
         ack_every,
     };

@@ -1,0 +1,622 @@
+//! Loss repair by acknowledgement and retransmission timeout: the Zhuge artifact's RTP sender
+//! (`--policy=rtx`, `RTXOnlyPolicy`), for runs that reproduce its evaluation.
+//!
+//! The receiver acknowledges every media packet it gets (`PacketReceiverUdp::ReplyACK`); the
+//! sender keeps each sent packet until it is acknowledged or its frame is past the deadline, and
+//! every millisecond (`PacketSenderUdp::CheckRetransmission`, `check_rtx_interval` 1 ms) resends
+//! the whole group of any packet whose last sending is older than its timeout, ahead of new media
+//! (`SendRtx` puts the batch at the head of the sender's queue). The sources, in the
+//! `transys-project/zhuge` repository, `ns-3.34-diff/src/bitrate-ctrl/model/`:
+//!
+//! - *Timeout* (`IsRtxTimeout`): `now - last_send > srtt + 4 x rtt_sd + batch_size x
+//!   one_way_dispersion`. `srtt` is `0.2 x rtt + 0.8 x srtt` from a 50 ms start
+//!   (`SetNetworkStatistics(defaultRtt = 50)`, `UpdateRTT`); `rtt_sd` is the standard deviation of
+//!   every RTT sample since the start (`rtt_sum_avg_ms`, `rtt_square_sum_avg_ms`), 12.5 ms
+//!   (`default_rtt / 4`) before the first sample; `batch_size` is the packets sent together with
+//!   it (a frame's packets, or a retransmitted group's); `one_way_dispersion` is the receiver's
+//!   average inter-arrival within its last complete frame (`PacketGroup::GetAvgPktInterval`,
+//!   reported in its `NetState`), which Zhuge's reports from the AP set to 0 (`Sendback` builds
+//!   `NetStates(0, rate, 0)`), and they come every millisecond.
+//! - *RTT samples* (`OnSocketRecv_sender`, ACK branch): each ACK names the global id of the
+//!   packet that triggered it; its RTT is `now - ` that packet's send time, taken only when the
+//!   id is not older than the last acknowledged one (`pkt_id >= m_last_acked_global_id`). Under
+//!   Zhuge these ACKs still come from the receiver (the AP rewrites only the UDP flow's
+//!   congestion reports), so they include the downlink queue.
+//! - *Which packets are checked* (`CheckRetransmission`): packets whose frame is older than the
+//!   deadline are forgotten first (`MissesDdl`: `now - encode_time > delay_ddl`, 1 s with
+//!   `--ddl=1000`); the others are checked in sending order, stopping at the first whose frame is
+//!   younger than `min_rtt` (50 ms: `SetNetworkStatistics` sets it and nothing updates it); a
+//!   group is resent at most once per check.
+//! - *What is resent* (`RetransmitGroup`): every packet of the group not acknowledged yet; with
+//!   `RTXOnlyPolicy` a group is a whole frame (`GetFECParam` returns the frame's packet count as
+//!   the group size, with no FEC), so a timeout resends the frame's missing packets together.
+//!
+//! Deliberate differences, each because lowlat's sender is paced where the artifact's is not
+//! (`m_pacing` is false: a queued packet leaves at once):
+//! - A retransmission is timed from when it was queued (the artifact's queue and send instants
+//!   coincide), and again from when it actually leaves; while a copy waits in the pacer its
+//!   packet is not queued again.
+//! - Groups timed out in one check are queued oldest first (the artifact inserts each at the
+//!   head of its queue, so within one check the last found would leave first).
+//! - The standard deviation is kept with Welford's update (the same quantity; the artifact's
+//!   mean-of-squares difference can go negative by rounding).
+//! - The check instants are the multiples of 1 ms of the simulation clock, and the sender only
+//!   wakes at one where a packet can be due (the rule is the same; an idle sender does not tick).
+//!
+//! Sans-IO: driven with `now`; the caller sends the ACKs and queues the retransmissions.
+
+use crate::pacer::RtpPacket;
+use lowlat_core::{Bytes, Duration, Time};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Settings of the timeout repair (the artifact's, see the module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeoutRtxConfig {
+    /// How often the sender checks for timed-out packets (`check_rtx_interval`, 1 ms).
+    pub check_interval: Duration,
+    /// A frame older than this is no longer repaired (`--ddl=1000`: `MissesDdl`).
+    pub deadline: Duration,
+    /// Packets whose frame is younger are not checked (`NetStat::min_rtt`, 50 ms, never updated).
+    pub min_age: Duration,
+    /// The smoothed RTT before the first sample (`defaultRtt`, 50 ms).
+    pub initial_rtt: Duration,
+    /// The RTT deviation before the first sample (`default_rtt / 4`, 12.5 ms).
+    pub initial_deviation: Duration,
+    /// The gain of the smoothed RTT (`UpdateRTT`: 0.2).
+    pub srtt_gain: f64,
+    /// How many deviations the timeout adds (`IsRtxTimeout`: 4).
+    pub deviations: f64,
+    /// Size of an ACK on the wire: the artifact's `AckPacketHeader` for one packet (4 B type +
+    /// 4 B count + 6 B per packet + 2 B last id) plus 28 B of IPv4 and UDP.
+    pub ack_size: Bytes,
+    /// Sent packets kept for RTT samples (the artifact's `m_send_wnd_size`, 10 000).
+    pub send_times: usize,
+}
+
+impl Default for TimeoutRtxConfig {
+    fn default() -> Self {
+        TimeoutRtxConfig {
+            check_interval: Duration::from_millis(1),
+            deadline: Duration::from_secs(1),
+            min_age: Duration::from_millis(50),
+            initial_rtt: Duration::from_millis(50),
+            initial_deviation: Duration::from_micros(12_500),
+            srtt_gain: 0.2,
+            deviations: 4.0,
+            ack_size: Bytes(44),
+            send_times: 10_000,
+        }
+    }
+}
+
+/// The sender's RTT statistics (`NetStat`: `srtt`, `rtt_sd`).
+#[derive(Clone, Debug)]
+pub struct RttStats {
+    gain: f64,
+    /// Smoothed RTT, seconds.
+    srtt: f64,
+    initial_sd: f64,
+    count: u64,
+    mean: f64,
+    /// Sum of squared deviations from the running mean (Welford).
+    m2: f64,
+}
+
+impl RttStats {
+    /// Statistics starting at `initial_rtt` and `initial_sd`, smoothing with `gain`.
+    pub fn new(initial_rtt: Duration, initial_sd: Duration, gain: f64) -> RttStats {
+        RttStats {
+            gain,
+            srtt: initial_rtt.as_secs_f64(),
+            initial_sd: initial_sd.as_secs_f64(),
+            count: 0,
+            mean: 0.0,
+            m2: 0.0,
+        }
+    }
+
+    /// One RTT sample.
+    pub fn on_sample(&mut self, rtt: Duration) {
+        let x = rtt.as_secs_f64();
+        self.srtt = self.gain * x + (1.0 - self.gain) * self.srtt;
+        self.count += 1;
+        let d = x - self.mean;
+        self.mean += d / self.count as f64;
+        self.m2 += d * (x - self.mean);
+    }
+
+    /// The smoothed RTT.
+    pub fn srtt(&self) -> Duration {
+        Duration::from_secs_f64(self.srtt)
+    }
+
+    /// The (population) standard deviation of every sample so far; the initial value before any.
+    pub fn deviation(&self) -> Duration {
+        if self.count == 0 {
+            return Duration::from_secs_f64(self.initial_sd);
+        }
+        Duration::from_secs_f64((self.m2 / self.count as f64).max(0.0).sqrt())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    packet: RtpPacket,
+    /// When it last left (or, for a retransmission still in the pacer, was queued).
+    last_sent: Time,
+    /// Packets sent in the same batch.
+    batch: u16,
+    /// A retransmitted copy waits in the pacer.
+    queued: bool,
+}
+
+#[derive(Clone, Debug)]
+struct HeldFrame {
+    /// When the frame was encoded (its packets' first `enqueued`).
+    encoded: Time,
+    packets: BTreeMap<u16, Held>,
+}
+
+/// The sender side: unacknowledged packets by frame, the RTT statistics and the check schedule.
+#[derive(Clone, Debug)]
+pub struct TimeoutRetransmitter {
+    cfg: TimeoutRtxConfig,
+    frames: BTreeMap<u64, HeldFrame>,
+    rtt: RttStats,
+    dispersion: Duration,
+    /// Send time of each transport sequence number from `send_base`.
+    send_times: VecDeque<Time>,
+    send_base: u64,
+    last_acked: Option<u64>,
+    /// [`TimeoutRetransmitter::poll_timeout`], kept up to date by every change.
+    next_check: Option<Time>,
+    /// Retransmissions queued.
+    pub retransmissions: u64,
+    /// Groups (frames) retransmitted.
+    pub groups_retransmitted: u64,
+}
+
+impl TimeoutRetransmitter {
+    /// A sender side with `cfg`.
+    pub fn new(cfg: TimeoutRtxConfig) -> TimeoutRetransmitter {
+        TimeoutRetransmitter {
+            rtt: RttStats::new(cfg.initial_rtt, cfg.initial_deviation, cfg.srtt_gain),
+            cfg,
+            frames: BTreeMap::new(),
+            dispersion: Duration::ZERO,
+            send_times: VecDeque::new(),
+            send_base: 0,
+            last_acked: None,
+            next_check: None,
+            retransmissions: 0,
+            groups_retransmitted: 0,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TimeoutRtxConfig {
+        &self.cfg
+    }
+
+    /// The RTT statistics.
+    pub fn rtt(&self) -> &RttStats {
+        &self.rtt
+    }
+
+    fn record_send_time(&mut self, now: Time, seq: u64) {
+        if self.send_times.is_empty() {
+            self.send_base = seq;
+        }
+        // Sequence numbers are consecutive; a gap (padding sent by the caller) is filled.
+        while self.send_base + (self.send_times.len() as u64) < seq {
+            self.send_times.push_back(Time::MAX);
+        }
+        if self.send_base + (self.send_times.len() as u64) == seq {
+            self.send_times.push_back(now);
+        }
+        while self.send_times.len() > self.cfg.send_times {
+            self.send_times.pop_front();
+            self.send_base += 1;
+        }
+    }
+
+    /// The original `packet` left at `now` with transport sequence number `seq`.
+    pub fn on_sent(&mut self, now: Time, seq: u64, packet: RtpPacket) {
+        self.record_send_time(now, seq);
+        let f = self
+            .frames
+            .entry(packet.frame)
+            .or_insert(HeldFrame { encoded: packet.enqueued, packets: BTreeMap::new() });
+        f.encoded = f.encoded.min(packet.enqueued);
+        let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
+        f.packets.insert(packet.index, h);
+        let f = &self.frames[&packet.frame];
+        let t = self.due(f, &h);
+        self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
+    }
+
+    /// A retransmitted copy of `packet` left at `now` with transport sequence number `seq`.
+    pub fn on_retransmission_sent(&mut self, now: Time, seq: u64, packet: &RtpPacket) {
+        self.record_send_time(now, seq);
+        if let Some(h) = self.frames.get_mut(&packet.frame).and_then(|f| f.packets.get_mut(&packet.index)) {
+            h.last_sent = now;
+            h.queued = false;
+        }
+        self.update_next_check();
+    }
+
+    /// The pacer dropped what it held: no retransmitted copy waits any more.
+    pub fn on_pacer_flushed(&mut self) {
+        for f in self.frames.values_mut() {
+            for h in f.packets.values_mut() {
+                h.queued = false;
+            }
+        }
+        self.update_next_check();
+    }
+
+    /// An ACK arrived at `now` for packet `index` of `frame`, triggered by transport sequence
+    /// number `seq`, with the receiver's dispersion (None: not reported). Returns the RTT
+    /// sample it gave, if any.
+    pub fn on_ack(
+        &mut self,
+        now: Time,
+        frame: u64,
+        index: u16,
+        seq: u64,
+        dispersion: Option<Duration>,
+    ) -> Option<Duration> {
+        if let Some(f) = self.frames.get_mut(&frame) {
+            f.packets.remove(&index);
+            if f.packets.is_empty() {
+                self.frames.remove(&frame);
+            }
+        }
+        if let Some(d) = dispersion {
+            self.dispersion = d;
+        }
+        let sample = self.rtt_sample(now, seq);
+        self.update_next_check();
+        sample
+    }
+
+    fn rtt_sample(&mut self, now: Time, seq: u64) -> Option<Duration> {
+        if self.last_acked.is_some_and(|l| seq < l) {
+            return None;
+        }
+        self.last_acked = Some(seq);
+        let sent = seq.checked_sub(self.send_base).and_then(|i| self.send_times.get(i as usize)).copied()?;
+        if sent == Time::MAX || sent > now {
+            return None;
+        }
+        let rtt = now - sent;
+        self.rtt.on_sample(rtt);
+        Some(rtt)
+    }
+
+    /// A report from the AP (Zhuge) arrived: its dispersion field is 0 (`Sendback`).
+    pub fn on_assist_report(&mut self) {
+        if self.dispersion != Duration::ZERO {
+            self.dispersion = Duration::ZERO;
+            self.update_next_check();
+        }
+    }
+
+    /// The receiver's dispersion as the sender knows it.
+    pub fn dispersion(&self) -> Duration {
+        self.dispersion
+    }
+
+    /// The timeout of a packet sent in a batch of `batch`.
+    pub fn timeout(&self, batch: u16) -> Duration {
+        let base = self.rtt.srtt().as_secs_f64() + self.cfg.deviations * self.rtt.deviation().as_secs_f64();
+        Duration::from_secs_f64(base) + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(batch)))
+    }
+
+    /// The first check instant (a multiple of the interval) strictly after `t`.
+    fn tick_after(&self, t: Time) -> Time {
+        let i = self.cfg.check_interval.as_nanos().max(1);
+        Time((t.as_nanos() / i + 1) * i)
+    }
+
+    /// The first check instant at or after `t`.
+    fn tick_at_or_after(&self, t: Time) -> Time {
+        let i = self.cfg.check_interval.as_nanos().max(1);
+        Time(t.as_nanos().div_ceil(i) * i)
+    }
+
+    /// When the next check can find something to do: the earliest check instant at which a held
+    /// packet is both old enough to be checked and past its timeout, or its frame past the
+    /// deadline (None: nothing held).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.next_check
+    }
+
+    fn due(&self, f: &HeldFrame, h: &Held) -> Time {
+        let checkable = self.tick_at_or_after(f.encoded + self.cfg.min_age);
+        // A frame past the deadline is forgotten at the next check.
+        let forget = self.tick_after(f.encoded + self.cfg.deadline);
+        self.tick_after(h.last_sent + self.timeout(h.batch)).max(checkable).min(forget)
+    }
+
+    fn update_next_check(&mut self) {
+        let mut next: Option<Time> = None;
+        for f in self.frames.values() {
+            for h in f.packets.values().filter(|h| !h.queued) {
+                let t = self.due(f, h);
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        self.next_check = next;
+    }
+
+    /// The check at `now` (a check instant): forgets frames past the deadline, then returns, in
+    /// `out`, every unacknowledged packet of each frame with a packet past its timeout, oldest
+    /// frame first, to be queued ahead of new media. Their timers restart now.
+    pub fn poll_retransmissions(&mut self, now: Time, out: &mut Vec<RtpPacket>) {
+        let deadline = self.cfg.deadline;
+        self.frames.retain(|_, f| now.saturating_since(f.encoded) <= deadline);
+        let start = out.len();
+        let mut resend: Vec<u64> = Vec::new();
+        for (&id, f) in &self.frames {
+            if now.saturating_since(f.encoded) < self.cfg.min_age {
+                break; // frames in sending order: every later one is younger
+            }
+            let due = f
+                .packets
+                .values()
+                .any(|h| !h.queued && now.saturating_since(h.last_sent) > self.timeout(h.batch));
+            if due {
+                resend.push(id);
+            }
+        }
+        for id in resend {
+            let f = self.frames.get_mut(&id).expect("found above");
+            let n = f.packets.len() as u16;
+            for h in f.packets.values_mut() {
+                h.last_sent = now;
+                h.batch = n;
+                h.queued = true;
+                out.push(h.packet);
+            }
+            self.groups_retransmitted += 1;
+        }
+        self.retransmissions += (out.len() - start) as u64;
+        self.update_next_check();
+    }
+
+    /// Packets held (sent, not acknowledged, frame within the deadline as of the last check).
+    pub fn held(&self) -> usize {
+        self.frames.values().map(|f| f.packets.len()).sum()
+    }
+}
+
+/// The receiver side: which packets arrived (a group retransmission may resend a packet whose
+/// ACK is still on the way) and the average inter-arrival within the last complete frame
+/// (`PacketGroup::GetAvgPktInterval`: from the first arrival to the last first-transmission
+/// arrival, over the frame's packet count; not updated when that is 0).
+#[derive(Clone, Debug, Default)]
+pub struct AckResponder {
+    frames: BTreeMap<u64, ArrivingFrame>,
+    highest: u64,
+    dispersion: Duration,
+    /// Duplicates received (a copy of a packet already there).
+    pub duplicates: u64,
+    /// Retransmitted packets that arrived before any other copy.
+    pub recovered: u64,
+}
+
+#[derive(Clone, Debug)]
+struct ArrivingFrame {
+    got: Vec<bool>,
+    count: u16,
+    first: Time,
+    last_original: Option<(u16, Time)>,
+    complete: bool,
+}
+
+/// Frames remembered behind the newest (beyond, a late copy counts as new: its frame was given
+/// up long ago by any decoder).
+const REMEMBERED_FRAMES: u64 = 256;
+
+impl AckResponder {
+    /// A media packet arrived at `now`: packet `index` of `count` of `frame`, `rtx` if a
+    /// retransmission. Returns whether it is new (false: a duplicate).
+    pub fn on_packet(&mut self, now: Time, frame: u64, index: u16, count: u16, rtx: bool) -> bool {
+        if frame + REMEMBERED_FRAMES < self.highest {
+            return true;
+        }
+        self.highest = self.highest.max(frame);
+        let f = self.frames.entry(frame).or_insert_with(|| ArrivingFrame {
+            got: vec![false; count.max(1) as usize],
+            count: count.max(1),
+            first: now,
+            last_original: None,
+            complete: false,
+        });
+        let Some(slot) = f.got.get_mut(index as usize) else { return true };
+        if *slot {
+            self.duplicates += 1;
+            return false;
+        }
+        *slot = true;
+        self.recovered += u64::from(rtx);
+        if !rtx {
+            f.last_original = Some((index, now));
+        }
+        if !f.complete && f.got.iter().all(|&g| g) {
+            f.complete = true;
+            if let Some((_, t)) = f.last_original.filter(|&(i, _)| i != 0) {
+                let avg = Duration(t.saturating_since(f.first).as_nanos() / u64::from(f.count));
+                if avg > Duration::ZERO {
+                    self.dispersion = avg;
+                }
+            }
+        }
+        let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
+        while self.frames.first_key_value().is_some_and(|(&k, _)| k < horizon) {
+            self.frames.pop_first();
+        }
+        true
+    }
+
+    /// The average inter-arrival of the last complete frame (0 before any).
+    pub fn dispersion(&self) -> Duration {
+        self.dispersion
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: u64) -> Time {
+        Time::from_millis(t)
+    }
+
+    fn pkt(frame: u64, index: u16, count: u16, encoded: Time) -> RtpPacket {
+        RtpPacket {
+            frame,
+            index,
+            frame_packets: count,
+            size: Bytes(1200),
+            marker: index + 1 == count,
+            enqueued: encoded,
+            retransmission_of: None,
+        }
+    }
+
+    /// A sender with a known RTT: srtt 100 ms, deviation 0 (every sample 100 ms, from a 100 ms
+    /// start), no dispersion.
+    fn steady() -> TimeoutRetransmitter {
+        let cfg = TimeoutRtxConfig { initial_rtt: Duration::from_millis(100), ..TimeoutRtxConfig::default() };
+        let mut s = TimeoutRetransmitter::new(cfg);
+        for i in 0..10u64 {
+            s.on_sent(ms(i), i, pkt(i, 0, 1, ms(i)));
+            assert_eq!(s.on_ack(ms(i + 100), i, 0, i, None), Some(Duration::from_millis(100)));
+        }
+        assert_eq!(s.held(), 0);
+        s
+    }
+
+    #[test]
+    fn the_timeout_is_srtt_plus_four_deviations_plus_the_batch_dispersion() {
+        let mut s = TimeoutRetransmitter::new(TimeoutRtxConfig::default());
+        // Before any sample: 50 ms + 4 x 12.5 ms.
+        assert_eq!(s.timeout(1), Duration::from_millis(100));
+        // Samples 40 and 80 ms: srtt = 0.2 x 80 + 0.8 x (0.2 x 40 + 0.8 x 50) = 54.4 ms; their
+        // standard deviation is 20 ms.
+        s.on_sent(ms(0), 0, pkt(0, 0, 2, ms(0)));
+        s.on_sent(ms(0), 1, pkt(0, 1, 2, ms(0)));
+        s.on_ack(ms(40), 0, 0, 0, None);
+        s.on_ack(ms(80), 0, 1, 1, Some(Duration::from_millis(2)));
+        let t = s.timeout(1).as_secs_f64() * 1e3;
+        assert!((t - (54.4 + 80.0 + 2.0)).abs() < 1e-6, "{t}");
+        let t3 = s.timeout(3).as_secs_f64() * 1e3;
+        assert!((t3 - (54.4 + 80.0 + 6.0)).abs() < 1e-6, "three packets in the batch: {t3}");
+        // The AP's reports (Zhuge) carry a dispersion of 0.
+        s.on_assist_report();
+        assert!((s.timeout(3).as_secs_f64() * 1e3 - 134.4).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rtt_samples_come_only_from_acks_not_older_than_the_last() {
+        let mut s = TimeoutRetransmitter::new(TimeoutRtxConfig::default());
+        s.on_sent(ms(0), 0, pkt(0, 0, 2, ms(0)));
+        s.on_sent(ms(1), 1, pkt(0, 1, 2, ms(0)));
+        assert_eq!(s.on_ack(ms(70), 0, 1, 1, None), Some(Duration::from_millis(69)));
+        assert_eq!(s.on_ack(ms(71), 0, 0, 0, None), None, "an ACK of an older packet gives no sample");
+        assert_eq!(s.held(), 0, "but still acknowledges it");
+    }
+
+    #[test]
+    fn a_frame_unacknowledged_past_its_timeout_is_resent_whole_at_the_next_check() {
+        let mut s = steady();
+        // Frame 20 (3 packets) sent at 200 ms; packet 1 is acknowledged, 0 and 2 are not.
+        for i in 0..3u16 {
+            s.on_sent(ms(200), 100 + u64::from(i), pkt(20, i, 3, ms(200)));
+        }
+        s.on_ack(ms(300), 20, 1, 101, None);
+        // Timeout 100 ms (srtt 100, deviation 0); the check runs every 1 ms and needs
+        // now - last_send > timeout: the first check that finds it is 301 ms.
+        assert_eq!(s.poll_timeout(), Some(ms(301)));
+        let mut out = Vec::new();
+        s.poll_retransmissions(ms(300), &mut out);
+        assert!(out.is_empty(), "exactly at the timeout: not yet");
+        s.poll_retransmissions(ms(301), &mut out);
+        assert_eq!(
+            out.iter().map(|p| p.index).collect::<Vec<_>>(),
+            vec![0, 2],
+            "the group's unacknowledged packets"
+        );
+        assert_eq!((s.retransmissions, s.groups_retransmitted), (2, 1));
+        // While the copies wait in the pacer they are not queued again.
+        out.clear();
+        s.poll_retransmissions(ms(450), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(s.poll_timeout(), None);
+        // They leave at 460 ms: the timer restarts from there, for a batch of 2.
+        s.on_retransmission_sent(ms(460), 103, &pkt(20, 0, 3, ms(200)));
+        s.on_retransmission_sent(ms(460), 104, &pkt(20, 2, 3, ms(200)));
+        assert_eq!(s.poll_timeout(), Some(ms(561)));
+    }
+
+    #[test]
+    fn frames_younger_than_min_rtt_are_not_checked_and_older_than_the_deadline_are_forgotten() {
+        let cfg = TimeoutRtxConfig {
+            initial_rtt: Duration::from_millis(10),
+            initial_deviation: Duration::ZERO,
+            ..TimeoutRtxConfig::default()
+        };
+        let mut s = TimeoutRetransmitter::new(cfg);
+        s.on_sent(ms(0), 0, pkt(0, 0, 1, ms(0)));
+        // Timed out after 10 ms, but the frame is checked only once 50 ms old.
+        assert_eq!(s.poll_timeout(), Some(ms(50)));
+        let mut out = Vec::new();
+        s.poll_retransmissions(ms(49), &mut out);
+        assert!(out.is_empty());
+        s.poll_retransmissions(ms(50), &mut out);
+        assert_eq!(out.len(), 1);
+        s.on_retransmission_sent(ms(50), 1, &out[0]);
+        // Resent every time it times out, until the frame is 1 s old.
+        let mut sends = 1;
+        let mut now = ms(50);
+        while let Some(t) = s.poll_timeout() {
+            now = t;
+            out.clear();
+            s.poll_retransmissions(now, &mut out);
+            for p in &out {
+                sends += 1;
+                s.on_retransmission_sent(now, 1 + sends, p);
+            }
+        }
+        assert_eq!(s.held(), 0, "forgotten after the deadline");
+        assert!(now <= ms(1001), "{now:?}");
+        // 50 ms then every 11 ms (strictly more than 10 ms) while younger than 1 s: 87 sends.
+        assert_eq!(sends, 87);
+    }
+
+    #[test]
+    fn groups_timed_out_together_are_returned_oldest_first() {
+        let mut s = steady();
+        s.on_sent(ms(200), 100, pkt(21, 0, 1, ms(200)));
+        s.on_sent(ms(201), 101, pkt(22, 0, 1, ms(201)));
+        let mut out = Vec::new();
+        s.poll_retransmissions(ms(400), &mut out);
+        assert_eq!(out.iter().map(|p| p.frame).collect::<Vec<_>>(), vec![21, 22]);
+    }
+
+    #[test]
+    fn the_receiver_drops_duplicates_and_measures_the_dispersion_of_complete_frames() {
+        let mut r = AckResponder::default();
+        assert!(r.on_packet(ms(0), 5, 0, 4, false));
+        assert!(r.on_packet(ms(2), 5, 1, 4, false));
+        assert!(r.on_packet(ms(4), 5, 3, 4, false));
+        assert_eq!(r.dispersion(), Duration::ZERO, "incomplete");
+        assert!(!r.on_packet(ms(5), 5, 1, 4, true), "a copy of a packet already there");
+        assert_eq!(r.duplicates, 1);
+        assert!(r.on_packet(ms(50), 5, 2, 4, true));
+        // First arrival 0 ms, last first transmission (index 3) at 4 ms, 4 packets: 1 ms.
+        assert_eq!(r.dispersion(), Duration::from_millis(1));
+    }
+}
