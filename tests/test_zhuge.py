@@ -3,6 +3,7 @@ other runs, and the generated traces shaped like their families."""
 
 import pandas as pd
 
+from lowlat import sweep
 from lowlat.reproduce import zhuge
 
 
@@ -140,6 +141,31 @@ def test_the_abw_statistic_is_the_first_episode_of_the_senders_smoothed_rtt():
     assert zhuge.first_episode_s([11.0, 12.0], [150, 160], 10.0) == 0.0
     s = zhuge.smoothed_rtt(pd.DataFrame({"t_s": [1.0, 2.0, 3.0], "rtt_ms": [100.0, 200.0, 200.0]}))
     assert s["srtt_ms"].tolist() == [100.0, 112.5, 112.5 + 87.5 / 8]
+
+
+def test_the_statistic_over_the_window_alone_is_the_same_as_over_every_sample():
+    import random
+
+    rng = random.Random(18)
+    for case in range(200):
+        n = rng.randrange(0, 80)
+        # Instants on a coarse grid (repeats at one instant), some right at the window's edges.
+        t = sorted(rng.choice([9.0, 10.0, 30.0, 31.0]) if rng.random() < 0.2 else round(rng.uniform(5, 35), 1) for _ in range(n))
+        r = [rng.choice([150.0, 199.0, 200.0, 201.0, 300.0]) for _ in t]
+        srtt = pd.DataFrame({"t_s": t, "srtt_ms": r})
+        assert zhuge.srtt_episode_s(srtt, 10.0) == zhuge.first_episode_s(srtt["t_s"], srtt["srtt_ms"], 10.0), case
+
+
+def test_the_costliest_runs_start_first_and_the_rows_keep_their_order(tmp_path):
+    trace = tmp_path / "xu5g_1.rate"
+    trace.write_text("".join(f"{i * 0.2:.1f} {300.0 if i % 2 else 1.0}\n" for i in range(50)))
+    slow = zhuge.TraceRun("C3", str(trace), "Copa", 10.0, 1)
+    fast = zhuge.TraceRun("C3", str(tmp_path / "missing"), "GCC+FIFO", 3.0, 1)
+    assert zhuge.trace_cost(slow) > zhuge.trace_cost(zhuge.TraceRun("C3", str(trace), "GCC+FIFO", 10.0, 1)) > zhuge.trace_cost(fast) > 0
+    assert zhuge.drop_cost(zhuge.DropRun(2, "Copa", 150.0, 1)) > zhuge.drop_cost(zhuge.DropRun(20, "Copa", 150.0, 1))
+    todo = [(0, {"c": 1.0}), (1, {"c": 5.0}), (2, {"c": float("nan")}), (3, {"c": 5.0}), (4, {"c": 2.0})]
+    assert [i for i, _ in sweep.start_order(todo, lambda p: p["c"])] == [1, 3, 4, 0, 2]
+    assert sweep.start_order(todo, None) == todo
 
 
 def test_a_run_reports_its_frames_and_sender_rtt():

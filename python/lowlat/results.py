@@ -11,9 +11,14 @@ import pandas as pd
 
 
 def _column(values: Any) -> Any:
-    """A column as the native core hands it over: a list, or ``(dtype, bytes)`` (numbers packed
-    little-endian, read without a Python object per value)."""
+    """A column as the native core hands it over: a list, ``(dtype, bytes)`` (numbers packed
+    little-endian, read without a Python object per value) or ``("labels", distinct values,
+    bytes)`` (labels as little-endian ``u32`` indices into the distinct values: the rows share
+    the few Python strings, and the column is the same as the list of them)."""
     if isinstance(values, tuple):
+        if len(values) == 3:
+            _, labels, raw = values
+            return list(np.asarray(labels, dtype=object)[np.frombuffer(raw, dtype="<u4")])
         dtype, raw = values
         return np.frombuffer(raw, dtype=dtype)
     return values

@@ -33,7 +33,8 @@ impl Stats {
         if samples.is_empty() {
             return Stats::default();
         }
-        samples.sort_by(f64::total_cmp);
+        // Unstable: equal under `total_cmp` means the same bits, so the order is the same.
+        samples.sort_unstable_by(f64::total_cmp);
         let n = samples.len();
         let q = |p: f64| Some(samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
         Stats {
