@@ -103,12 +103,18 @@ impl TransportVideoSender {
     }
 
     fn on_ack(&mut self, now: Time, frame: &AckFrame) {
-        self.sender.on_ack(now, frame);
-        if self.sender.rtt().has_sample() {
-            self.metrics.rtt.push(self.sender.rtt().latest());
-            self.metrics.rtt_at.push(now);
-        }
+        Self::take_ack(&mut self.sender, &mut self.metrics, now, frame);
         self.collect_lost();
+    }
+
+    /// The sender's part of [`Self::on_ack`], on the fields alone (so that it runs while the
+    /// mailbox holding `frame` is locked, with no copy of the frame).
+    fn take_ack(sender: &mut Sender, metrics: &mut MediaMetrics, now: Time, frame: &AckFrame) {
+        sender.on_ack(now, frame);
+        if sender.rtt().has_sample() {
+            metrics.rtt.push(sender.rtt().latest());
+            metrics.rtt_at.push(now);
+        }
     }
 
     fn collect_lost(&mut self) {
@@ -120,8 +126,13 @@ impl TransportVideoSender {
 
 impl Endpoint for TransportVideoSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        if let Some(frame) = crate::transport::take_ack(&self.mailbox, pkt.app) {
-            self.on_ack(now, &frame);
+        let (sender, metrics) = (&mut self.sender, &mut self.metrics);
+        if crate::transport::with_id(&self.mailbox, pkt.app, |frame| {
+            Self::take_ack(sender, metrics, now, frame)
+        })
+        .is_some()
+        {
+            self.collect_lost();
         }
     }
 
