@@ -2,6 +2,7 @@
 other runs, and the generated traces shaped like their families."""
 
 import pandas as pd
+import pytest
 
 from lowlat import sweep
 from lowlat.reproduce import zhuge
@@ -180,3 +181,25 @@ def test_a_run_reports_its_frames_and_sender_rtt():
     counted = zhuge.in_order_frame_delays(f)
     assert counted["decoded"].all() and len(counted) == done.sum()
     assert len(r.sender_rtt) > 50 and r.sender_rtt["rtt_ms"].between(68, 1000).all()
+
+
+def test_a_run_can_leave_out_its_per_sample_tables():
+    import lowlat
+
+    sc = zhuge.scenario("GCC+Zhuge", {"rate": "5 Mbit/s"}, False, 5.0, 1)
+    full = lowlat.run(sc, progress=False)
+    assert len(full.predictions) > 100 and len(full.sender_rtt) > 10
+    for keep in ([], ["predictions"], ["sender_rtt"]):
+        r = lowlat.run(sc, progress=False, tables=keep)
+        # The same summary (but its wall time) and series, whatever tables are built.
+        assert {**r.summary, "wall_s": 0} == {**full.summary, "wall_s": 0}
+        pd.testing.assert_frame_equal(r.flow_series, full.flow_series)
+        pd.testing.assert_frame_equal(r.frames, full.frames)
+        for name in ("predictions", "sender_rtt"):
+            if name in keep:
+                pd.testing.assert_frame_equal(getattr(r, name), getattr(full, name))
+            else:
+                with pytest.raises(ValueError, match=f"{name}: this run did not build it"):
+                    getattr(r, name)
+    with pytest.raises(lowlat.ScenarioError, match="tables: got 'frames', expected some of predictions, sender_rtt"):
+        lowlat.run(sc, progress=False, tables=["frames"])

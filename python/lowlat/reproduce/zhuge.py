@@ -333,7 +333,7 @@ def _mean_mbps(path: str, trace_format: str) -> float:
             # One 1500 B delivery opportunity per line, the last line the trace's length in ms.
             return len(lines) * 12.0 / max(float(lines[-1]), 1.0)
         rates = [float(t.split()[1]) for t in lines]
-        return sum(rates) / len(rates) * CONDITIONS["trace_scale"]
+        return float(sum(rates) / len(rates) * CONDITIONS["trace_scale"])
     except (OSError, ValueError, IndexError, ZeroDivisionError):
         return 1.0
 
@@ -353,7 +353,7 @@ def trace_cost(spec: TraceRun) -> float:
 
 def drop_cost(spec: DropRun) -> float:
     """An ABW-drop run's expected cost for the start order: packets before and after the drop."""
-    top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
+    top = float(CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"])
     packets = spec.drop_s * top + (200.0 - spec.drop_s) * top / spec.k
     return packets * (_COPA_COST if spec.scheme.startswith("Copa") else 1.0)
 
@@ -472,7 +472,8 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         sc = scenario(
             spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
         )
-        r = run(sc, progress=False)
+        # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
+        r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
         row.update(_flow_metrics(r.summary))
         counted = in_order_frame_delays(r.frames[r.frames["flow"] == "video"])
         row["frames_counted_artifact"] = len(counted)
@@ -531,7 +532,8 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
             ]
         }
         queue = None if spec.queue == "own" else spec.queue
-        r = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue), progress=False)
+        sc = scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True, queue_override=queue)
+        r = run(sc, progress=False, tables=["sender_rtt"])
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
         srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
@@ -634,7 +636,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
-    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False).flow_series
+    fs = run(scenario(spec.scheme, cap, False, 200.0, spec.seed, cellular=True), progress=False, tables=[]).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
@@ -704,7 +706,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
     sc = scenario(
         spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue
     )
-    r = run(sc, progress=False)
+    r = run(sc, progress=False, tables=[])
     fs = r.flow_series[r.flow_series["flow"] == "video"]
     return {"throughput_kbps": r.summary["flows"][0]["throughput_kbps"], "series": fs[["t_s", "send_kbps", "owd_ms"]]}
 
