@@ -89,3 +89,25 @@ def test_progress_bar_on_request(capsys):
     r = lowlat.run(SMALL, progress=True)
     assert r.summary["sim_duration_s"] == 5.0
     assert "sim s" in capsys.readouterr().err
+
+
+def test_label_columns_cross_as_codes_and_read_back_as_the_labels():
+    import numpy as np
+
+    from lowlat import _native
+    from lowlat.results import _column
+
+    codes = np.array([0, 1, 1, 0, 2], dtype="<u4").tobytes()
+    assert _column(("labels", ["a", "b", "c"], codes)) == ["a", "b", "b", "a", "c"]
+    # A run's tables: label columns of several values, the same frame as from plain lists.
+    src = lowlat.catalog.resolve("dumbbell-cbr")
+    sim = _native.Simulation(src.text, src.format, src.label, src.base_dir, None, None, None, None, None, None)
+    sim.advance(sim.end_s())
+    links = sim.finish()[2]
+    kind, labels, raw = links["link"]
+    assert kind == "labels" and len(labels) > 1 and len(set(labels)) == len(labels)
+    names = _column(links["link"])
+    assert names == [labels[i] for i in np.frombuffer(raw, dtype="<u4")] and len(names) == len(links["t_s"][1]) // 8
+    r = lowlat.run("dumbbell-cbr", progress=False)
+    pd.testing.assert_frame_equal(r.link_series, pd.DataFrame({k: _column(v) for k, v in links.items()}))
+    assert r.link_series["link"].tolist() == names and r.link_series["link"].dtype == pd.DataFrame({"x": ["a"]})["x"].dtype

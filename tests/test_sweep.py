@@ -90,6 +90,28 @@ def test_resume_skips_finished_runs(tmp_path, monkeypatch):
     assert len(sweep.execute(other, out=tmp_path / "o", progress=False, force=True)) == 1
 
 
+def test_costliest_runs_start_first_the_table_keeps_the_points_order(tmp_path, monkeypatch):
+    spec = write_spec(tmp_path, duration="200 ms")
+    s = sweep.load(spec)
+    points = s.points()[:6]
+    plain = sweep.execute(s, points, jobs=1, progress=False)
+    calls = []
+    real = sweep.run_point
+    monkeypatch.setattr(sweep, "run_point", lambda *a: calls.append(a[1]) or real(*a))
+    # Cost: the point's index from the end, except one run made the costliest.
+    cost = {sweep.run_id(p): (100.0 if i == 4 else -i) for i, p in enumerate(points)}
+    ordered = sweep.execute(s, points, out=tmp_path / "o", jobs=1, progress=False, cost=lambda p: cost[sweep.run_id(p)])
+    assert calls == [4, 0, 1, 2, 3, 5]
+    pd.testing.assert_frame_equal(ordered, plain)
+    # Resumed: the runs left start in the same order.
+    for f in sorted((tmp_path / "o" / "runs").glob("*.json"))[:3]:
+        f.unlink()
+    calls.clear()
+    again = sweep.execute(s, points, out=tmp_path / "o", jobs=1, progress=False, cost=lambda p: cost[sweep.run_id(p)])
+    assert len(calls) == 3 and calls == sorted(calls, key=lambda i: -cost[sweep.run_id(points[i])])
+    pd.testing.assert_frame_equal(again, plain)
+
+
 @pytest.mark.parametrize(
     "axes, expected",
     [

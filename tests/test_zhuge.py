@@ -2,8 +2,10 @@
 other runs, and the generated traces shaped like their families."""
 
 import pandas as pd
+import pytest
 
 import lowlat
+from lowlat import sweep
 from lowlat.reproduce import zhuge
 
 
@@ -178,6 +180,31 @@ def test_the_abw_statistic_is_the_first_episode_of_the_senders_smoothed_rtt():
     assert s["srtt_ms"].tolist() == [100.0, 112.5, 112.5 + 87.5 / 8]
 
 
+def test_the_statistic_over_the_window_alone_is_the_same_as_over_every_sample():
+    import random
+
+    rng = random.Random(18)
+    for case in range(200):
+        n = rng.randrange(0, 80)
+        # Instants on a coarse grid (repeats at one instant), some right at the window's edges.
+        t = sorted(rng.choice([9.0, 10.0, 30.0, 31.0]) if rng.random() < 0.2 else round(rng.uniform(5, 35), 1) for _ in range(n))
+        r = [rng.choice([150.0, 199.0, 200.0, 201.0, 300.0]) for _ in t]
+        srtt = pd.DataFrame({"t_s": t, "srtt_ms": r})
+        assert zhuge.srtt_episode_s(srtt, 10.0) == zhuge.first_episode_s(srtt["t_s"], srtt["srtt_ms"], 10.0), case
+
+
+def test_the_costliest_runs_start_first_and_the_rows_keep_their_order(tmp_path):
+    trace = tmp_path / "xu5g_1.rate"
+    trace.write_text("".join(f"{i * 0.2:.1f} {300.0 if i % 2 else 1.0}\n" for i in range(50)))
+    slow = zhuge.TraceRun("C3", str(trace), "Copa", 10.0, 1)
+    fast = zhuge.TraceRun("C3", str(tmp_path / "missing"), "GCC+FIFO", 3.0, 1)
+    assert zhuge.trace_cost(slow) > zhuge.trace_cost(zhuge.TraceRun("C3", str(trace), "GCC+FIFO", 10.0, 1)) > zhuge.trace_cost(fast) > 0
+    assert zhuge.drop_cost(zhuge.DropRun(2, "Copa", 150.0, 1)) > zhuge.drop_cost(zhuge.DropRun(20, "Copa", 150.0, 1))
+    todo = [(0, {"c": 1.0}), (1, {"c": 5.0}), (2, {"c": float("nan")}), (3, {"c": 5.0}), (4, {"c": 2.0})]
+    assert [i for i, _ in sweep.start_order(todo, lambda p: p["c"])] == [1, 3, 4, 0, 2]
+    assert sweep.start_order(todo, None) == todo
+
+
 def test_a_run_reports_its_frames_and_sender_rtt():
     r = lowlat.run(zhuge.scenario("GCC+FIFO", {"rate": "5 Mbit/s"}, False, 10.0, 1), progress=False)
     f = r.frames
@@ -207,3 +234,25 @@ def test_the_copa_schemes_run_the_artifacts_copa_with_its_run_lists_delta(tmp_pa
         assert "copa: got 'ns3'" in str(e)
     else:
         raise AssertionError("a bad --copa was accepted")
+
+
+def test_a_run_can_leave_out_its_per_sample_tables():
+    import lowlat
+
+    sc = zhuge.scenario("GCC+Zhuge", {"rate": "5 Mbit/s"}, False, 5.0, 1)
+    full = lowlat.run(sc, progress=False)
+    assert len(full.predictions) > 100 and len(full.sender_rtt) > 10
+    for keep in ([], ["predictions"], ["sender_rtt"]):
+        r = lowlat.run(sc, progress=False, tables=keep)
+        # The same summary (but its wall time) and series, whatever tables are built.
+        assert {**r.summary, "wall_s": 0} == {**full.summary, "wall_s": 0}
+        pd.testing.assert_frame_equal(r.flow_series, full.flow_series)
+        pd.testing.assert_frame_equal(r.frames, full.frames)
+        for name in ("predictions", "sender_rtt"):
+            if name in keep:
+                pd.testing.assert_frame_equal(getattr(r, name), getattr(full, name))
+            else:
+                with pytest.raises(ValueError, match=f"{name}: this run did not build it"):
+                    getattr(r, name)
+    with pytest.raises(lowlat.ScenarioError, match="tables: got 'frames', expected some of predictions, sender_rtt"):
+        lowlat.run(sc, progress=False, tables=["frames"])

@@ -2,9 +2,10 @@
 
 from typing import Any, Callable
 
-#: A result column: a list, or a non-empty numeric column as ``(dtype, little-endian bytes)``
-#: (``"<f8"`` or ``"<i8"``) for ``numpy.frombuffer``.
-Column = list[object] | tuple[str, bytes]
+#: A result column: a list, a non-empty numeric column as ``(dtype, little-endian bytes)``
+#: (``"<f8"`` or ``"<i8"``) for ``numpy.frombuffer``, or a non-empty label column as
+#: ``("labels", distinct values, little-endian u32 indices into them)``.
+Column = list[object] | tuple[str, bytes] | tuple[str, list[str], bytes]
 
 class ScenarioError(ValueError):
     """A scenario that failed validation (one line: file, key, what was expected)."""
@@ -79,7 +80,7 @@ class Simulation:
     def take_window(self, flow: str, calls: int = 1) -> tuple[int, int, int, int, float, float, float, float, float]: ...
     def controller_error(self) -> str | None: ...
     def finish(
-        self,
+        self, predictions: bool = True, sender_rtt: bool = True
     ) -> tuple[
         str,
         dict[str, Column],

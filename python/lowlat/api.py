@@ -8,7 +8,7 @@ import operator
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from . import _native, controller
 from .catalog import ScenarioSource, resolve
@@ -21,6 +21,9 @@ PROGRESS_AFTER_S = 2.0
 SLICE_MIN_S = 0.02
 SLICE_MAX_S = 0.1
 
+
+#: The per-sample tables a run builds unless :func:`run`'s ``tables`` leaves them out.
+SAMPLE_TABLES = ("predictions", "sender_rtt")
 
 #: Environment variable with the default memory budget of a run (a size such as ``"16 GB"``).
 MEMORY_BUDGET_ENV = "LOWLAT_MEMORY_BUDGET"
@@ -74,6 +77,7 @@ def run(
     progress: bool | None = None,
     memory_budget: str | None = None,
     pcap: str | Path | None = None,
+    tables: Iterable[str] | None = None,
 ) -> Result:
     """Runs a scenario (a path, a catalog name, or a dict in the scenario format) to its end.
 
@@ -94,7 +98,16 @@ def run(
     ``pcap``: a file to write every packet the endpoints send to, as Wireshark reads it (RTP with
     the transport-wide extension on UDP 5004 + 2k, its RTCP feedback on 5005 + 2k, transport
     datagrams on 6000 + k, CBR/Poisson on 7000 + k; see ``lowlat_sim::capture``).
+
+    ``tables``: which of the per-sample tables (:data:`SAMPLE_TABLES`: ``"predictions"``,
+    ``"sender_rtt"``, one row per packet or ACK) to build; default all. A run that does not read
+    one saves building it (millions of rows at 100 Mbit/s); the summary and the other tables are
+    the same, and reading a table left out raises an error naming it.
     """
+    wanted = SAMPLE_TABLES if tables is None else tuple(tables)
+    unknown = sorted(set(wanted) - set(SAMPLE_TABLES))
+    if unknown:
+        raise _native.ScenarioError(f"tables: got {unknown[0]!r}, expected some of {', '.join(SAMPLE_TABLES)}")
     if cc is not None and ":" in cc and not cc.startswith("python:"):
         cc = f"python:{cc}"  # module:Class, a Python controller
     if cc is not None and cc not in _native.controllers() and cc != "external" and not cc.startswith("python:"):
@@ -148,7 +161,8 @@ def run(
             bar.close()
     if pcap is not None:
         _write_atomically(Path(pcap), sim.take_pcap() or b"")
-    summary_json, flows, links, predictions, frames, sender_rtt = sim.finish()
+    keep = {name: name in wanted for name in SAMPLE_TABLES}
+    summary_json, flows, links, predictions, frames, sender_rtt = sim.finish(**keep)
     return Result(
         json.loads(summary_json),
         flows,
@@ -157,4 +171,5 @@ def run(
         predictions=predictions,
         frames=frames,
         sender_rtt=sender_rtt,
+        left_out=[name for name, kept in keep.items() if not kept],
     )

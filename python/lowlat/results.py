@@ -11,9 +11,14 @@ import pandas as pd
 
 
 def _column(values: Any) -> Any:
-    """A column as the native core hands it over: a list, or ``(dtype, bytes)`` (numbers packed
-    little-endian, read without a Python object per value)."""
+    """A column as the native core hands it over: a list, ``(dtype, bytes)`` (numbers packed
+    little-endian, read without a Python object per value) or ``("labels", distinct values,
+    bytes)`` (labels as little-endian ``u32`` indices into the distinct values: the rows share
+    the few Python strings, and the column is the same as the list of them)."""
     if isinstance(values, tuple):
+        if len(values) == 3:
+            _, labels, raw = values
+            return list(np.asarray(labels, dtype=object)[np.frombuffer(raw, dtype="<u4")])
         dtype, raw = values
         return np.frombuffer(raw, dtype=dtype)
     return values
@@ -48,6 +53,7 @@ class Result:
         predictions: dict[str, Any] | None = None,
         frames: dict[str, Any] | None = None,
         sender_rtt: dict[str, Any] | None = None,
+        left_out: list[str] | None = None,
     ) -> None:
         self.summary = summary
         # The tables are built on first use: a sweep that keeps only summary metrics (the RMCAT
@@ -60,9 +66,13 @@ class Result:
             "sender_rtt": sender_rtt or {},
         }
         self._frames: dict[str, pd.DataFrame] = {}
+        #: Tables the run did not build (``lowlat.run(..., tables=...)``).
+        self._left_out = set(left_out or [])
         self._summary_json = summary_json or json.dumps(summary, indent=2)
 
     def _frame(self, name: str) -> pd.DataFrame:
+        if name in self._left_out:
+            raise ValueError(f"{name}: this run did not build it (lowlat.run(..., tables=...) left it out)")
         frame = self._frames.get(name)
         if frame is None:
             frame = self._frames[name] = pd.DataFrame({k: _column(v) for k, v in self._raw.pop(name).items()})
@@ -135,7 +145,7 @@ class Result:
         written[0].write_text(self._summary_json + "\n")
         written += write_frame(self.flow_series, out / "flows")
         written += write_frame(self.link_series, out / "links")
-        if len(self.predictions):
+        if "predictions" not in self._left_out and len(self.predictions):
             written += write_frame(self.predictions, out / "predictions")
         if plots:
             from .plots import plot_media, plot_run

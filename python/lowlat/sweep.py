@@ -612,13 +612,16 @@ def execute(
     desc: str | None = None,
     force: bool = False,
     restart_flag: str = "--restart",
+    cost: Callable[[Mapping[str, Any]], float] | None = None,
 ) -> pd.DataFrame:
     """Runs the sweep's points (default: every combination of its axes) and returns the table,
     one row per point in order. With ``out``, finished runs are kept in ``out/runs/`` as they
     complete and skipped when the same sweep runs again; ``summary.csv`` (and
     ``summary.parquet`` with pyarrow) are written at the end. A run function's per-run data
     (its row's ``"data"``) is kept only with ``out`` (:func:`read_data`). ``restart_flag``: the
-    option a refusal of ``out`` suggests."""
+    option a refusal of ``out`` suggests. ``cost``: a point's expected cost (any unit); the runs
+    then start most costly first (see :func:`start_order`), which changes when they run, never
+    the table."""
     if backend not in BACKENDS:
         raise UserError(f"--backend: got {backend!r}, expected one of {', '.join(BACKENDS)}")
     points = sweep.points() if points is None else points
@@ -630,7 +633,7 @@ def execute(
     if out is not None:
         runs = _prepare(Path(out), sweep, force, restart_flag)
         done = _read_done(runs, ids)
-    todo = [(i, p) for i, p in enumerate(points) if i not in done]
+    todo = start_order([(i, p) for i, p in enumerate(points) if i not in done], cost)
     plain = sweep.as_dict()
     n_jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     show = sys.stderr.isatty() if progress is None else progress
@@ -664,6 +667,19 @@ def execute(
     if out is not None:
         write_summary(df, Path(out))
     return df
+
+
+def start_order(
+    todo: list[tuple[int, dict[str, Any]]], cost: Callable[[Mapping[str, Any]], float] | None
+) -> list[tuple[int, dict[str, Any]]]:
+    """The runs to do in the order they start: as given without ``cost``; with it, the most
+    costly first (equal costs in the given order). With the longest runs first, a pool of N
+    processes ends with short runs and no process waits long for the last one (a long run
+    started last would run alone)."""
+    if cost is None:
+        return todo
+    costs = {i: float(cost(p)) for i, p in todo}
+    return sorted(todo, key=lambda ip: -costs[ip[0]] if math.isfinite(costs[ip[0]]) else 0.0)
 
 
 def _prepare(out: Path, sweep: Sweep, force: bool = False, restart_flag: str = "--restart") -> Path:

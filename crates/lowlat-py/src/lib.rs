@@ -288,11 +288,15 @@ impl Simulation {
 
     /// Ends the run: `(summary_json, flow_series, link_series, predictions, frames,
     /// sender_rtt)`, tables as dicts of lists (`predictions`: Zhuge's, empty without it;
-    /// `frames` and `sender_rtt`: see `lowlat_sim::RunResult`).
+    /// `frames` and `sender_rtt`: see `lowlat_sim::RunResult`). `predictions` / `sender_rtt`
+    /// false: that table is not built (empty; the summary is the same).
     #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (predictions=true, sender_rtt=true))]
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
+        predictions: bool,
+        sender_rtt: bool,
     ) -> PyResult<(
         String,
         Bound<'py, PyDict>,
@@ -302,7 +306,7 @@ impl Simulation {
         Bound<'py, PyDict>,
     )> {
         let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
-        let result = py.detach(|| sim.finish());
+        let result = py.detach(|| sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt }));
         Ok((
             result.summary_json(),
             table(py, &result.flow_series)?,
@@ -317,7 +321,8 @@ impl Simulation {
 /// A result table as `{name: column}`: a non-empty numeric column travels as `(dtype, bytes)`
 /// (`"<f8"` or `"<i8"`, little-endian), which Python reads with `numpy.frombuffer` (a list of
 /// Python numbers per value cost Zhuge runs, with a prediction per packet, a quarter of their
-/// time); labels and empty columns as lists.
+/// time); a non-empty label column as `("labels", distinct values, u32 indices as bytes)` (see
+/// [`label_codes`]); empty columns as lists.
 fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, col) in &t.columns {
@@ -330,12 +335,41 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
                 let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
                 d.set_item(name, ("<i8", PyBytes::new(py, &bytes)))?
             }
+            Column::Str(v) if !v.is_empty() => {
+                let (labels, codes) = label_codes(v);
+                let bytes: Vec<u8> = codes.iter().flat_map(|x| x.to_le_bytes()).collect();
+                d.set_item(name, ("labels", labels, PyBytes::new(py, &bytes)))?
+            }
             Column::F64(v) => d.set_item(name, v)?,
             Column::I64(v) => d.set_item(name, v)?,
             Column::Str(v) => d.set_item(name, v)?,
         }
     }
     Ok(d)
+}
+
+/// A label column as its distinct values (in order of first appearance) and, per row, the index
+/// of its value (`u32`): a column of a few flow or link ids over up to millions of rows (Copa's
+/// per-ACK RTT samples) then crosses as a few Python strings and packed indices, not one Python
+/// string per row.
+fn label_codes(values: &[String]) -> (Vec<&str>, Vec<u32>) {
+    let mut labels: Vec<&str> = Vec::new();
+    let mut index: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let mut codes = Vec::with_capacity(values.len());
+    let mut last: Option<(&str, u32)> = None;
+    for v in values {
+        let code = match last {
+            // Rows come in runs of one label (a flow's samples, a link's bins).
+            Some((l, c)) if l == v.as_str() => c,
+            _ => *index.entry(v.as_str()).or_insert_with(|| {
+                labels.push(v.as_str());
+                (labels.len() - 1) as u32
+            }),
+        };
+        last = Some((v.as_str(), code));
+        codes.push(code);
+    }
+    (labels, codes)
 }
 
 /// Runs the standard benchmark dumbbell at `rate_bps` for `duration_s` with a CBR flow (`flow`

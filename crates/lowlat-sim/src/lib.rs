@@ -40,6 +40,6 @@ pub mod transport;
 pub mod transport_media;
 pub mod web;
 
-pub use results::{Column, RunResult, Summary, Table};
+pub use results::{Column, RunResult, Summary, Table, Tables};
 pub use scenario::{Format, Scenario, ScenarioError};
 pub use sim::Simulation;

@@ -33,7 +33,8 @@ impl Stats {
         if samples.is_empty() {
             return Stats::default();
         }
-        samples.sort_by(f64::total_cmp);
+        // Unstable: equal under `total_cmp` means the same bits, so the order is the same.
+        samples.sort_unstable_by(f64::total_cmp);
         let n = samples.len();
         let q = |p: f64| Some(samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
         Stats {
@@ -303,8 +304,25 @@ pub struct RunResult {
     pub sender_rtt: Table,
 }
 
-/// The assistance summary and Zhuge's prediction table.
-fn assist_results(sim: &Simulation) -> Option<(AssistSummary, Table)> {
+/// Which of a run's per-sample tables [`RunResult`] builds (one row per packet or per ACK:
+/// millions of rows in a long run at a high rate). The summary never depends on them. Default:
+/// all; a caller that does not read a table (a sweep keeping summary metrics) saves building it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tables {
+    /// [`RunResult::predictions`] (Zhuge's, one row per prediction).
+    pub predictions: bool,
+    /// [`RunResult::sender_rtt`] (one row per RTT sample of a media sender).
+    pub sender_rtt: bool,
+}
+
+impl Default for Tables {
+    fn default() -> Tables {
+        Tables { predictions: true, sender_rtt: true }
+    }
+}
+
+/// The assistance summary and Zhuge's prediction table (empty unless `table`).
+fn assist_results(sim: &Simulation, table: bool) -> Option<(AssistSummary, Table)> {
     let mb = sim.links.first()?.middlebox()?;
     let any = mb.as_any()?;
     if let Some(f) = any.downcast_ref::<lowlat_assist::FastAck>() {
@@ -341,6 +359,9 @@ fn assist_results(sim: &Simulation) -> Option<(AssistSummary, Table)> {
             .then(|| log.iter().filter(|r| err_ms(r) <= 10.0).count() as f64 / n as f64),
         dropped_client_feedback: z.dropped_client_feedback(),
     };
+    if !table {
+        return Some((s, Table::default()));
+    }
     let ids = &sim.scenario.flows;
     let table = Table {
         columns: vec![
@@ -417,7 +438,8 @@ pub fn link_results(
 }
 
 impl RunResult {
-    pub(crate) fn collect(sim: &Simulation) -> RunResult {
+    /// The results of `sim`, with the per-sample tables `tables` asks for (the others empty).
+    pub(crate) fn collect(sim: &Simulation, tables: Tables) -> RunResult {
         let sc = &sim.scenario;
         let end = sim.end();
         let dur_s = sc.duration.as_secs_f64();
@@ -477,7 +499,7 @@ impl RunResult {
                     fr_new.push(w);
                 }
             }
-            if let Some(s) = &sender_media {
+            if let Some(s) = sender_media.as_ref().filter(|_| tables.sender_rtt) {
                 for (t, d) in s.rtt_at.iter().zip(&s.rtt) {
                     r_id.push(cfg.id.clone());
                     r_t.push(t.as_secs_f64());
@@ -541,7 +563,7 @@ impl RunResult {
 
         let (links, link_series) = link_results(&sim.links, &sim.link_names, end, sc.bin);
 
-        let assist = assist_results(sim);
+        let assist = assist_results(sim, tables.predictions);
         let summary = Summary {
             lowlat_version: LOWLAT_VERSION.into(),
             scenario: sc.name.clone(),

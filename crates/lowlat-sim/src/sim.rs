@@ -520,12 +520,17 @@ impl Simulation {
     }
 
     /// The results of the run so far (normally called once [`Simulation::is_done`]).
-    pub fn finish(mut self) -> RunResult {
+    pub fn finish(self) -> RunResult {
+        self.finish_with(crate::results::Tables::default())
+    }
+
+    /// [`Simulation::finish`] building only the per-sample tables `tables` asks for.
+    pub fn finish_with(mut self, tables: crate::results::Tables) -> RunResult {
         // Links complete transmissions lazily: count the ones that ended within the run.
         if let Some(h) = self.horizon {
             self.links.iter_mut().for_each(|l| l.settle(h));
         }
-        RunResult::collect(&self)
+        RunResult::collect(&self, tables)
     }
 
     /// Endpoint `e`: the sender of flow `e / 2` if `e` is even, else its receiver.

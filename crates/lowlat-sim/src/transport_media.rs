@@ -14,7 +14,7 @@ use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::media::{pack, unpack, MediaMetrics};
 use crate::scenario::MediaConfig;
 use crate::transport::{AckMailbox, AckReceiver};
-use lowlat_core::hash::FastSet;
+use lowlat_core::hash::FastMap;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::{Pacer, PacerConfig};
@@ -104,12 +104,18 @@ impl TransportVideoSender {
     }
 
     fn on_ack(&mut self, now: Time, frame: &AckFrame) {
-        self.sender.on_ack(now, frame);
-        if self.sender.rtt().has_sample() {
-            self.metrics.rtt.push(self.sender.rtt().latest());
-            self.metrics.rtt_at.push(now);
-        }
+        Self::take_ack(&mut self.sender, &mut self.metrics, now, frame);
         self.collect_lost();
+    }
+
+    /// The sender's part of [`Self::on_ack`], on the fields alone (so that it runs while the
+    /// mailbox holding `frame` is locked, with no copy of the frame).
+    fn take_ack(sender: &mut Sender, metrics: &mut MediaMetrics, now: Time, frame: &AckFrame) {
+        sender.on_ack(now, frame);
+        if sender.rtt().has_sample() {
+            metrics.rtt.push(sender.rtt().latest());
+            metrics.rtt_at.push(now);
+        }
     }
 
     fn collect_lost(&mut self) {
@@ -121,8 +127,13 @@ impl TransportVideoSender {
 
 impl Endpoint for TransportVideoSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        if let Some(frame) = crate::transport::take_ack(&self.mailbox, pkt.app) {
-            self.on_ack(now, &frame);
+        let (sender, metrics) = (&mut self.sender, &mut self.metrics);
+        if crate::transport::with_id(&self.mailbox, pkt.app, |frame| {
+            Self::take_ack(sender, metrics, now, frame)
+        })
+        .is_some()
+        {
+            self.collect_lost();
         }
     }
 
@@ -197,9 +208,12 @@ impl Endpoint for TransportVideoSender {
 pub struct TransportVideoReceiver {
     acks: AckReceiver,
     assembler: FrameAssembler,
-    /// `(frame, index)` of the packets of incomplete frames, so a packet that arrives twice (a
-    /// spurious retransmission) counts once.
-    seen: FastSet<(u64, u16)>,
+    /// The packets of incomplete frames seen so far (per frame, a bit per packet index), so a
+    /// packet that arrives twice (a spurious retransmission) counts once: one map look-up per
+    /// packet and one removal per frame.
+    seen: FastMap<u64, Vec<u64>>,
+    /// Packets marked in `seen`.
+    seen_packets: usize,
     start: Time,
     fps: f64,
 }
@@ -213,11 +227,25 @@ impl TransportVideoReceiver {
                 ReceiverConfig { ack_every: media.ack_every, ..ReceiverConfig::default() },
             ),
             assembler: FrameAssembler::default(),
-            seen: FastSet::default(),
+            seen: FastMap::default(),
+            seen_packets: 0,
             start,
             fps: media.source.fps,
         }
     }
+}
+
+/// Clears the bits of packet indices below `count`; returns how many were set.
+fn forget_below(bits: &mut [u64], count: u16) -> usize {
+    let mut cleared = 0;
+    for (i, w) in bits.iter_mut().enumerate() {
+        let from = i * 64;
+        let below = usize::from(count).saturating_sub(from).min(64);
+        let mask = if below == 64 { u64::MAX } else { (1u64 << below) - 1 };
+        cleared += (*w & mask).count_ones() as usize;
+        *w &= !mask;
+    }
+    cleared
 }
 
 impl Endpoint for TransportVideoReceiver {
@@ -228,21 +256,40 @@ impl Endpoint for TransportVideoReceiver {
         }
         let (frame, count) = unpack(pkt.app);
         let index = crate::media::unpack_index(pkt.app);
-        if !self.seen.insert((frame, index)) {
+        let bits = self.seen.entry(frame).or_default();
+        let (word, bit) = (usize::from(index / 64), 1u64 << (index % 64));
+        if bits.len() <= word {
+            bits.resize(word + 1, 0);
+        }
+        if bits[word] & bit != 0 {
             return;
         }
+        bits[word] |= bit;
+        self.seen_packets += 1;
         let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
         let done_before = self.assembler.completed.len();
         self.assembler.on_packet(now, frame, count, capture);
         if self.assembler.completed.len() > done_before {
-            for i in 0..count {
-                self.seen.remove(&(frame, i));
+            // Its packets 0..count are forgotten (a later copy of one counts again).
+            if let Some(bits) = self.seen.get_mut(&frame) {
+                self.seen_packets -= forget_below(bits, count);
+                if bits.iter().all(|&w| w == 0) {
+                    self.seen.remove(&frame);
+                }
             }
         }
-        if self.seen.len() > 1 << 16 {
+        if self.seen_packets > 1 << 16 {
             // Incomplete frames far behind (their packets given up when the queue was flushed).
             let newest = frame;
-            self.seen.retain(|(f, _)| *f + 256 > newest);
+            let mut dropped = 0;
+            self.seen.retain(|f, bits| {
+                let keep = *f + 256 > newest;
+                if !keep {
+                    dropped += bits.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+                }
+                keep
+            });
+            self.seen_packets -= dropped;
         }
     }
 

@@ -192,12 +192,15 @@ def run_grid(
     runner: Runner,
     desc: str,
     data: Iterable[str] = (),
+    cost: Callable[[Any], float] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, list[pd.DataFrame | None]]]:
     """Runs ``call`` (a reproduction's run function: a dataclass spec -> its row) over ``specs``
     with the sweep runner, kept in ``out/sweeps/<grid>`` (one file per finished run: rerunning
     resumes). Returns the rows in the specs' order (a spec's fields, then the row's values, then
     ``error``) and, for each name in ``data``, the per-run tables the rows held under that key
-    (None for a run without). A run that raises is a row with its ``error``."""
+    (None for a run without). A run that raises is a row with its ``error``. ``cost``: a spec's
+    expected cost (e.g. simulated seconds x packets per second): the costliest runs start first,
+    so the pool does not end waiting on one long run (the rows and tables do not change)."""
     types = {type(s) for s in specs}
     if len(types) > 1 or not all(is_dataclass(s) for s in specs):
         raise TypeError("run_grid: the specs must be instances of one dataclass")
@@ -224,8 +227,14 @@ def run_grid(
         progress=runner.progress,
         desc=desc,
         restart_flag="--force",
+        cost=None if cost is None else _point_cost(cost, kind),
     )
     return df.drop(columns=["run"]), {n: sweep.read_data(folder, points, n) for n in names}
+
+
+def _point_cost(cost: Callable[[Any], float], kind: Any) -> Callable[[Mapping[str, Any]], float]:
+    """``cost`` of a spec as a cost of its sweep point (the spec's fields)."""
+    return lambda point: cost(kind(**point))
 
 
 def code_version(fn: Callable[..., Any]) -> str:

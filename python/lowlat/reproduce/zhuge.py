@@ -547,6 +547,42 @@ class DropRun:
     paced: bool = CONDITIONS["paced"]
 
 
+def _mean_mbps(path: str, trace_format: str) -> float:
+    """A trace's mean rate in Mbit/s as the runs replay it (for the start order only: an
+    unreadable trace counts as 1 Mbit/s; its run fails fast anyway)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [t for t in (line.strip() for line in f) if t and not t.startswith("#")]
+        if (sniff_format(Path(path)) if trace_format == "auto" else trace_format) == "mahimahi":
+            # One 1500 B delivery opportunity per line, the last line the trace's length in ms.
+            return len(lines) * 12.0 / max(float(lines[-1]), 1.0)
+        rates = [float(t.split()[1]) for t in lines]
+        return float(sum(rates) / len(rates) * CONDITIONS["trace_scale"])
+    except (OSError, ValueError, IndexError, ZeroDivisionError):
+        return 1.0
+
+
+#: Relative CPU per packet of the video schemes (Copa's per-ACK transport costs more than GCC's
+#: RTP): only for the start order.
+_COPA_COST = 1.5
+
+
+def trace_cost(spec: TraceRun) -> float:
+    """A trace run's expected cost for the start order of the grid (:func:`common.run_grid`):
+    simulated seconds x the trace's mean rate, at most the video's maximum."""
+    rmax = float(CONDITIONS["rmax"].split()[0])
+    rate = min(_mean_mbps(spec.trace, spec.trace_format), rmax) + 0.5
+    return spec.seconds * rate * (_COPA_COST if spec.scheme.startswith("Copa") else 1.0)
+
+
+def drop_cost(spec: DropRun) -> float:
+    """An ABW-drop run's expected cost for the start order: packets before and after the drop."""
+    top = float(CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"])
+    seconds, _, _ = abw_run(spec.scheme)
+    packets = spec.drop_s * top + (seconds - spec.drop_s) * top / spec.k
+    return packets * (_COPA_COST if spec.scheme.startswith("Copa") else 1.0)
+
+
 #: The artifact's decoder deadline in frames: a frame still incomplete when a packet of a frame
 #: this many frames newer arrives is given up (``VideoDecoder::DecodeDataPacket``: ``delay_ddl /
 #: m_frameInterval`` = 1000 ms / 40 ms with ``--ddl=1000 --fps=25``).
@@ -624,6 +660,17 @@ def first_episode_s(t_s: Any, rtt_ms: Any, drop_s: float, window_s: float = 20.0
     return 0.0 if start is None else window_s
 
 
+def srtt_episode_s(srtt: pd.DataFrame, drop_s: float, window_s: float = 20.0) -> float:
+    """:func:`first_episode_s` of a smoothed RTT (:func:`smoothed_rtt`, sorted by time) after
+    ``drop_s``, stepping only through the samples in the window (Copa has one per ACK: a Python
+    step for each sample of a 200 s run cost more than the statistic needs). The same value:
+    a sample before the window has an earlier instant, so the first one in it is never skipped
+    as a repeat."""
+    t = srtt["t_s"].to_numpy()
+    lo, hi = t.searchsorted(drop_s, "left"), t.searchsorted(drop_s + window_s, "left")
+    return first_episode_s(t[lo:hi].tolist(), srtt["srtt_ms"].to_numpy()[lo:hi].tolist(), drop_s, window_s)
+
+
 def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
     f = summary["flows"][0]
     return {
@@ -650,7 +697,8 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         sc = scenario(
             spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
         )
-        r = run(sc, progress=False)
+        # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
+        r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
         row.update(_flow_metrics(r.summary))
         counted = in_order_frame_delays(r.frames[r.frames["flow"] == "video"])
         row["frames_counted_artifact"] = len(counted)
@@ -711,11 +759,11 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
         queue = None if spec.queue == "own" else spec.queue
         seconds, _, _ = abw_run(spec.scheme)
         sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced)
-        r = run(sc, progress=False)
+        r = run(sc, progress=False, tables=["sender_rtt"])
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
         srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
-        row["srtt_episode_s"] = first_episode_s(srtt["t_s"], srtt["srtt_ms"], spec.drop_s)
+        row["srtt_episode_s"] = srtt_episode_s(srtt, spec.drop_s)
         row["error"] = ""
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
@@ -815,7 +863,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
     seconds, _, _ = abw_run(spec.scheme)
-    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced), progress=False).flow_series
+    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced), progress=False, tables=[]).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
@@ -890,7 +938,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
     sc = scenario(
         spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
     )
-    r = run(sc, progress=False)
+    r = run(sc, progress=False, tables=[])
     fs = r.flow_series[r.flow_series["flow"] == "video"]
     return {"throughput_kbps": r.summary["flows"][0]["throughput_kbps"], "series": fs[["t_s", "send_kbps", "owd_ms"]]}
 
@@ -1059,7 +1107,7 @@ def reproduce(
         for fam, f in found
         for s in SCHEMES
     ]
-    df, data = run_grid(out, "traces", run_trace, specs, runner, "zhuge traces", data=["predictions"])
+    df, data = run_grid(out, "traces", run_trace, specs, runner, "zhuge traces", data=["predictions"], cost=trace_cost)
     preds = data["predictions"]
     written = [write_csv(df, out / "summary.csv")]
     tables = family_tables(df)
@@ -1079,7 +1127,7 @@ def reproduce(
         dspecs += [
             DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
         ]
-    drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop")
+    drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop", cost=drop_cost)
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
     figure_rows: list[tuple[str, pd.DataFrame]] = []
