@@ -199,7 +199,7 @@ def test_the_costliest_runs_start_first_and_the_rows_keep_their_order(tmp_path):
     slow = zhuge.TraceRun("C3", str(trace), "Copa", 10.0, 1)
     fast = zhuge.TraceRun("C3", str(tmp_path / "missing"), "GCC+FIFO", 3.0, 1)
     assert zhuge.trace_cost(slow) > zhuge.trace_cost(zhuge.TraceRun("C3", str(trace), "GCC+FIFO", 10.0, 1)) > zhuge.trace_cost(fast) > 0
-    assert zhuge.drop_cost(zhuge.DropRun(2, "Copa", 150.0, 1)) > zhuge.drop_cost(zhuge.DropRun(20, "Copa", 150.0, 1))
+    assert zhuge.drop_cost(zhuge.DropRun(2, "Copa", 30.0, 1)) > zhuge.drop_cost(zhuge.DropRun(20, "Copa", 30.0, 1))
     todo = [(0, {"c": 1.0}), (1, {"c": 5.0}), (2, {"c": float("nan")}), (3, {"c": 5.0}), (4, {"c": 2.0})]
     assert [i for i, _ in sweep.start_order(todo, lambda p: p["c"])] == [1, 3, 4, 0, 2]
     assert sweep.start_order(todo, None) == todo
