@@ -157,14 +157,14 @@ struct InService {
 /// while the middlebox is borrowed mutably).
 fn state_of(
     queue: &QueueDiscipline,
-    server: &Server,
+    server: &mut Server,
     in_service: Option<InService>,
     now: Time,
 ) -> QueueState {
     QueueState {
         bytes: queue.bytes(),
         packets: queue.len(),
-        rate: server.rate_at(now),
+        rate: server.rate_at_mut(now),
         busy: in_service.is_some(),
         head_since: in_service.map(|s| s.started),
     }
@@ -244,7 +244,13 @@ impl Link {
 
     /// The queue's state as a middlebox sees it.
     pub fn queue_state(&self, now: Time) -> QueueState {
-        state_of(&self.queue, &self.server, self.in_service, now)
+        QueueState {
+            bytes: self.queue.bytes(),
+            packets: self.queue.len(),
+            rate: self.server.rate_at(now),
+            busy: self.in_service.is_some(),
+            head_since: self.in_service.map(|s| s.started),
+        }
     }
 
     /// A packet arrives at the queue at `now`.
@@ -252,7 +258,7 @@ impl Link {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &self.server, self.in_service, now);
+            let state = state_of(&self.queue, &mut self.server, self.in_service, now);
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
                 Verdict::Drop => {
@@ -292,12 +298,12 @@ impl Link {
             self.serve(now, pkt);
             return;
         }
-        let rate = self.server.rate_at(now);
+        let rate = self.server.rate_at_mut(now);
         if self.queue.enqueue(now, pkt, rate).is_err() {
             self.stats.tail_drops += 1;
             self.stats.bin_at(now).drops += 1;
             if let Some(mb) = self.middlebox.as_mut() {
-                let state = state_of(&self.queue, &self.server, self.in_service, now);
+                let state = state_of(&self.queue, &mut self.server, self.in_service, now);
                 mb.on_drop(now, &pkt, &state);
             }
             return;
@@ -331,7 +337,7 @@ impl Link {
         let finish = self.server.finish_time(t, pkt.bytes()).unwrap_or(Time::MAX);
         self.in_service = Some(InService { pkt, started: t, finish });
         if let Some(mb) = self.middlebox.as_mut() {
-            let state = state_of(&self.queue, &self.server, self.in_service, t);
+            let state = state_of(&self.queue, &mut self.server, self.in_service, t);
             mb.on_dequeue(t, &pkt, &state);
         }
     }
@@ -346,7 +352,7 @@ impl Link {
             self.stats.tx_bytes += s.pkt.size as u64;
             if let Some(mb) = self.middlebox.as_mut() {
                 // The queue as it is once this packet is out (the next one not yet in service).
-                let state = state_of(&self.queue, &self.server, None, s.finish);
+                let state = state_of(&self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &s.pkt, &state);
             }
             self.stats.bin_at(s.finish).tx_bytes += s.pkt.size as u64;
@@ -375,7 +381,7 @@ impl Link {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &self.server, self.in_service, now);
+            let state = state_of(&self.queue, &mut self.server, self.in_service, now);
             if mb.poll_timeout().is_some_and(|t| t <= now) {
                 mb.handle_timeout(now, &state);
             }
