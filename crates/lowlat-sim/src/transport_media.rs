@@ -120,9 +120,9 @@ impl TransportVideoSender {
 
 impl Endpoint for TransportVideoSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        if let Some(frame) = crate::transport::take_ack(&self.mailbox, pkt.app) {
-            self.on_ack(now, &frame);
-        }
+        // The frame is read where it lies in the mailbox (no copy), under the mailbox's lock.
+        let mailbox = std::sync::Arc::clone(&self.mailbox);
+        crate::transport::with_ack(&mailbox, pkt.app, |frame| self.on_ack(now, frame));
     }
 
     fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {

@@ -2,7 +2,7 @@
 //! (RFC 9000 §13.2: at least every second ack-eliciting packet, within `max_ack_delay`, and at
 //! once when packets arrive out of order).
 
-use crate::ack::{AckFrame, AckRanges, EcnCounts};
+use crate::ack::{AckFrame, EcnCounts};
 use lowlat_core::{Duration, Time};
 
 /// When the receiver acknowledges.
@@ -108,18 +108,31 @@ impl Receiver {
 
     /// The ACK frame due at `now`, if one is.
     pub fn poll_ack(&mut self, now: Time) -> Option<AckFrame> {
-        let first = self.first_unacked?;
-        if !self.ack_now && now - first < self.cfg.max_ack_delay {
-            return None;
+        let mut frame = AckFrame::default();
+        self.poll_ack_into(now, &mut frame).then_some(frame)
+    }
+
+    /// Whether an ACK frame is due at `now` ([`Receiver::poll_ack`] would give one).
+    #[inline]
+    pub fn ack_due(&self, now: Time) -> bool {
+        self.first_unacked.is_some_and(|first| self.ack_now || now - first >= self.cfg.max_ack_delay)
+    }
+
+    /// [`Receiver::poll_ack`] written into `frame` (whatever it held before): whether one was
+    /// due. A driver that keeps its frames in place (a ring of them) copies only the ranges in
+    /// use, where a returned frame is moved whole (its inline room for every range) each time.
+    pub fn poll_ack_into(&mut self, now: Time, frame: &mut AckFrame) -> bool {
+        if !self.ack_due(now) {
+            return false;
         }
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        Some(AckFrame {
-            ranges: AckRanges::from_slice(&self.ranges),
-            ack_delay: now - self.largest_at,
-            ecn: self.ecn.any().then_some(self.ecn),
-        })
+        frame.ranges.clear();
+        frame.ranges.extend_from_slice(&self.ranges);
+        frame.ack_delay = now - self.largest_at;
+        frame.ecn = self.ecn.any().then_some(self.ecn);
+        true
     }
 
     /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
