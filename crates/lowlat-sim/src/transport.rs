@@ -193,7 +193,7 @@ impl Endpoint for AckReceiver {
         let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
         let sent = mb.push_with(id, |f| {
             let due = receiver.poll_ack_into(now, f);
-            size = f.datagram_len();
+            size = receiver.last_datagram_len();
             due
         });
         if !sent {

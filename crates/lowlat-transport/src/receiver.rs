@@ -36,6 +36,11 @@ pub struct Receiver {
     ack_now: bool,
     /// ECN codepoints received so far (RFC 9000 §13.4.1).
     ecn: EcnCounts,
+    /// `ack::tail_len` of `ranges`, while known: packets arriving in order only grow the first
+    /// range, which leaves it as it is, so a frame's size costs no walk over 32 ranges.
+    tail: Option<u64>,
+    /// The datagram size of the last frame written.
+    last_len: u64,
 }
 
 impl Receiver {
@@ -49,6 +54,8 @@ impl Receiver {
             largest_at: Time::ZERO,
             ack_now: false,
             ecn: EcnCounts::default(),
+            tail: None,
+            last_len: 0,
         }
     }
 
@@ -87,6 +94,7 @@ impl Receiver {
     }
 
     fn insert(&mut self, pn: u64) {
+        self.tail = None;
         let i = self.ranges.partition_point(|r| r.0 > pn);
         if self.ranges.get(i).is_some_and(|r| r.0 <= pn && pn <= r.1) {
             return; // duplicate
@@ -132,7 +140,17 @@ impl Receiver {
         frame.ranges.extend_from_slice(&self.ranges);
         frame.ack_delay = now - self.largest_at;
         frame.ecn = self.ecn.any().then_some(self.ecn);
+        let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
+        self.last_len = crate::ack::DATAGRAM_OVERHEAD
+            + crate::ack::encoded_len_with(&self.ranges, frame.ack_delay, frame.ecn, tail);
+        debug_assert_eq!(self.last_len, frame.datagram_len());
         true
+    }
+
+    /// [`AckFrame::datagram_len`] of the last frame [`Receiver::poll_ack_into`] wrote (worked out
+    /// from what the receiver remembers of its ranges).
+    pub fn last_datagram_len(&self) -> u64 {
+        self.last_len
     }
 
     /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
@@ -183,5 +201,39 @@ mod tests {
         plain.on_packet_ecn(Time::ZERO, 0, 0);
         plain.on_packet_ecn(Time::ZERO, 1, 0);
         assert_eq!(plain.poll_ack(Time::ZERO).unwrap().ecn, None);
+    }
+
+    /// The size the receiver works out from its remembered ranges is the frame's own, under
+    /// arrivals in order, with gaps, late, duplicated, and beyond the ranges a frame reports.
+    #[test]
+    fn remembered_sizes_are_the_frames_sizes() {
+        // A small xorshift: this crate has no random-number dependency of its own.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut below = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for case in 0..20 {
+            let cfg = ReceiverConfig { max_ranges: 1 + case % 40, ..ReceiverConfig::default() };
+            let mut r = Receiver::new(cfg);
+            let mut frame = AckFrame::default();
+            let (mut next, mut frames) = (0u64, 0);
+            for k in 0..5_000u64 {
+                let pn = match below(10) {
+                    0 => next + 1 + below(300),              // a gap
+                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
+                    _ => next,
+                };
+                next = next.max(pn + 1);
+                r.on_packet_ecn(Time(k * 100_000), pn, below(4) as u8);
+                if r.poll_ack_into(Time(k * 100_000 + below(30_000_000)), &mut frame) {
+                    assert_eq!(r.last_datagram_len(), frame.datagram_len(), "case {case} packet {k}");
+                    frames += 1;
+                }
+            }
+            assert!(frames > 1000, "{frames} frames");
+        }
     }
 }
