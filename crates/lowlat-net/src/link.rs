@@ -257,6 +257,7 @@ impl Link {
 
     /// A packet's finish and delivery (`None`: lost) if it starts service at `t`: the server's
     /// answer and the random draws, each taken once per packet in service order.
+    #[inline]
     fn fate(&mut self, t: Time, pkt: &Packet) -> (Time, Option<Time>) {
         // A capacity that never comes back holds the packet for ever (finish = MAX): it never
         // completes, so nothing is drawn for it (nor for anything after it).
@@ -401,16 +402,17 @@ impl Link {
     fn serve(&mut self, t: Time, pkt: Packet) {
         self.stats.record_sojourn(t, t - pkt.enqueued_at);
         let handed = self.eager;
-        let (finish, delivery) = match self.fates.pop_front() {
-            // Worked out on admission (an eager link's queued packet), already in propagation.
-            Some(fate) => fate,
-            None => {
-                let (finish, delivery) = self.fate(t, &pkt);
-                if let (true, Some(d)) = (handed, delivery) {
-                    self.in_flight.push_back((d, pkt));
-                }
-                (finish, delivery)
+        let (finish, delivery) = if !handed {
+            self.fate(t, &pkt)
+        } else if let Some(fate) = self.fates.pop_front() {
+            // Worked out on admission (a queued packet), already in propagation.
+            fate
+        } else {
+            let (finish, delivery) = self.fate(t, &pkt);
+            if let Some(d) = delivery {
+                self.in_flight.push_back((d, pkt));
             }
+            (finish, delivery)
         };
         self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
         if let Some(mb) = self.middlebox.as_mut() {
