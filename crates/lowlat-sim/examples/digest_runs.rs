@@ -71,7 +71,7 @@ fn main() {
             Some(ms) => {
                 let mut t = Time::ZERO;
                 while !sim.is_done() {
-                    t = t + Duration::from_millis(ms);
+                    t += Duration::from_millis(ms);
                     sim.advance(t);
                 }
             }
