@@ -47,6 +47,9 @@ pub struct Server {
     last_opportunity: Option<(u64, u64)>,
     /// Wi-Fi: the channel's transmit opportunities.
     wifi: Option<WifiChannel>,
+    /// Schedules: the step of the last query (see [`RateSchedule::step_from`]), so the mostly
+    /// forward-moving queries of a link find their step without a search.
+    cursor: usize,
 }
 
 impl DeliveryTrace {
@@ -194,7 +197,7 @@ impl Server {
             Capacity::Wifi { rate, channel } => Some(WifiChannel::new(channel.clone(), rate, rng)),
             _ => None,
         };
-        Server { capacity, last_opportunity: None, wifi }
+        Server { capacity, last_opportunity: None, wifi, cursor: 0 }
     }
 
     /// The capacity it serves at.
@@ -207,6 +210,17 @@ impl Server {
         self.capacity.rate_at(t)
     }
 
+    /// [`Server::rate_at`], remembering where in a schedule it looked (queries that move forward
+    /// cost O(1)).
+    #[inline]
+    pub fn rate_at_mut(&mut self, t: Time) -> Bitrate {
+        match &self.capacity {
+            Capacity::Constant(r) => *r,
+            Capacity::Schedule(s) | Capacity::Wifi { rate: s, .. } => s.step_from(t, &mut self.cursor).0,
+            c @ Capacity::Opportunities(_) => c.rate_at(t),
+        }
+    }
+
     /// When a packet of `bytes` that starts service at `start` has its last bit out; `None` if
     /// the capacity never allows it (rate 0 for ever). Calls come with non-decreasing `start`.
     pub fn finish_time(&mut self, start: Time, bytes: Bytes) -> Option<Time> {
@@ -216,7 +230,7 @@ impl Server {
                 self.wifi.as_mut().expect("built with the capacity").finish_time(rate, start, bytes)
             }
             Capacity::Schedule(s) => {
-                if s.is_zero_from(start) {
+                if s.is_zero_from_cursor(start, &mut self.cursor) {
                     return None;
                 }
                 let mut need = bytes.0 as u128 * BIT_NS_PER_BYTE;
@@ -234,7 +248,7 @@ impl Server {
                     }
                 }
                 loop {
-                    let (rate, end) = s.step_at(t);
+                    let (rate, end) = s.step_from(t, &mut self.cursor);
                     let rate = rate.as_bps() as u128;
                     if end == Time::MAX {
                         if rate == 0 {

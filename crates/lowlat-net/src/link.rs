@@ -11,14 +11,23 @@
 //! jitter model never reorders, that FIFO stays sorted by delivery time. Forwarding allocates
 //! nothing once the queues have grown to their working size.
 //!
-//! Fewer wake-ups: a link with no middlebox and no jitter has nothing to show anyone at the
-//! instant a transmission ends (no middlebox hears of it, and the packet only reappears once it
-//! has propagated), so it does not ask to be woken then: [`Link::poll_timeout`] names the
-//! earliest delivery, `finish + delay`, and the transmissions that ended meanwhile are completed
-//! in order, at their own finish times, by the next call (arrival, timeout or [`Link::settle`]).
-//! The queue sees the same dequeues at the same instants, so every result is the same; only the
+//! Fewer wake-ups: a link with no middlebox has nothing to show anyone at the instant a
+//! transmission ends (no middlebox hears of it, and the packet only reappears once it has
+//! propagated), so it does not ask to be woken then: [`Link::poll_timeout`] names the earliest
+//! delivery, and the transmissions that ended meanwhile are completed in order, at their own
+//! finish times, by the next call (arrival, timeout or [`Link::settle`]). A packet's fate on the
+//! wire (random loss, then its jittered delivery instant) is drawn when it starts service rather
+//! than when it ends: packets leave in the order they start, so each random stream gives the same
+//! draws to the same packets, and the delivery instant is known as soon as the finish is. The
+//! queue sees the same dequeues at the same instants, so every result is the same; only the
 //! driver's event count drops (one event per packet per hop instead of two). Read
 //! [`Link::stats`] after [`Link::settle`] to see the transmissions that ended before `now`.
+//!
+//! Handing on ahead ([`Link::set_eager`]): a drop-tail link with no middlebox knows a packet's
+//! whole fate when it admits it (it leaves when the packets before it have, through the same
+//! server calls and random draws in the same order), so it can work that out at once and put the
+//! packet among those in propagation. A driver whose next hop is fed by this link alone can then
+//! take each packet at its arrival instant ([`Link::poll_output_until`]) without waking the link.
 
 use crate::capacity::{Capacity, Server};
 use crate::histogram::NsHistogram;
@@ -151,20 +160,26 @@ struct InService {
     pkt: Packet,
     started: Time,
     finish: Time,
+    /// When it reaches the far end; `None` if random loss takes it (drawn at the start of
+    /// service, see the module docs).
+    delivery: Option<Time>,
+    /// Already among the packets in propagation (an eager link, [`Link::set_eager`]): completing
+    /// it only counts it.
+    handed: bool,
 }
 
 /// The queue's state as a middlebox sees it (a free function so it can borrow the fields it reads
 /// while the middlebox is borrowed mutably).
 fn state_of(
     queue: &QueueDiscipline,
-    server: &Server,
+    server: &mut Server,
     in_service: Option<InService>,
     now: Time,
 ) -> QueueState {
     QueueState {
         bytes: queue.bytes(),
         packets: queue.len(),
-        rate: server.rate_at(now),
+        rate: server.rate_at_mut(now),
         busy: in_service.is_some(),
         head_since: in_service.map(|s| s.started),
     }
@@ -184,8 +199,13 @@ pub struct Link {
     middlebox: Option<Box<dyn Middlebox>>,
     aqm_drops_seen: u64,
     stats: LinkStats,
-    /// Completes transmissions lazily (see the module docs): no middlebox and no jitter.
+    /// Completes transmissions lazily (see the module docs): no middlebox.
     lazy_completion: bool,
+    /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
+    eager: bool,
+    /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
+    /// admission, used when it starts service).
+    fates: VecDeque<(Time, Option<Time>)>,
 }
 
 impl Link {
@@ -206,7 +226,9 @@ impl Link {
             middlebox: None,
             aqm_drops_seen: 0,
             stats: LinkStats::new(bin),
-            lazy_completion: config.jitter == Duration::ZERO,
+            lazy_completion: true,
+            eager: false,
+            fates: VecDeque::new(),
         }
     }
 
@@ -214,7 +236,41 @@ impl Link {
     pub fn set_middlebox(&mut self, middlebox: Box<dyn Middlebox>) {
         // The middlebox hears of each transmission's end when it happens.
         self.lazy_completion = false;
+        self.eager = false;
         self.middlebox = Some(middlebox);
+    }
+
+    /// Asks the link to work out each packet's fate (finish, loss, delivery) when it admits it
+    /// and to put it among the packets in propagation at once, for a driver that hands them on
+    /// ahead of its clock ([`Link::poll_output_until`]). Only a drop-tail link without a
+    /// middlebox can (nothing decides a packet's fate after its admission); returns whether this
+    /// one does. Call before the first packet arrives.
+    pub fn set_eager(&mut self, on: bool) -> bool {
+        self.eager = on && self.can_be_eager();
+        self.eager
+    }
+
+    /// Whether [`Link::set_eager`] would take: a drop-tail queue and no middlebox.
+    pub fn can_be_eager(&self) -> bool {
+        self.middlebox.is_none() && matches!(self.queue, QueueDiscipline::DropTail(_))
+    }
+
+    /// A packet's finish and delivery (`None`: lost) if it starts service at `t`: the server's
+    /// answer and the random draws, each taken once per packet in service order.
+    #[inline]
+    fn fate(&mut self, t: Time, pkt: &Packet) -> (Time, Option<Time>) {
+        // A capacity that never comes back holds the packet for ever (finish = MAX): it never
+        // completes, so nothing is drawn for it (nor for anything after it).
+        let finish = self.server.finish_time(t, pkt.bytes()).unwrap_or(Time::MAX);
+        let delivery = if finish == Time::MAX || self.loss.is_lost(&mut self.loss_rng) {
+            None
+        } else {
+            Some(match self.jitter.as_mut() {
+                Some(j) => j.delivery_time(finish, self.delay, finish - t),
+                None => Time(finish.as_nanos().saturating_add(self.delay.as_nanos())),
+            })
+        };
+        (finish, delivery)
     }
 
     /// The middlebox at this link's queue, if any.
@@ -244,7 +300,13 @@ impl Link {
 
     /// The queue's state as a middlebox sees it.
     pub fn queue_state(&self, now: Time) -> QueueState {
-        state_of(&self.queue, &self.server, self.in_service, now)
+        QueueState {
+            bytes: self.queue.bytes(),
+            packets: self.queue.len(),
+            rate: self.server.rate_at(now),
+            busy: self.in_service.is_some(),
+            head_since: self.in_service.map(|s| s.started),
+        }
     }
 
     /// A packet arrives at the queue at `now`.
@@ -252,7 +314,7 @@ impl Link {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &self.server, self.in_service, now);
+            let state = state_of(&self.queue, &mut self.server, self.in_service, now);
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
                 Verdict::Drop => {
@@ -292,12 +354,12 @@ impl Link {
             self.serve(now, pkt);
             return;
         }
-        let rate = self.server.rate_at(now);
+        let rate = self.server.rate_at_mut(now);
         if self.queue.enqueue(now, pkt, rate).is_err() {
             self.stats.tail_drops += 1;
             self.stats.bin_at(now).drops += 1;
             if let Some(mb) = self.middlebox.as_mut() {
-                let state = state_of(&self.queue, &self.server, self.in_service, now);
+                let state = state_of(&self.queue, &mut self.server, self.in_service, now);
                 mb.on_drop(now, &pkt, &state);
             }
             return;
@@ -305,6 +367,18 @@ impl Link {
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
         if self.in_service.is_none() {
             self.start_next(now);
+        } else if self.eager {
+            // It starts when the packets before it have left (the one in service, which ends
+            // after `now`, then those queued): work its fate out now, as its service will.
+            let before = self.fates.back().map(|f| f.0);
+            let start = before.or(self.in_service.map(|s| s.finish)).map_or(now, |f| f.max(now));
+            let mut pkt = pkt;
+            pkt.enqueued_at = now; // as the queue holds it
+            let (finish, delivery) = self.fate(start, &pkt);
+            self.fates.push_back((finish, delivery));
+            if let Some(d) = delivery {
+                self.in_flight.push_back((d, pkt));
+            }
         }
     }
 
@@ -327,11 +401,22 @@ impl Link {
     #[inline]
     fn serve(&mut self, t: Time, pkt: Packet) {
         self.stats.record_sojourn(t, t - pkt.enqueued_at);
-        // A capacity that never comes back holds the packet for ever (finish = MAX).
-        let finish = self.server.finish_time(t, pkt.bytes()).unwrap_or(Time::MAX);
-        self.in_service = Some(InService { pkt, started: t, finish });
+        let handed = self.eager;
+        let (finish, delivery) = if !handed {
+            self.fate(t, &pkt)
+        } else if let Some(fate) = self.fates.pop_front() {
+            // Worked out on admission (a queued packet), already in propagation.
+            fate
+        } else {
+            let (finish, delivery) = self.fate(t, &pkt);
+            if let Some(d) = delivery {
+                self.in_flight.push_back((d, pkt));
+            }
+            (finish, delivery)
+        };
+        self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
         if let Some(mb) = self.middlebox.as_mut() {
-            let state = state_of(&self.queue, &self.server, self.in_service, t);
+            let state = state_of(&self.queue, &mut self.server, self.in_service, t);
             mb.on_dequeue(t, &pkt, &state);
         }
     }
@@ -346,19 +431,17 @@ impl Link {
             self.stats.tx_bytes += s.pkt.size as u64;
             if let Some(mb) = self.middlebox.as_mut() {
                 // The queue as it is once this packet is out (the next one not yet in service).
-                let state = state_of(&self.queue, &self.server, None, s.finish);
+                let state = state_of(&self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &s.pkt, &state);
             }
             self.stats.bin_at(s.finish).tx_bytes += s.pkt.size as u64;
-            if self.loss.is_lost(&mut self.loss_rng) {
-                self.stats.random_losses += 1;
-                self.stats.bin_at(s.finish).drops += 1;
-            } else {
-                let delivery = match self.jitter.as_mut() {
-                    Some(j) => j.delivery_time(s.finish, self.delay, s.finish - s.started),
-                    None => s.finish + self.delay,
-                };
-                self.in_flight.push_back((delivery, s.pkt));
+            match s.delivery {
+                None => {
+                    self.stats.random_losses += 1;
+                    self.stats.bin_at(s.finish).drops += 1;
+                }
+                Some(delivery) if !s.handed => self.in_flight.push_back((delivery, s.pkt)),
+                Some(_) => {}
             }
             self.start_next(s.finish);
         }
@@ -375,7 +458,7 @@ impl Link {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &self.server, self.in_service, now);
+            let state = state_of(&self.queue, &mut self.server, self.in_service, now);
             if mb.poll_timeout().is_some_and(|t| t <= now) {
                 mb.handle_timeout(now, &state);
             }
@@ -414,10 +497,14 @@ impl Link {
     pub fn poll_timeout(&self) -> Option<Time> {
         // Written out by hand: this runs once or twice per packet per hop.
         let mut next = match self.in_service {
-            Some(s) if s.finish != Time::MAX && self.lazy_completion => {
+            Some(s) if s.finish != Time::MAX && self.lazy_completion => match (s.delivery, s.handed) {
+                // Among the packets in propagation already (as is every packet queued behind it).
+                (_, true) => None,
                 // Its delivery, the first thing anyone sees of it (and of the ones after it).
-                Some(Time(s.finish.as_nanos().saturating_add(self.delay.as_nanos())))
-            }
+                (Some(d), false) => Some(d),
+                // Lost on the wire: nothing to show; the next one starts at its end.
+                (None, false) => Some(s.finish),
+            },
             Some(s) if s.finish != Time::MAX => Some(s.finish),
             _ => None,
         };

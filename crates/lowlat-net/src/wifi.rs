@@ -15,7 +15,7 @@
 
 use crate::schedule::RateSchedule;
 use lowlat_core::rng::Rng;
-use lowlat_core::{Bytes, Duration, Time};
+use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use rand::Rng as _;
 
 /// The channel's access pattern.
@@ -97,12 +97,23 @@ pub struct WifiChannel {
     txop: Time,
     /// Bytes the current TXOP can still carry.
     left: u64,
+    /// From this instant on no TXOP can carry a byte (see `never_carries`), worked out once
+    /// rather than per TXOP.
+    silent_from: Time,
+    /// Where in the rate schedule the last TXOP's budget ended (see `RateSchedule::step_from`).
+    cursor: usize,
 }
 
 impl WifiChannel {
     /// A channel whose first TXOP comes one access gap after time zero.
     pub fn new(cfg: WifiConfig, rate: &RateSchedule, rng: Rng) -> WifiChannel {
-        let mut ch = WifiChannel { cfg, rng, prev: Time::ZERO, txop: Time::ZERO, left: 0 };
+        // `never_carries(t)`: rate x access_max < 8 bit-seconds, i.e. rate < ceil(8e9 / access_max)
+        // bit/s (integers: r x a < N exactly when r < ceil(N / a)).
+        let a = cfg.access_max.as_nanos();
+        let silent_from =
+            if a == 0 { Time::ZERO } else { rate.below_from(Bitrate::bps(8_000_000_000u64.div_ceil(a))) };
+        let mut ch =
+            WifiChannel { cfg, rng, prev: Time::ZERO, txop: Time::ZERO, left: 0, silent_from, cursor: 0 };
         ch.next_txop(rate);
         ch
     }
@@ -123,7 +134,7 @@ impl WifiChannel {
         self.prev = self.txop;
         // At least 1 ns: a config that skipped `validate` (access_min 0) must not stall time.
         self.txop += Duration(gap.max(1));
-        let accrued = rate.bytes_between(self.prev, self.txop);
+        let accrued = rate.bytes_between_from(self.prev, self.txop, &mut self.cursor);
         self.left = accrued.min(self.cfg.max_aggregate.0);
     }
 
@@ -131,8 +142,12 @@ impl WifiChannel {
     /// gap is under 8 bits. A TXOP carries the whole bytes accrued since the previous one, so
     /// such a rate (zero, or a few bit/s held to the end) never serves anything; only an outage's
     /// longer gap might, after ages. Said so rather than drawing TXOPs for ever.
-    fn never_carries(&self, rate: &RateSchedule, t: Time) -> bool {
-        rate.max_rate_from(t).as_bps() as u128 * u128::from(self.cfg.access_max.as_nanos()) < 8_000_000_000
+    ///
+    /// The rate's highest value from `t` on only falls as `t` grows, so this holds from
+    /// `silent_from` on (worked out in [`WifiChannel::new`]).
+    #[inline]
+    fn never_carries(&self, t: Time) -> bool {
+        t >= self.silent_from
     }
 
     /// When a packet of `bytes` that starts service at `start` leaves: at the first TXOP at or
@@ -142,7 +157,7 @@ impl WifiChannel {
     pub fn finish_time(&mut self, rate: &RateSchedule, start: Time, bytes: Bytes) -> Option<Time> {
         // TXOPs that passed while nothing waited are gone; their budget with them.
         while self.txop < start {
-            if self.never_carries(rate, self.txop) {
+            if self.never_carries(self.txop) {
                 return None;
             }
             self.next_txop(rate);
@@ -154,7 +169,7 @@ impl WifiChannel {
                 return Some(self.txop);
             }
             need -= self.left;
-            if self.left == 0 && self.never_carries(rate, self.txop) {
+            if self.left == 0 && self.never_carries(self.txop) {
                 return None;
             }
             self.next_txop(rate);
@@ -238,5 +253,32 @@ mod tests {
                 .unwrap();
         let mut ch = WifiChannel::new(cfg, &dead, stream(3, "wifi"));
         assert_eq!(ch.finish_time(&dead, Time::from_millis(50), Bytes(100)), None);
+    }
+
+    /// The instant from which no TXOP carries a byte is where the rule read per TXOP (highest
+    /// rate from then on x longest gap < 8 bit-seconds) starts to hold, at the edge of the bound.
+    #[test]
+    fn silence_starts_where_the_per_txop_rule_says() {
+        use rand::Rng as _;
+        let mut rng = stream(4, "wifi-silence");
+        for _ in 0..300 {
+            let access_max = Duration(rng.random_range(MIN_ACCESS_GAP.as_nanos()..5_000_000));
+            let bound = 8_000_000_000u64.div_ceil(access_max.as_nanos());
+            let mut points = Vec::new();
+            for k in 0..rng.random_range(1..8u64) {
+                let bps =
+                    bound.saturating_sub(1) + rng.random_range(0..3) - rng.random_range(0..2).min(bound);
+                points.push((Time::from_millis(10 * k), Bitrate::bps(bps)));
+            }
+            let rate = RateSchedule::new(points).unwrap();
+            let cfg = WifiConfig { access_min: MIN_ACCESS_GAP, access_max, ..WifiConfig::default() };
+            let ch = WifiChannel::new(cfg, &rate, stream(1, "wifi"));
+            for ms in 0..80 {
+                let t = Time::from_millis(ms);
+                let rule = rate.max_rate_from(t).as_bps() as u128 * u128::from(access_max.as_nanos())
+                    < 8_000_000_000;
+                assert_eq!(ch.never_carries(t), rule, "{t} {access_max}");
+            }
+        }
     }
 }

@@ -128,6 +128,10 @@ pub struct Simulation {
     quiet: Vec<bool>,
     /// The quiet links, each after the link that feeds it (the order to settle them in).
     quiet_order: Vec<u32>,
+    /// Per link: hands its packets on ahead (see [`Simulation::find_quiet_links`]): as soon as
+    /// their delivery is known, to next hops only it feeds, which take them at their arrival
+    /// instants; it is woken only to start a packet that waited in its queue.
+    ahead: Vec<bool>,
     /// The horizon of the [`Simulation::advance`] in progress: quiet links hand on what reaches
     /// their far end by then.
     flush_until: Time,
@@ -313,6 +317,7 @@ impl Simulation {
             horizon: None,
             quiet: vec![false; link_count],
             quiet_order: Vec::new(),
+            ahead: vec![false; link_count],
             flush_until: Time::ZERO,
         };
         sim.find_quiet_links();
@@ -384,6 +389,33 @@ impl Simulation {
                 break;
             }
         }
+        // Links that hand their packets on ahead: no middlebox, every packet goes to a link fed
+        // by this one alone and without a middlebox (or to a passive receiver), and not the
+        // reverse link of a site with a middlebox (feedback passes the site when it leaves that
+        // link). Such a next hop sees its arrivals in order, each at its own instant, whenever the
+        // driver hands them over, as long as that is before the driver's clock reaches them,
+        // which handing on at once guarantees; it hears of nothing else (no other feeder, no
+        // middlebox), so its packets leave it at the same instants.
+        let site = self.links[self.bottleneck as usize].middlebox().is_some();
+        let ahead: Vec<bool> = (0..n)
+            .map(|l| {
+                !quiet[l]
+                    && self.links[l].can_be_eager()
+                    && !(site && l as u32 == self.reverse)
+                    && next_passive[l]
+                    && !next[l].is_empty()
+                    && next[l].iter().all(|m| {
+                        m.is_some_and(|m| {
+                            feeder[m as usize] == Feeder::Link(l as u32)
+                                && self.links[m as usize].middlebox().is_none()
+                        })
+                    })
+            })
+            .collect();
+        for (l, &a) in ahead.iter().enumerate() {
+            self.links[l].set_eager(a);
+        }
+        self.ahead = ahead;
         let mut order = Vec::new();
         for f in &self.flows {
             for path in [f.forward, f.reverse] {
@@ -420,6 +452,20 @@ impl Simulation {
         self.wakeups.set(Target::Endpoint(2 * i as u32 + 1), r);
         self.find_quiet_links();
         Ok(())
+    }
+
+    /// Drives every link the plain way from now on: woken for each packet it delivers, none quiet
+    /// and none handing on ahead (see [`Simulation::find_quiet_links`]). Results are the same;
+    /// only the event count grows. For tests that check exactly that; call before the run
+    /// starts.
+    #[doc(hidden)]
+    pub fn wake_every_hop(&mut self) {
+        self.quiet.iter_mut().for_each(|q| *q = false);
+        self.ahead.iter_mut().for_each(|a| *a = false);
+        self.quiet_order.clear();
+        self.links.iter_mut().for_each(|l| {
+            l.set_eager(false);
+        });
     }
 
     /// The current state of flow `id`'s sending controller (see [`Endpoint::cc_mode`]).
@@ -591,6 +637,9 @@ impl Simulation {
         while let Some(pkt) = self.links[i as usize].poll_output(now) {
             self.forward(now, pkt);
         }
+        if self.ahead[i as usize] {
+            self.hand_ahead(i);
+        }
         if i == self.bottleneck && self.links[i as usize].middlebox().is_some() {
             self.drain_site(now);
         }
@@ -669,7 +718,10 @@ impl Simulation {
             self.flush_quiet(link);
             return;
         }
-        self.wakeups.set(Target::Link(link), l.poll_timeout());
+        if self.ahead[link as usize] {
+            self.hand_ahead(link);
+        }
+        self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
         if link == self.bottleneck && self.links[link as usize].middlebox().is_some() {
             self.drain_site(now);
         }
@@ -678,6 +730,14 @@ impl Simulation {
     /// Hands on what quiet link `link` has delivered by the current horizon, at each packet's
     /// own arrival instant (see [`Simulation::find_quiet_links`]).
     fn flush_quiet(&mut self, link: u32) {
+        while let Some((at, pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
+            self.next_hop(at, pkt);
+        }
+    }
+
+    /// Hands on what link `link` (one that hands on ahead, see [`Simulation::find_quiet_links`])
+    /// will deliver by the current horizon, at each packet's own arrival instant.
+    fn hand_ahead(&mut self, link: u32) {
         while let Some((at, pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
             self.next_hop(at, pkt);
         }

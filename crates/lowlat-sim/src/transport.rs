@@ -9,8 +9,75 @@ use lowlat_transport::{AckFrame, Receiver, ReceiverConfig, Sender, SenderConfig,
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// ACK frames in flight from receiver to sender: `(id, frame)`.
-pub type AckMailbox = Arc<Mutex<VecDeque<(u64, AckFrame)>>>;
+/// ACK frames in flight from receiver to sender (see [`AckRing`]).
+pub type AckMailbox = Arc<Mutex<AckRing>>;
+
+/// The ACK frames in flight, oldest first, each with the id of the packet carrying it. Frames stay
+/// in their slots: the receiver writes the next one in place and the sender reads it there, so a
+/// frame costs a copy of the ranges it holds, where moving one (in and out of a queue, out of a
+/// function) copied its whole inline room (about half a kilobyte) several times per ACK.
+#[derive(Debug, Default)]
+pub struct AckRing {
+    slots: Vec<(u64, AckFrame)>,
+    head: usize,
+    len: usize,
+}
+
+impl AckRing {
+    /// Writes the next frame with `fill` (which says whether it wrote one) under `id`.
+    pub fn push_with(&mut self, id: u64, fill: impl FnOnce(&mut AckFrame) -> bool) -> bool {
+        if self.len == self.slots.len() {
+            // Full: make room after the newest (the order is kept; this happens only while the
+            // ring grows to the most frames ever in flight).
+            self.slots.rotate_left(self.head);
+            self.head = 0;
+            self.slots.push((0, AckFrame::default()));
+        }
+        let i = (self.head + self.len) % self.slots.len();
+        let slot = &mut self.slots[i];
+        if !fill(&mut slot.1) {
+            return false;
+        }
+        slot.0 = id;
+        self.len += 1;
+        true
+    }
+
+    /// The frame of the ACK packet `id` that just arrived, if it is here. Feedback packets arrive
+    /// in order, so frames older than `id` belong to lost packets and are dropped. The frame
+    /// stays readable until the next [`AckRing::push_with`].
+    pub fn take(&mut self, id: u64) -> Option<&AckFrame> {
+        while self.len > 0 && self.slots[self.head].0 < id {
+            self.pop();
+        }
+        if self.len > 0 && self.slots[self.head].0 == id {
+            let i = self.head;
+            self.pop();
+            return Some(&self.slots[i].1);
+        }
+        None
+    }
+
+    fn pop(&mut self) {
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+    }
+
+    /// Forgets every frame in flight.
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Frames in flight.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no frame is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
 
 pub use crate::scenario::registry::{window_controller, window_controller_with, WINDOW_CONTROLLERS};
 
@@ -51,8 +118,9 @@ impl BulkSender {
 
 impl Endpoint for BulkSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        if let Some(f) = take_ack(&self.mailbox, pkt.app) {
-            self.sender.on_ack(now, &f);
+        let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+        if let Some(f) = mb.take(pkt.app) {
+            self.sender.on_ack(now, f);
         }
     }
 
@@ -121,12 +189,23 @@ impl Endpoint for AckReceiver {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        let frame = self.receiver.poll_ack(now)?;
+        if !self.receiver.ack_due(now) {
+            return None; // without taking the mailbox's lock
+        }
         let id = self.next_id;
+        let mut size = 0;
+        let receiver = &mut self.receiver;
+        let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+        let sent = mb.push_with(id, |f| {
+            let due = receiver.poll_ack_into(now, f);
+            size = receiver.last_datagram_len();
+            due
+        });
+        if !sent {
+            return None;
+        }
         self.next_id += 1;
-        let size = Bytes(frame.datagram_len());
-        self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((id, frame));
-        Some(Transmit { size, seq: id, app: id, ecn: 0 })
+        Some(Transmit { size: Bytes(size), seq: id, app: id, ecn: 0 })
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -147,29 +226,13 @@ pub fn take_by_id<T>(mailbox: &Mutex<VecDeque<(u64, T)>>, id: u64) -> Option<T> 
     }
 }
 
-/// The ACK frame of the ACK packet `id` that just arrived, if it is in the mailbox.
-pub fn take_ack(mailbox: &AckMailbox, id: u64) -> Option<AckFrame> {
-    take_by_id(mailbox, id)
-}
-
-/// Calls `f` on the content of feedback packet `id` that just arrived, if it is in the mailbox,
-/// and removes it: as [`take_by_id`], without moving the content out (an [`AckFrame`] holds
-/// its ranges inline, over 500 bytes copied per ACK otherwise).
-pub fn with_id<T, R>(mailbox: &Mutex<VecDeque<(u64, T)>>, id: u64, f: impl FnOnce(&T) -> R) -> Option<R> {
-    let mut mb = mailbox.lock().expect("the mailbox lock is never held across a panic");
-    while mb.front().is_some_and(|(i, _)| *i < id) {
-        mb.pop_front();
-    }
-    let out = match mb.front() {
-        Some((i, content)) if *i == id => f(content),
-        _ => return None,
-    };
-    // Only dropped: the compiler reads no more of it than its destructor needs.
-    mb.pop_front();
-    Some(out)
+/// Calls `f` with the ACK frame of the ACK packet `id` that just arrived, if it is in the
+/// mailbox (see [`AckRing::take`]).
+pub fn with_ack<R>(mailbox: &AckMailbox, id: u64, f: impl FnOnce(&AckFrame) -> R) -> Option<R> {
+    mailbox.lock().expect("the mailbox lock is never held across a panic").take(id).map(f)
 }
 
 /// A new mailbox for one flow.
 pub fn mailbox() -> AckMailbox {
-    Arc::new(Mutex::new(VecDeque::new()))
+    Arc::new(Mutex::new(AckRing::default()))
 }

@@ -127,14 +127,9 @@ impl TransportVideoSender {
 
 impl Endpoint for TransportVideoSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        let (sender, metrics) = (&mut self.sender, &mut self.metrics);
-        if crate::transport::with_id(&self.mailbox, pkt.app, |frame| {
-            Self::take_ack(sender, metrics, now, frame)
-        })
-        .is_some()
-        {
-            self.collect_lost();
-        }
+        // The frame is read where it lies in the mailbox (no copy), under the mailbox's lock.
+        let mailbox = std::sync::Arc::clone(&self.mailbox);
+        crate::transport::with_ack(&mailbox, pkt.app, |frame| self.on_ack(now, frame));
     }
 
     fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {

@@ -52,6 +52,7 @@ pub struct AckFrame {
 }
 
 /// Bytes of a QUIC variable-length integer (RFC 9000 §16).
+#[inline]
 fn varint_len(v: u64) -> u64 {
     match v {
         0..=63 => 1,
@@ -77,25 +78,46 @@ impl AckFrame {
     /// The frame's encoded size: type, largest, delay (in 8 us units, the default exponent),
     /// range count, first range, then a gap and a length per further range.
     pub fn encoded_len(&self) -> u64 {
-        let Some(&(lo, hi)) = self.ranges.first() else { return 0 };
-        let mut n = 1 + varint_len(hi) + varint_len(self.ack_delay.as_nanos() / 8_000);
-        n += varint_len(self.ranges.len() as u64 - 1) + varint_len(hi - lo);
-        let mut prev_lo = lo;
-        for &(lo, hi) in &self.ranges[1..] {
-            n += varint_len(prev_lo - hi - 2) + varint_len(hi - lo);
-            prev_lo = lo;
-        }
-        if let Some(e) = self.ecn {
-            n += varint_len(e.ect0) + varint_len(e.ect1) + varint_len(e.ce);
-        }
-        n
+        encoded_len_with(&self.ranges, self.ack_delay, self.ecn, tail_len(&self.ranges))
     }
 
     /// Size of a UDP datagram carrying only this frame in a 1-RTT QUIC packet: IPv4 + UDP 28 B,
     /// short header 1 + 8-byte connection id + 2-byte packet number, 16 B AEAD tag.
     pub fn datagram_len(&self) -> u64 {
-        28 + 11 + 16 + self.encoded_len()
+        DATAGRAM_OVERHEAD + self.encoded_len()
     }
+}
+
+/// What a datagram carrying one ACK frame adds to it (see [`AckFrame::datagram_len`]).
+pub const DATAGRAM_OVERHEAD: u64 = 28 + 11 + 16;
+
+/// The bytes of the ranges after the first (a gap and a length each), given highest first: what
+/// a receiver that keeps its ranges can remember between frames, as only the first range grows
+/// while packets arrive in order.
+pub(crate) fn tail_len(ranges: &[(u64, u64)]) -> u64 {
+    let Some(&(mut prev_lo, _)) = ranges.first() else { return 0 };
+    let mut n = 0;
+    for &(lo, hi) in &ranges[1..] {
+        n += varint_len(prev_lo - hi - 2) + varint_len(hi - lo);
+        prev_lo = lo;
+    }
+    n
+}
+
+/// [`AckFrame::encoded_len`] of a frame of these fields, with [`tail_len`] of its ranges given.
+pub(crate) fn encoded_len_with(
+    ranges: &[(u64, u64)],
+    ack_delay: Duration,
+    ecn: Option<EcnCounts>,
+    tail: u64,
+) -> u64 {
+    let Some(&(lo, hi)) = ranges.first() else { return 0 };
+    let mut n = 1 + varint_len(hi) + varint_len(ack_delay.as_nanos() / 8_000);
+    n += varint_len(ranges.len() as u64 - 1) + varint_len(hi - lo) + tail;
+    if let Some(e) = ecn {
+        n += varint_len(e.ect0) + varint_len(e.ect1) + varint_len(e.ce);
+    }
+    n
 }
 
 #[cfg(test)]

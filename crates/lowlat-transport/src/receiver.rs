@@ -2,7 +2,7 @@
 //! (RFC 9000 §13.2: at least every second ack-eliciting packet, within `max_ack_delay`, and at
 //! once when packets arrive out of order).
 
-use crate::ack::{AckFrame, AckRanges, EcnCounts};
+use crate::ack::{AckFrame, EcnCounts};
 use lowlat_core::{Duration, Time};
 
 /// When the receiver acknowledges.
@@ -36,6 +36,11 @@ pub struct Receiver {
     ack_now: bool,
     /// ECN codepoints received so far (RFC 9000 §13.4.1).
     ecn: EcnCounts,
+    /// `ack::tail_len` of `ranges`, while known: packets arriving in order only grow the first
+    /// range, which leaves it as it is, so a frame's size costs no walk over 32 ranges.
+    tail: Option<u64>,
+    /// The datagram size of the last frame written.
+    last_len: u64,
 }
 
 impl Receiver {
@@ -49,6 +54,8 @@ impl Receiver {
             largest_at: Time::ZERO,
             ack_now: false,
             ecn: EcnCounts::default(),
+            tail: None,
+            last_len: 0,
         }
     }
 
@@ -87,6 +94,7 @@ impl Receiver {
     }
 
     fn insert(&mut self, pn: u64) {
+        self.tail = None;
         let i = self.ranges.partition_point(|r| r.0 > pn);
         if self.ranges.get(i).is_some_and(|r| r.0 <= pn && pn <= r.1) {
             return; // duplicate
@@ -108,18 +116,41 @@ impl Receiver {
 
     /// The ACK frame due at `now`, if one is.
     pub fn poll_ack(&mut self, now: Time) -> Option<AckFrame> {
-        let first = self.first_unacked?;
-        if !self.ack_now && now - first < self.cfg.max_ack_delay {
-            return None;
+        let mut frame = AckFrame::default();
+        self.poll_ack_into(now, &mut frame).then_some(frame)
+    }
+
+    /// Whether an ACK frame is due at `now` ([`Receiver::poll_ack`] would give one).
+    #[inline]
+    pub fn ack_due(&self, now: Time) -> bool {
+        self.first_unacked.is_some_and(|first| self.ack_now || now - first >= self.cfg.max_ack_delay)
+    }
+
+    /// [`Receiver::poll_ack`] written into `frame` (whatever it held before): whether one was
+    /// due. A driver that keeps its frames in place (a ring of them) copies only the ranges in
+    /// use, where a returned frame is moved whole (its inline room for every range) each time.
+    pub fn poll_ack_into(&mut self, now: Time, frame: &mut AckFrame) -> bool {
+        if !self.ack_due(now) {
+            return false;
         }
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        Some(AckFrame {
-            ranges: AckRanges::from_slice(&self.ranges),
-            ack_delay: now - self.largest_at,
-            ecn: self.ecn.any().then_some(self.ecn),
-        })
+        frame.ranges.clear();
+        frame.ranges.extend_from_slice(&self.ranges);
+        frame.ack_delay = now - self.largest_at;
+        frame.ecn = self.ecn.any().then_some(self.ecn);
+        let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
+        self.last_len = crate::ack::DATAGRAM_OVERHEAD
+            + crate::ack::encoded_len_with(&self.ranges, frame.ack_delay, frame.ecn, tail);
+        debug_assert_eq!(self.last_len, frame.datagram_len());
+        true
+    }
+
+    /// [`AckFrame::datagram_len`] of the last frame [`Receiver::poll_ack_into`] wrote (worked out
+    /// from what the receiver remembers of its ranges).
+    pub fn last_datagram_len(&self) -> u64 {
+        self.last_len
     }
 
     /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
@@ -170,5 +201,39 @@ mod tests {
         plain.on_packet_ecn(Time::ZERO, 0, 0);
         plain.on_packet_ecn(Time::ZERO, 1, 0);
         assert_eq!(plain.poll_ack(Time::ZERO).unwrap().ecn, None);
+    }
+
+    /// The size the receiver works out from its remembered ranges is the frame's own, under
+    /// arrivals in order, with gaps, late, duplicated, and beyond the ranges a frame reports.
+    #[test]
+    fn remembered_sizes_are_the_frames_sizes() {
+        // A small xorshift: this crate has no random-number dependency of its own.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut below = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for case in 0..20 {
+            let cfg = ReceiverConfig { max_ranges: 1 + case % 40, ..ReceiverConfig::default() };
+            let mut r = Receiver::new(cfg);
+            let mut frame = AckFrame::default();
+            let (mut next, mut frames) = (0u64, 0);
+            for k in 0..5_000u64 {
+                let pn = match below(10) {
+                    0 => next + 1 + below(300),              // a gap
+                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
+                    _ => next,
+                };
+                next = next.max(pn + 1);
+                r.on_packet_ecn(Time(k * 100_000), pn, below(4) as u8);
+                if r.poll_ack_into(Time(k * 100_000 + below(30_000_000)), &mut frame) {
+                    assert_eq!(r.last_datagram_len(), frame.datagram_len(), "case {case} packet {k}");
+                    frames += 1;
+                }
+            }
+            assert!(frames > 1000, "{frames} frames");
+        }
     }
 }
