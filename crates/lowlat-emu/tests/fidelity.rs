@@ -55,7 +55,18 @@ fn emulate(sc: &Scenario) -> serde_json::Value {
 fn check(sc: Scenario) {
     let sim: serde_json::Value =
         serde_json::from_str(&Simulation::new(sc.clone()).run().summary_json()).unwrap();
-    let emu = emulate(&sc);
+    // A run in which the relay's own timers were late (the host took the cores away: P99 over
+    // 2 ms, against well under 1 ms on an idle 2-core machine) measures the host, not the
+    // emulator: it is run again, up to three times in all, and the last run is judged.
+    let mut emu = emulate(&sc);
+    for _ in 1..3 {
+        let late_us = emu["relay"]["timer_lateness_us"]["p99"].as_f64().unwrap_or(f64::INFINITY);
+        if late_us <= 2000.0 {
+            break;
+        }
+        eprintln!("{}: the relay's timers were late (P99 {late_us:.0} us): running again", sc.name);
+        emu = emulate(&sc);
+    }
     let thr = |v: &serde_json::Value| v["flows"][0]["throughput_kbps"].as_f64().unwrap();
     let q = |v: &serde_json::Value, p: &str| v["links"][0]["queue_delay_ms"][p].as_f64().unwrap();
     let (ts, te) = (thr(&sim), thr(&emu));
