@@ -155,6 +155,11 @@ struct HeldFrame {
     /// When the frame was encoded (its packets' first `enqueued`).
     encoded: Time,
     packets: BTreeMap<u16, Held>,
+    /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer
+    /// (None: none), valid unless `stale`: the check schedule needs only this per frame, as
+    /// every packet's timeout adds the same srtt + 4 deviations to it.
+    earliest: Option<Time>,
+    stale: bool,
 }
 
 /// The sender side: unacknowledged packets by frame, the RTT statistics and the check schedule.
@@ -226,10 +231,15 @@ impl TimeoutRetransmitter {
         let f = self
             .frames
             .entry(packet.frame)
-            .or_insert(HeldFrame { encoded: packet.enqueued, packets: BTreeMap::new() });
+            .or_insert(HeldFrame { encoded: packet.enqueued, packets: BTreeMap::new(), earliest: None, stale: false });
         f.encoded = f.encoded.min(packet.enqueued);
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
-        f.packets.insert(packet.index, h);
+        if f.packets.insert(packet.index, h).is_some() {
+            f.stale = true;
+        } else if !f.stale {
+            let k = h.last_sent + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(h.batch)));
+            f.earliest = Some(f.earliest.map_or(k, |e| e.min(k)));
+        }
         let f = &self.frames[&packet.frame];
         let t = self.due(f, &h);
         self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
@@ -238,9 +248,12 @@ impl TimeoutRetransmitter {
     /// A retransmitted copy of `packet` left at `now` with transport sequence number `seq`.
     pub fn on_retransmission_sent(&mut self, now: Time, seq: u64, packet: &RtpPacket) {
         self.record_send_time(now, seq);
-        if let Some(h) = self.frames.get_mut(&packet.frame).and_then(|f| f.packets.get_mut(&packet.index)) {
-            h.last_sent = now;
-            h.queued = false;
+        if let Some(f) = self.frames.get_mut(&packet.frame) {
+            if let Some(h) = f.packets.get_mut(&packet.index) {
+                h.last_sent = now;
+                h.queued = false;
+                f.stale = true;
+            }
         }
         self.update_next_check();
     }
@@ -251,6 +264,7 @@ impl TimeoutRetransmitter {
             for h in f.packets.values_mut() {
                 h.queued = false;
             }
+            f.stale = true;
         }
         self.update_next_check();
     }
@@ -267,13 +281,15 @@ impl TimeoutRetransmitter {
         dispersion: Option<Duration>,
     ) -> Option<Duration> {
         if let Some(f) = self.frames.get_mut(&frame) {
-            f.packets.remove(&index);
+            if f.packets.remove(&index).is_some() {
+                f.stale = true;
+            }
             if f.packets.is_empty() {
                 self.frames.remove(&frame);
             }
         }
         if let Some(d) = dispersion {
-            self.dispersion = d;
+            self.set_dispersion(d);
         }
         let sample = self.rtt_sample(now, seq);
         self.update_next_check();
@@ -297,8 +313,17 @@ impl TimeoutRetransmitter {
     /// A report from the AP (Zhuge) arrived: its dispersion field is 0 (`Sendback`).
     pub fn on_assist_report(&mut self) {
         if self.dispersion != Duration::ZERO {
-            self.dispersion = Duration::ZERO;
+            self.set_dispersion(Duration::ZERO);
             self.update_next_check();
+        }
+    }
+
+    fn set_dispersion(&mut self, d: Duration) {
+        if d != self.dispersion {
+            self.dispersion = d;
+            for f in self.frames.values_mut() {
+                f.stale = true;
+            }
         }
     }
 
@@ -339,13 +364,33 @@ impl TimeoutRetransmitter {
         self.tick_after(h.last_sent + self.timeout(h.batch)).max(checkable).min(forget)
     }
 
+    /// The earliest [`Self::due`] over every held packet not waiting in the pacer: per frame, from
+    /// its smallest `last_sent + dispersion x batch` (recomputed only when a change made it
+    /// stale), since `due` grows with it and every timeout adds the same srtt + 4 deviations.
     fn update_next_check(&mut self) {
+        let disp = self.dispersion.as_nanos();
+        let base = self.timeout(0);
+        let i = self.cfg.check_interval.as_nanos().max(1);
+        // As `tick_after` and `tick_at_or_after`, while the frames are borrowed.
+        let tick_after = |t: Time| Time((t.as_nanos() / i + 1) * i);
+        let tick_at_or_after = |t: Time| Time(t.as_nanos().div_ceil(i) * i);
+        let (min_age, deadline) = (self.cfg.min_age, self.cfg.deadline);
         let mut next: Option<Time> = None;
-        for f in self.frames.values() {
-            for h in f.packets.values().filter(|h| !h.queued) {
-                let t = self.due(f, h);
-                next = Some(next.map_or(t, |n| n.min(t)));
+        for f in self.frames.values_mut() {
+            if f.stale {
+                f.earliest = f
+                    .packets
+                    .values()
+                    .filter(|h| !h.queued)
+                    .map(|h| h.last_sent + Duration(disp.saturating_mul(u64::from(h.batch))))
+                    .min();
+                f.stale = false;
             }
+            let Some(e) = f.earliest else { continue };
+            let checkable = tick_at_or_after(f.encoded + min_age);
+            let forget = tick_after(f.encoded + deadline);
+            let t = tick_after(e + base).max(checkable).min(forget);
+            next = Some(next.map_or(t, |n| n.min(t)));
         }
         self.next_check = next;
     }
@@ -379,6 +424,7 @@ impl TimeoutRetransmitter {
                 h.queued = true;
                 out.push(h.packet);
             }
+            f.stale = true;
             self.groups_retransmitted += 1;
         }
         self.retransmissions += (out.len() - start) as u64;
