@@ -104,18 +104,12 @@ impl TransportVideoSender {
     }
 
     fn on_ack(&mut self, now: Time, frame: &AckFrame) {
-        Self::take_ack(&mut self.sender, &mut self.metrics, now, frame);
-        self.collect_lost();
-    }
-
-    /// The sender's part of [`Self::on_ack`], on the fields alone (so that it runs while the
-    /// mailbox holding `frame` is locked, with no copy of the frame).
-    fn take_ack(sender: &mut Sender, metrics: &mut MediaMetrics, now: Time, frame: &AckFrame) {
-        sender.on_ack(now, frame);
-        if sender.rtt().has_sample() {
-            metrics.rtt.push(sender.rtt().latest());
-            metrics.rtt_at.push(now);
+        self.sender.on_ack(now, frame);
+        if self.sender.rtt().has_sample() {
+            self.metrics.rtt.push(self.sender.rtt().latest());
+            self.metrics.rtt_at.push(now);
         }
+        self.collect_lost();
     }
 
     fn collect_lost(&mut self) {
