@@ -344,6 +344,14 @@ pub struct FlowSpec {
     /// Video over a window controller: the receiver acknowledges every this many packets (default
     /// 2, RFC 9000 §13.2.2; 1: every packet, as a TCP receiver with `DelAckCount` 1).
     pub ack_every: Option<u32>,
+    /// Video over a window controller: the transport's loss recovery, `"quic"` (default: RFC
+    /// 9002's loss detection and probe timeout) or `"tcp"` (ns-3.34's TCP with SACK, the Zhuge
+    /// artifact's: a retransmission timeout of at least `min_rto`; see docs/scenario-format.md).
+    pub recovery: Option<String>,
+    /// `recovery = "tcp"`: the smallest retransmission timeout (default 1 s, ns-3's `MinRto`).
+    pub min_rto: Option<D>,
+    /// `recovery = "tcp"`: whether each timeout doubles the next (default true, RFC 6298 §5.5).
+    pub rto_backoff: Option<bool>,
     /// `"forward"` (default: data on the bottleneck, feedback on the reverse link) or `"reverse"`
     /// (data on the reverse link, feedback on the bottleneck; RMCAT 5.3's flow the other way).
     pub direction: Option<String>,
