@@ -256,3 +256,14 @@ def test_a_run_can_leave_out_its_per_sample_tables():
                     getattr(r, name)
     with pytest.raises(lowlat.ScenarioError, match="tables: got 'frames', expected some of predictions, sender_rtt"):
         lowlat.run(sc, progress=False, tables=["frames"])
+
+
+def test_the_artifacts_copa_runs_over_its_tcp():
+    cap = {"rate": "10 Mbit/s"}
+    flow = lambda label, copa: zhuge.scenario(label, cap, False, 10.0, 1, copa=copa)["flows"][0]  # noqa: E731
+    for label in ("Copa", "Copa+Zhuge", "Copa+FastAck"):
+        f = flow(label, "artifact")
+        assert (f["recovery"], f["min_rto"], f["rto_backoff"], f["packet_size"]) == ("tcp", "1 s", False, "1488 B")
+        # The NSDI'18 rules keep lowlat's own transport.
+        assert "recovery" not in flow(label, "paper") and flow(label, "paper")["packet_size"] == "1460 B"
+    assert "recovery" not in flow("GCC+Zhuge", "artifact")

@@ -83,12 +83,23 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   delta 0.02. The receiver acknowledges every packet (``ack_every = 1``: ``fec-emulate.cc`` sets
   ``ns3::TcpSocket::DelAckCount`` to 1; timestamps off, so ns-3 samples the RTT from the newest
   segment an ACK covers, as here). ``--copa paper`` runs the NSDI 2018 rules (per-ACK updates from RTT_standing,
-  lowlat's default Copa) with delta 0.5 for every Copa scheme. Not modelled: the artifact's TCP
-  under Copa (ns-3's SACK recovery leaves the window to Copa; a retransmission timeout, 1 s at
-  least, sets it to one segment: here lowlat's QUIC-like transport and its persistent
-  congestion), 1448 B segments (here the scenario's 1460 B packets) and its encoder over TCP
-  (``PacketSenderTcp::UpdateSendingRate``: a duty-cycle rule; here the encoder follows Copa's
-  cwnd / RTT_standing, docs/scenario-format.md).
+  lowlat's default Copa) with delta 0.5 for every Copa scheme.
+- The artifact's TCP under its Copa (with ``--copa artifact``; :func:`copa_transport`): ns-3.34's
+  loss recovery with SACK (flow key ``recovery = "tcp"``, ``lowlat_transport::sender`` cites each
+  rule from ``tcp-socket-base.cc`` and ``tcp-tx-buffer.cc``): a segment is lost once 3 later
+  ones are acknowledged, a lost retransmission is found only by the retransmission timeout, the
+  window is left to Copa in recovery (``HasCongControl``), and the timeout (RFC 6298, at least
+  ns-3's ``MinRto`` 1 s, ``min_rto``; restarted on each advance of the cumulative
+  acknowledgement, in fast recovery only on the first partial one) declares every segment in
+  flight lost and sets Copa's window to one segment (``ReTxTimeout``); it is never doubled
+  (``rto_backoff = false``: ``ns-diff.patch`` comments out ``ReTxTimeout``'s ``doubledRto``).
+  1448 B segments (``ns3::TcpSocket::SegmentSize``): packets of 1488 B with the TCP and IPv4
+  headers (timestamps off; the 2 B PPP header is not counted, as for the GCC flows). ``--copa
+  paper`` keeps lowlat's QUIC-like transport (RFC 9002 recovery, 1460 B). Not modelled: its
+  encoder over TCP (``PacketSenderTcp::UpdateSendingRate``: a duty-cycle rule; here the encoder
+  follows Copa's cwnd / RTT_standing, docs/scenario-format.md), and that its RTT estimator has no
+  sample from an ACK of data sent before a timeout (``m_history.clear``; here the sender's
+  samples continue with the latest value).
 - Zhuge: ``variant = "artifact"`` (the code above).
 - Loss repair: the artifact's sender (``--policy=rtx``, ``RTXOnlyPolicy``, ``--ddl=1000``):
   the GCC flows run with ``repair = "timeout"`` (:mod:`lowlat_media::timeout_rtx` cites each
@@ -160,9 +171,26 @@ late frames pooled over their frames):
   buffer), with fewer drops, so not through loss. On the ``xu5g`` outages the Fortune Teller's
   rate also falls to its 512 kbit/s floor (every 1 ms slot busy) and the AP's reports tell GCC at
   once; GCC cuts to 0.85x that and climbs back at 8 %/s.
-- *Copa+Zhuge against Copa after the ABW drop* (the artifact's statistic, k = 10, 5 seeds, the
-  better of FIFO and CoDel): 4.57 vs 5.28 s, Copa+Zhuge 13 % shorter (the paper: 14 % or more);
-  GCC+Zhuge 1.37 vs GCC 4.42 s (-69 %). The artifact's queues make most of Copa's difference:
+- *Copa+Zhuge against Copa after the ABW drop* (the artifact's statistic, k = 10, the better
+  of FIFO and CoDel), with the artifact's TCP (above): 5 seeds 2.00 vs 2.63 s (-24 %), 20 seeds
+  2.04 vs 2.53 s (-19 %; a bootstrap over the seeds gives -25 % to -14 %); both over CoDel
+  (over FIFO 4.78 / 5.65 s with 5 seeds). The episode now ends through a retransmission
+  timeout: CoDel drops a retransmission, nothing but the 1 s timeout finds it, Copa's window
+  falls to one segment and the queue drains (Copa over CoDel, seed 1: the send rate falls to
+  0.1 Mbit/s 2.0-2.5 s after the drop, the smoothed RTT is back under 200 ms at 2.6 s; with
+  RFC 9002's recovery it stayed near 3.5-5 Mbit/s until 5.7 s). Per seed the CoDel episodes
+  are 2.0-2.7 s for Copa and 1.6-2.3 s for Copa+Zhuge, in two groups a timeout apart, so small
+  changes move the mean: with 1460 B packets instead of 1488 B the 20-seed change is -10 %
+  (2.20 vs 2.45 s). With lowlat's QUIC-like transport (the previous model): 5 seeds 4.57 vs
+  5.28 s (-13 %), 20 seeds 4.54 vs 5.45 s (-16.5 %, -21 % to -12 %); Copa+Zhuge shorter on
+  18 of 20 seeds over CoDel, 15 of 20 over FIFO. Where the artifact's Zhuge differs: its router
+  forwards each TCP ACK at once and sends a copy after the hold (``network-queue-zhuge.cc``
+  ``OnRecv_snddev`` runs as a promiscuous receive callback, and ns-3's devices hand the packet
+  up for forwarding after it), so the ACK Copa acts on is never held there; lowlat holds the ACK
+  itself. Without the hold (``zhuge.max_hold = "0 s"``), 20 seeds: -19.6 % with the artifact's
+  TCP (the holding changes nothing there: the 1-packet device queue under Zhuge lets CoDel act
+  on the whole queue), -6.7 % with the QUIC-like transport.
+  GCC+Zhuge 1.37 vs GCC 4.42 s (-69 %). Before the artifact's TCP, the artifact's queues made most of Copa's difference:
   Copa over CoDel keeps the 100-packet device FIFO CoDel cannot see (~340 ms at the dropped
   rate), Copa+Zhuge's device FIFO is one packet. What remains: after the drop the artifact's Copa
   shrinks by about a packet per half srtt and doubles its velocity only after 3 srtt in one
@@ -221,8 +249,9 @@ the artifact's repair (``repair = "timeout"``: they cross the downlink queue und
 the artifact's ``UpdateRTT`` takes them), its feedback reports' with ``--repair nack`` (then
 GCC+Zhuge's samples span only the sender-AP path and its statistic is 0). Measured with the
 defaults (k = 10, 5 seeds; FIFO / CoDel; the network RTT above 200 ms in brackets): GCC 4.42 /
-7.06 s (4.44 / 7.08), GCC+Zhuge 1.37 / 1.79 s (1.40 / 1.80), Copa 5.54 / 5.28 s (5.56 / 5.36),
-Copa+Zhuge 5.18 / 4.57 s (5.08 / 4.56). GCC over CoDel is worse than over FIFO: CoDel acts only
+7.06 s (4.44 / 7.08), GCC+Zhuge 1.37 / 1.79 s (1.40 / 1.80), Copa 5.65 / 2.63 s (5.60 / 2.60),
+Copa+Zhuge 4.78 / 2.00 s (4.80 / 1.92) (the Copa runs with the artifact's TCP; with lowlat's
+QUIC-like transport Copa 5.54 / 5.28 s, Copa+Zhuge 5.18 / 4.57 s). GCC over CoDel is worse than over FIFO: CoDel acts only
 beyond the device's 100 packets and FqCoDel's 10 240-packet buffer never cuts the queue.
 
 RTT here is the network's: a packet's one-way delay plus the reverse path's propagation delay, the
@@ -320,6 +349,20 @@ CONDITIONS: dict[str, Any] = {
     # Config::SetDefault ("ns3::TcpSocket::DelAckCount", UintegerValue (1))): the Copa flows'
     # ack_every = 1, so no RTT sample carries a delayed-ACK wait.
     "copa_ack_every": 1,
+    # Its TCP under the artifact's Copa (lowlat's flow key recovery = "tcp", the opt-in TCP loss
+    # recovery of lowlat_transport::sender; ns-3.34 src/internet/model/tcp-socket-base.cc and
+    # tcp-tx-buffer.cc with SACK, ns-3's default): loss found by 3 later segments only, a lost
+    # retransmission only by the retransmission timeout, the window left to Copa in recovery
+    # (HasCongControl), and on a timeout every segment in flight lost and the window one segment
+    # (ReTxTimeout). The timeout is at least 1 s (TcpSocketBase MinRto, not set by fec-emulate.cc)
+    # and is not doubled (ns-diff.patch comments out ReTxTimeout's "doubledRto").
+    "copa_recovery": "tcp",
+    "copa_min_rto": "1 s",
+    "copa_rto_backoff": False,
+    # 1448 B segments (fec-emulate.cc: ns3::TcpSocket::SegmentSize 1448) with their TCP and IPv4
+    # headers (20 + 20 B: Timestamp false, so no option on a data segment); the point-to-point
+    # device's 2 B PPP header is not counted (nor is it for the GCC flows' packets).
+    "copa_packet_size": "1488 B",
     # ABW drop, (run seconds, drop from, drop to): GCC's runs (gcc-static-exp.conf: --duration=200,
     # static-exp/traces/k*-3600..4400, ktrace_gen_all.sh) and Copa's (tcp-static-exp.conf:
     # --duration=72, static-exp/testtraces/k*-500..1300, static-exp/ktrace_gen_all.sh); the cut
@@ -386,6 +429,7 @@ def scenario(
                 **({"repair": repair} if cc == "gcc" else {}),
                 **({} if paced or cc != "gcc" else {"cc_params": {"gcc": {"pacing_factor": c["unpaced_factor"]}}}),
                 **({"cc_params": {"copa": copa_params(label, copa)}, "ack_every": c["copa_ack_every"]} if cc == "copa" else {}),
+                **(copa_transport() if cc == "copa" and copa == "artifact" else {}),
             }
         ],
     }
@@ -421,6 +465,18 @@ def bottleneck_queue(queue: str, assist: str, wifi: bool = False) -> dict[str, A
 
 def _packets(n: int) -> str:
     return f"{n} packet" if n == 1 else f"{n} packets"
+
+
+def copa_transport() -> dict[str, Any]:
+    """The flow keys of the artifact's TCP under its Copa (:data:`CONDITIONS`): ns-3's loss
+    recovery with a 1 s minimum timeout that is never doubled, and 1448 B segments."""
+    c = CONDITIONS
+    return {
+        "recovery": c["copa_recovery"],
+        "min_rto": c["copa_min_rto"],
+        "rto_backoff": c["copa_rto_backoff"],
+        "packet_size": c["copa_packet_size"],
+    }
 
 
 def copa_params(label: str, copa: str) -> dict[str, Any]:
