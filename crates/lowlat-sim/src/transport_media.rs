@@ -63,7 +63,12 @@ impl TransportVideoSender {
     ) -> Result<TransportVideoSender, String> {
         let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
         let cc = crate::transport::window_controller_with(&media.cc, packet_size, params)?;
-        let cfg = SenderConfig { packet_size, overhead: DATAGRAM_OVERHEAD, tcp: media.tcp.clone(), ..SenderConfig::default() };
+        let cfg = SenderConfig {
+            packet_size,
+            overhead: DATAGRAM_OVERHEAD,
+            tcp: media.tcp.clone(),
+            ..SenderConfig::default()
+        };
         let queue_cfg = PacerConfig {
             mtu_payload: Bytes(packet_size.0.saturating_sub(DATAGRAM_OVERHEAD.0).max(1)),
             overhead: DATAGRAM_OVERHEAD,

@@ -404,7 +404,9 @@ rmax = "3 Mbit/s"
 "#
         )
     };
-    let parse = |t: &str| lowlat_sim::Scenario::parse(t, lowlat_sim::Format::Toml, "t.toml", std::path::Path::new("."));
+    let parse = |t: &str| {
+        lowlat_sim::Scenario::parse(t, lowlat_sim::Format::Toml, "t.toml", std::path::Path::new("."))
+    };
     for (cc, extra, want) in [
         ("copa", "recovery = \"sctp\"", "expected \"quic\" or \"tcp\""),
         ("copa", "min_rto = \"200 ms\"", "applies to recovery = \"tcp\""),
@@ -419,7 +421,10 @@ rmax = "3 Mbit/s"
     let run = |extra: &str| lowlat_sim::Simulation::new(parse(&text("copa", extra)).unwrap()).run();
     let (tcp, quic) = (run("recovery = \"tcp\"\nmin_rto = \"1 s\"\nrto_backoff = false"), run(""));
     let (t, q) = (&tcp.summary.flows[0], &quic.summary.flows[0]);
-    eprintln!("2 % loss: fps tcp {:?} quic {:?}, sent {} vs {}", t.fps_mean, q.fps_mean, t.packets_sent, q.packets_sent);
+    eprintln!(
+        "2 % loss: fps tcp {:?} quic {:?}, sent {} vs {}",
+        t.fps_mean, q.fps_mean, t.packets_sent, q.packets_sent
+    );
     assert!(t.loss_ratio > 0.01 && t.fps_mean.unwrap() > 0.98 * 30.0, "{t:?}");
     assert_ne!(t.packets_sent, q.packets_sent);
 }

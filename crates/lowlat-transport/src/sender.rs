@@ -37,8 +37,8 @@
 use crate::ack::AckFrame;
 use crate::rtt::RttEstimator;
 use crate::{RateSample, WindowController};
-use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use lowlat_core::hash::FastMap;
+use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
 
 /// Sender settings; loss-recovery constants from RFC 9002 §6.
@@ -477,7 +477,8 @@ impl Sender {
             // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
             // on): its hole is repaired.
             let s = *s;
-            let hole = if s.hole { Some(pn) } else { s.retx_of.filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
+            let hole =
+                if s.hole { Some(pn) } else { s.retx_of.filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
             if let Some(h) = hole {
                 if let Some(e) = self.entry(h) {
                     e.hole = false;
@@ -669,7 +670,12 @@ impl Sender {
         let base = self.base_pn;
         self.suspects.clear();
         self.suspects.extend(
-            self.sent.iter().enumerate().filter(|(_, s)| s.hole).map(|(i, _)| base + i as u64).take_while(|&pn| pn < largest),
+            self.sent
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.hole)
+                .map(|(i, _)| base + i as u64)
+                .take_while(|&pn| pn < largest),
         );
         self.tcp_state = TcpState::Loss { until: self.next_pn };
         self.stats.congestion_events += 1;
@@ -862,7 +868,10 @@ mod tests {
     /// at time 0.
     fn ten_sent(tcp: Option<TcpRecovery>) -> Sender {
         // The artifact's Copa: a timeout sets its window to one packet, other losses leave it.
-        let cfg = crate::CopaConfig { variant: crate::CopaVariant::Artifact, ..crate::CopaConfig::for_datagram(Bytes(1200)) };
+        let cfg = crate::CopaConfig {
+            variant: crate::CopaVariant::Artifact,
+            ..crate::CopaConfig::for_datagram(Bytes(1200))
+        };
         let cc = crate::CopaArtifact::new(&cfg);
         let mut s = Sender::for_messages(SenderConfig { tcp, ..SenderConfig::default() }, Box::new(cc));
         for tag in 0..10 {
@@ -940,5 +949,4 @@ mod tests {
         s.on_ack(Time::from_millis(300), &ack(&[(10, 10), (0, 9)]));
         assert_eq!(s.poll_timeout(), Some(Time::from_millis(1300)));
     }
-
 }

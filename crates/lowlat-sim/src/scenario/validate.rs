@@ -625,7 +625,11 @@ fn transport_recovery(
     cc: &str,
     err: &dyn Fn(&str, String) -> ScenarioError,
 ) -> Result<Option<lowlat_transport::TcpRecovery>, ScenarioError> {
-    let given = [("recovery", f.recovery.is_some()), ("min_rto", f.min_rto.is_some()), ("rto_backoff", f.rto_backoff.is_some())];
+    let given = [
+        ("recovery", f.recovery.is_some()),
+        ("min_rto", f.min_rto.is_some()),
+        ("rto_backoff", f.rto_backoff.is_some()),
+    ];
     if let Some((k, _)) = given.iter().find(|g| g.1) {
         if !is_window_controller(cc) {
             return Err(err(k, format!("`{k}` applies to video over a window controller (the transport's retransmissions); {cc:?} sends RTP")));
@@ -638,7 +642,10 @@ fn transport_recovery(
     };
     if !tcp {
         if let Some((k, _)) = given[1..].iter().find(|g| g.1) {
-            return Err(err(k, format!("`{k}` applies to recovery = \"tcp\"; this flow's recovery is \"quic\"")));
+            return Err(err(
+                k,
+                format!("`{k}` applies to recovery = \"tcp\"; this flow's recovery is \"quic\""),
+            ));
         }
         return Ok(None);
     }
@@ -646,7 +653,10 @@ fn transport_recovery(
     if let Some(d) = f.min_rto {
         let hour = Duration::from_secs(3600);
         if d.0 == Duration::ZERO || d.0 > hour {
-            return Err(err("min_rto", format!("got \"{}\", expected a duration above 0 and at most \"{hour}\"", d.0)));
+            return Err(err(
+                "min_rto",
+                format!("got \"{}\", expected a duration above 0 and at most \"{hour}\"", d.0),
+            ));
         }
         r.min_rto = d.0;
     }
