@@ -344,6 +344,9 @@ pub struct FlowSpec {
     /// Video over a window controller: the receiver acknowledges every this many packets (default
     /// 2, RFC 9000 §13.2.2; 1: every packet, as a TCP receiver with `DelAckCount` 1).
     pub ack_every: Option<u32>,
+    /// Video: the share of the controller's target rate the encoder produces (default 1; the
+    /// Zhuge artifact's sender: 0.85 x 1000 / 1024, see docs/scenario-format.md).
+    pub encoder_share: Option<f64>,
     /// `"forward"` (default: data on the bottleneck, feedback on the reverse link) or `"reverse"`
     /// (data on the reverse link, feedback on the bottleneck; RMCAT 5.3's flow the other way).
     pub direction: Option<String>,

@@ -242,6 +242,7 @@ fn media_config(
             ("repair", f.repair.is_some()),
             ("cc_params", f.cc_params.is_some()),
             ("ack_every", f.ack_every.is_some()),
+            ("encoder_share", f.encoder_share.is_some()),
         ] {
             if given {
                 return Err(err(k, format!("only rtp-video flows take `{k}`; this flow is {:?}", f.kind)));
@@ -277,6 +278,15 @@ fn media_config(
             "rmax",
             format!("got rmin {} and rmax {}, expected 0 < rmin <= rmax", source.rmin, source.rmax),
         ));
+    }
+    if let Some(share) = f.encoder_share {
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(err(
+                "encoder_share",
+                format!("got {}, expected a share of the target rate above 0 and at most 1", number(share)),
+            ));
+        }
+        source.target_share = share;
     }
     if source.rmax > lowlat_cc::tunable::bounds::MAX_RATE {
         let max = lowlat_cc::tunable::bounds::MAX_RATE;
