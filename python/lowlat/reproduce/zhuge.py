@@ -308,6 +308,13 @@ CONDITIONS: dict[str, Any] = {
     # "Pacing" in the module doc for what it does to every GCC scheme here.
     "paced": True,
     "access_rate": "1 Gbit/s",
+    # The GCC flows' encoder runs at 0.85 x GCC's estimate (PacketSenderUdp::UpdateSendingRate:
+    # m_bitrate = 0.85 * m_controller->getSendBps(), GccController's current_bitrate_bps_, at
+    # every frame and every 40 ms), handed to the encoder as bps >> 10 (GameServer::UpdateBitrate,
+    # after clamping to 100 kbit/s-100 Mbit/s) which DumbVideoEncoder reads as kbit/s
+    # (EncodeFrame: bitrate * 1000 / 8 / fps bytes): 0.85 x 1000 / 1024 of the estimate
+    # (encoder_share, docs/scenario-format.md).
+    "encoder_share": 0.85 * 1000.0 / 1024.0,
     "unpaced_factor": 1e6,
     # Copa: the artifact's own (src/internet/model/tcp-copa.cc, from ccp_copa; lowlat's
     # cc_params.copa.variant = "artifact"), DefaultLatencyfactor = copaDeltaHundred / 100
@@ -342,6 +349,7 @@ def scenario(
     copa: str = "paper",
     repair: str = CONDITIONS["repair"],
     paced: bool = CONDITIONS["paced"],
+    encoder_share: float = CONDITIONS["encoder_share"],
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
@@ -350,7 +358,9 @@ def scenario(
     ``copa`` is the Copa schemes' variant: "paper" (NSDI 2018) or "artifact" (the Zhuge
     artifact's ``tcp-copa.cc``, with its run lists' delta: 0.02 for Copa+FastAck);
     ``repair`` is the GCC flows' loss repair ("timeout", the artifact's, or "nack"); ``paced``
-    keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once."""
+    keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once;
+    ``encoder_share`` is the share of GCC's target its encoder produces (the artifact's 0.85 x
+    1000 / 1024; 1: the target)."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -383,7 +393,7 @@ def scenario(
                 "rmax": c["rmax"],
                 "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms", **({} if paced or cc != "gcc" else {"rate": c["access_rate"]})},
-                **({"repair": repair} if cc == "gcc" else {}),
+                **({"repair": repair, "encoder_share": encoder_share} if cc == "gcc" else {}),
                 **({} if paced or cc != "gcc" else {"cc_params": {"gcc": {"pacing_factor": c["unpaced_factor"]}}}),
                 **({"cc_params": {"copa": copa_params(label, copa)}, "ack_every": c["copa_ack_every"]} if cc == "copa" else {}),
             }
@@ -565,37 +575,111 @@ DISCARD_FRAMES = 25
 def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FRAMES) -> pd.DataFrame:
     """The artifact's frame accounting (``VideoDecoder::DecodeDataPacket``, ``app_delay.awk``)
     replayed on one flow's :attr:`lowlat.Result.frames` (``frame`` 0, 1, ... in order,
-    ``capture_s``, ``complete_s``, ``newest_s``).
+    ``capture_s``, ``complete_s``, ``newest_s``), event by event as the decoder sees them.
 
-    Frames decode in order: a complete frame waits until every earlier frame is decoded or
-    given up. A frame still incomplete when a packet of a frame ``discard_frames`` or more newer
-    arrives is given up then (the earliest such arrival is the first packet of the first frame
-    that was the newest when it arrived: ``newest_s``). Its delay is the instant it left the
-    decoder (decoded or given up) minus its capture; a frame that has not left by the end of
-    the run (nor any after it) is not counted. Returns the frames that left: ``frame``,
-    ``delay_ms``, ``decoded`` (False: given up)."""
+    - A packet of a frame not yet played first gives up every frame from the last played one + 1
+      to its own id - ``discard_frames`` (a "discard frame" line), each followed by the complete
+      frames right after it (decoded at once); the last played id becomes the last frame given
+      up, even when frames after it were just decoded (the artifact's step back: those frames are
+      given up again, one per newer frame that arrives, and ``app_delay.awk`` keeps the later
+      line). Only the first packet of a frame newer than every earlier one can give anything up
+      (``newest_s``): a later packet of any frame reaches no further.
+    - A frame completes when its last missing packet arrives (``complete_s``); frame 0 is
+      decoded then, any other frame only if it follows the last played one, together with the
+      complete frames right after it; otherwise it waits.
+    - A frame's delay is the instant of its last line minus its capture (a given-up frame is
+      therefore late); a frame with no line by the end of the run is not counted.
+
+    Returns the frames that left: ``frame``, ``delay_ms``, ``decoded`` (False: its last line is a
+    "discard frame": given up, or given up again after the step back)."""
     import numpy as np
 
     f = frames.sort_values("frame")
-    n = len(f)
+    ids = f["frame"].to_numpy()
+    n = len(ids)
+    cap = f["capture_s"].to_numpy(dtype=float)
+    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
+    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
+    # (instant, frame, 0: a newest frame's first packet / 1: completion): within one packet the
+    # decoder gives up first, then adds the packet.
+    events = sorted(
+        [(t, i, 0) for i, t in enumerate(newest) if t == t] + [(t, i, 1) for i, t in enumerate(complete) if t == t]
+    )
+    played = np.zeros(n, dtype=bool)
+    done = np.zeros(n, dtype=bool)
+    leaves = np.full(n, np.nan)
+    decoded = np.zeros(n, dtype=bool)
+    last = -1  # the last played id (the artifact's m_lastPlayedFrameId + 1 wraps -1 to 0)
+    highest = 0  # the artifact's max_frame_id before this packet
+
+    def play_run(first: int, t: float) -> int:
+        """Decodes the complete, unplayed frames from ``first`` on (up to the newest seen) at
+        ``t``; returns the last one decoded, or ``first - 1``."""
+        j = first
+        while j <= highest and not played[j] and done[j]:
+            played[j], leaves[j], decoded[j] = True, t, True
+            j += 1
+        return j - 1
+
+    for t, i, kind in events:
+        if played[i]:
+            continue  # a packet of a frame already played (or given up) is skipped
+        if kind == 0:
+            for idx in range(last + 1, i - discard_frames + 1):
+                # Given up (again, if the step back passed it), then the complete frames behind
+                # it; the last played id is the frame given up unless frames behind it decoded.
+                played[idx], leaves[idx], decoded[idx] = True, t, False
+                last = max(idx, play_run(idx + 1, t))
+            highest = max(highest, i)
+        else:
+            done[i] = True
+            if i == 0:
+                played[0], leaves[0], decoded[0] = True, t, True
+                last = 0
+            elif i == last + 1:
+                last = play_run(i, t)
+    ok = np.isfinite(leaves)
+    return pd.DataFrame({"frame": ids[ok], "delay_ms": (leaves[ok] - cap[ok]) * 1000.0, "decoded": decoded[ok]}).reset_index(drop=True)
+
+
+#: The causes :func:`late_frame_causes` tells apart.
+LATE_CAUSES = ("given_up", "repaired", "waited", "queued")
+
+
+def late_frame_causes(frames: pd.DataFrame, counted: pd.DataFrame, threshold_ms: float = 400.0) -> dict[str, int]:
+    """Why the frames :func:`in_order_frame_delays` counts late (``delay_ms`` at least
+    ``threshold_ms``, as the artifact's ``summary_stat.sh``: ``$1 >= fd``) were late, one cause
+    each (:data:`LATE_CAUSES`):
+
+    - ``given_up``: it left the decoder by a "discard frame" (incomplete 25 frames later);
+    - ``repaired``: decoded, but complete only after the first packet of a later frame had
+      arrived: it lost a packet (the path keeps a frame's packets ahead of the next frame's) and
+      waited for the retransmission;
+    - ``waited``: complete in time with no loss, but held by in-order decoding behind an earlier
+      frame (repaired or given up);
+    - ``queued``: no loss, but its own last packet arrived ``threshold_ms`` or more after capture
+      (queueing at the sender or the bottleneck, outages included)."""
+    import numpy as np
+
+    f = frames.sort_values("frame")
     newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
     newest = np.where(np.isnan(newest), np.inf, newest)
-    # give_up[i]: the earliest first arrival of any frame >= i + discard_frames.
-    suffix_min = np.minimum.accumulate(newest[::-1])[::-1] if n else newest
-    give_up = np.full(n, np.inf)
-    if n > discard_frames:
-        give_up[: n - discard_frames] = suffix_min[discard_frames:]
+    # The first arrival of any later frame (the earliest newest_s after each one).
+    later = np.append(np.minimum.accumulate(newest[::-1])[::-1][1:], np.inf) if len(f) else newest
     complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
-    complete = np.where(np.isnan(complete), np.inf, complete)
-    leaves = np.maximum.accumulate(np.minimum(complete, give_up)) if n else complete
-    out = pd.DataFrame(
-        {
-            "frame": f["frame"].to_numpy(),
-            "delay_ms": (leaves - f["capture_s"].to_numpy(dtype=float)) * 1000.0,
-            "decoded": complete <= give_up,
-        }
-    )
-    return out[np.isfinite(leaves)].reset_index(drop=True)
+    own_ms = pd.Series((complete - f["capture_s"].to_numpy(dtype=float)) * 1000.0, index=f["frame"].to_numpy())
+    lossy = pd.Series(np.isnan(complete) | (complete > later), index=f["frame"].to_numpy())
+    late = counted[counted["delay_ms"] >= threshold_ms]
+    fr = late["frame"].to_numpy()
+    dec = late["decoded"].to_numpy(dtype=bool)
+    lo = lossy.reindex(fr).to_numpy(dtype=bool)
+    own = own_ms.reindex(fr).to_numpy(dtype=float)
+    return {
+        "given_up": int((~dec).sum()),
+        "repaired": int((dec & lo).sum()),
+        "waited": int((dec & ~lo & (own < threshold_ms)).sum()),
+        "queued": int((dec & ~lo & (own >= threshold_ms)).sum()),
+    }
 
 
 #: The gain of the artifact's senders' smoothed RTT: its TCP sender's (Copa) is ns-3's
@@ -673,9 +757,12 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
         r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
         row.update(_flow_metrics(r.summary))
-        counted = in_order_frame_delays(r.frames[r.frames["flow"] == "video"])
+        video = r.frames[r.frames["flow"] == "video"]
+        counted = in_order_frame_delays(video)
         row["frames_counted_artifact"] = len(counted)
-        row["frames_late_artifact"] = int((counted["delay_ms"] > 400.0).sum())
+        # summary_stat.sh counts a frame delay of 400 ms or more (``$1 >= fd``).
+        row["frames_late_artifact"] = int((counted["delay_ms"] >= 400.0).sum())
+        row.update({f"frames_late_{k}": v for k, v in late_frame_causes(video, counted).items()})
         row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(counted) if len(counted) else float("nan")
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
         if spec.scheme == "GCC+Zhuge" and len(r.predictions):
@@ -686,7 +773,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         row.update({m: float("nan") for m in METRICS})
-        row.update(frames_counted_artifact=0, frames_late_artifact=0)
+        row.update(frames_counted_artifact=0, frames_late_artifact=0, **{f"frames_late_{k}": 0 for k in LATE_CAUSES})
         row["error"] = f"{type(e).__name__}: {e}"
     row["wall_s"] = time.perf_counter() - t0
     return row
