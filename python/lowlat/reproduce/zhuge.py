@@ -57,6 +57,17 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
 - Video: 25 fps (``--fps=25 --interval=40``), rate 500 kbit/s to 100 Mbit/s (the GCC's
   ``min_configured_bitrate_bps_`` / ``max_configured_bitrate_bps_``; the encoder clamps to
   100 kbit/s-100 Mbit/s), packets of at most 1460 B (``MAX_PACKET_SIZE``).
+- Encoder: the GCC flows' encoder produces 0.85 x 1000 / 1024 (0.830) of GCC's estimate
+  (``encoder_share``, docs/scenario-format.md): ``PacketSenderUdp::UpdateSendingRate`` sets it to
+  ``0.85 * m_controller->getSendBps()`` (``GccController::current_bitrate_bps_``, already within
+  GCC's 0.5-100 Mbit/s), at each frame the sender packetises (``GetFECParam`` calls
+  ``PacketSender::UpdateBitrate``) and every 40 ms (``m_cc_timer``); ``GameServer::UpdateBitrate``
+  clamps it to 100 kbit/s-100 Mbit/s (never binding at 0.85 x 0.5 Mbit/s) and hands over ``bps >>
+  10``, which ``DumbVideoEncoder::EncodeFrame`` reads as kbit/s (``bitrate * 1000 / 8 / fps``
+  bytes a frame). Not modelled: that encoder's frames are exactly rate / fps and take a new rate
+  at each frame (here RFC 8593's synthetic codec: 10 % size noise and key frames, a new rate at
+  most every 200 ms; its exact codec, ``codec = "perfect"``, moves W1+W2's late frames by under
+  5 %). Copa's encoder follows its own rule (below).
 - No competing traffic in the trace runs (``--node_number`` sizes only the Wi-Fi topologies).
 - ABW drop: the same path and queues; 30 Mbit/s x 15/13 (the k-traces go through the same
   ``BandwidthTrace``), Copa's baseline over CoDel (``tcp-static-exp.conf`` has ``copa-codel``).
@@ -115,8 +126,7 @@ into the acknowledged rate (``intvl_pseudo_size``). The receiver's own ``NetStat
 per-packet ACKs always reach the sender unchanged (the AP handles only TCP ACKs). Here the AP's
 reports cover every packet (``in_band = "per-packet"``, see ``lowlat_assist::zhuge``), so a packet
 the queue drops is reported lost and GCC's loss controller sees CoDel's drops (a difference kept:
-the artifact's own reports do not carry what its sampled scheme leaves out). The artifact's
-encoder runs at 0.85 x GCC's estimate (``UpdateSendingRate``); here at the target: not modelled.
+the artifact's own reports do not carry what its sampled scheme leaves out).
 
 **Pacing.** The artifact's sender does not pace (``m_pacing`` false: a frame leaves in one burst
 at the sender's 1 Gbit/s link); here the GCC flows pace at 2.5 x their target unless
@@ -182,24 +192,37 @@ late frames pooled over their frames):
 
 No constant was tuned to a trace or a figure; each condition above comes from the artifact.
 
-**How frames are counted.** The artifact (``VideoDecoder::DecodeDataPacket`` in
-``src/bitrate-ctrl/model/video-decoder.cc``, read out by ``app_delay.awk``, ``real-exp/stat.sh``
-and ``summary_stat.sh``): frames decode in order (a complete frame waits for every earlier one);
-a frame still incomplete when a packet of a frame 25 or more newer arrives (``delay_ddl /
-m_frameInterval``: 1 s at 25 fps) is given up then; a frame's delay is the instant it was decoded
-or given up minus its send time (a given-up frame is therefore late); frames neither decoded nor
-given up by the end of the run are not counted; the ratio is over every frame of a family's
-traces pooled. :func:`in_order_frame_delays` replays that rule on each run's
+**How frames are counted.** As the artifact's scripts do (``real-exp/stat.sh`` runs
+``app_delay.awk`` over every run of a family, ``log2cdf.sh`` makes the CDF of the delays, and
+``summary_stat.sh`` reads at ``$1 >= 400`` the share of frames whose delay is 400 ms or more;
+pooled over the family's runs), :func:`in_order_frame_delays` replays the artifact's decoder
+(``VideoDecoder::DecodeDataPacket``, ``src/bitrate-ctrl/model/video-decoder.cc``) on each run's
 :attr:`lowlat.Result.frames` (when each frame completed, and when each newest frame first
-arrived) into ``frame_late_ratio_artifact``, the ratio the claims use. Deliberate differences: the
-delay runs from the frame's capture (the artifact's "send frame" time is its encoder's, the same
-instant here); after giving up several frames at once, the artifact's decoder steps its last
-played id back to the last one given up, so frames it had already decoded past it are "given up"
-again one per later packet and ``app_delay.awk`` keeps that later time; here a frame leaves the
-decoder once. ``ratio_frame_delay_over_400ms`` (lowlat's summary metric, kept next to it): a
-frame's delay is its completion, with no in-order wait, and a frame never completed counts as
-late; the tables average it over the traces (the traces run 255-297 s, so pooling would weigh
-them almost alike).
+arrived), rule by rule:
+
+- A frame's delay is the instant of its last "decode: frame" or "discard frame" line minus its
+  send time (``app_delay.awk``: ``rcv[id]`` is overwritten by each later line; ``snd`` comes from
+  a "send frame" line that the published code does not print: the nearest, ``GameServer::
+  SendFrame``'s "Send frame", is written when the encoder hands the frame over, the capture
+  instant here). A frame with no line by the end of the run is not counted (the loop runs over
+  ``rcv``); so the denominator is every frame that left the decoder.
+- Frames decode in order (``m_lastPlayedFrameId``): a complete frame waits for every earlier one
+  to be decoded or given up; frame 0 is decoded on completion.
+- A frame still incomplete when a packet of a frame 25 or more newer arrives is given up then
+  (``delay_ddl / m_frameInterval``: 1000 / 40 with ``--ddl=1000 --fps=25``), so a given-up frame
+  is late; frames with no packet at all are given up alike.
+- After giving up several frames at once, the decoder sets its last played id to each frame it
+  gives up in turn, even past frames it has just decoded behind it: those are given up again,
+  one per newer frame that arrives, about 1 s later, and that later line is their delay. It needs
+  a whole frame to go missing behind an incomplete one; it never happened in the W1+W2 runs below
+  (the replay without it gives the same counts), but it is replayed.
+
+``summary.csv`` splits each run's late frames by cause (:func:`late_frame_causes`:
+``frames_late_given_up``, ``_repaired``: complete only after a retransmission, ``_waited``: held
+behind an earlier frame, ``_queued``: its own packets 400 ms late).
+``ratio_frame_delay_over_400ms`` (lowlat's summary metric, kept next to it): a frame's delay is its
+completion, with no in-order wait, and a frame never completed counts as late; the tables average
+it over the traces (the traces run 255-297 s, so pooling would weigh them almost alike).
 
 **The ABW-drop statistic.** The artifact's (``static-exp/output-stat.awk``, ``summary-stat.awk``,
 ``tcp-static-exp.conf``): over the sender's log lines in the 20 s after the drop (one per
