@@ -181,8 +181,8 @@ late frames pooled over their frames):
   - Where GCC+Zhuge's target collapses to GCC's minimum after an outage (``office-wifi_14`` at
     56 s: 0.4 s at 65 kbit/s, then 19 Mbit/s again) the pacer drains frames encoded at the old
     rate at 2.5 x 0.5 Mbit/s for 2 s and then discards the 50 frames still queued (its 2 s
-    limit): 56 frames given up in a row where GCC+FIFO, which cut only to 3 Mbit/s, has none. The artifact's unpaced sender
-    would hand them to the network at once ("Pacing" below).
+    limit): 56 frames given up in a row where GCC+FIFO, which cut only to 3 Mbit/s, has none.
+    The artifact's unpaced sender would hand them to the network at once ("Pacing" below).
   - The encoder share (the artifact's 0.83 of GCC's estimate) removes about a fifth of both
     schemes' late frames (at the target: 0.0411 and 0.0396, -4 %) and lowers both throughputs
     (at the target 9260 and 6393 kbit/s): lowlat's GCC decreases to 0.85 x the acknowledged
@@ -194,9 +194,9 @@ late frames pooled over their frames):
     under 5 % (GCC+FIFO 0.0302, GCC+Zhuge 0.0309).
 - *GCC+Zhuge sends less* on most W1+W2 traces (0.58-1.56 of GCC+FIFO, 0.86 on average; at the
   encoder's target, before the share: 0.49-0.95 on every trace) and on fast cellular traces
-  (paced, one seed, before the share: ``pitree4g_0`` 0.09, ``pitree4g_10`` 0.11, ``xu5g_0`` 0.09, ``xu5g_2``
-  0.21, ``xu4g_2`` 0.63). Not explained yet, and likely a defect of the GCC/in-band-Zhuge pair
-  rather than a condition: on ``pitree4g_0`` (about 80 Mbit/s, no outage) GCC+Zhuge stays near
+  (paced, one seed, before the share: ``pitree4g_0`` 0.09, ``pitree4g_10`` 0.11, ``xu5g_0``
+  0.09, ``xu5g_2`` 0.21, ``xu4g_2`` 0.63). Not explained yet, and likely a defect of the
+  GCC/in-band-Zhuge pair rather than a condition: on ``pitree4g_0`` (about 80 Mbit/s, no outage) GCC+Zhuge stays near
   3 Mbit/s with a 1-3 ms queue, and 22 Mbit/s with a pacing factor of 20 or unpaced (GCC+FIFO
   20.6 and 48 Mbit/s); see "Pacing". FqCoDel's 10 240-packet buffer lowers it further on the Wi-Fi
   traces (0.79 of GCC+FIFO with the NACK repair of the time; 0.95 with lowlat's 300 ms CoDel
