@@ -188,7 +188,9 @@ late frames pooled over their frames):
     (at the target 9260 and 6393 kbit/s): lowlat's GCC decreases to 0.85 x the acknowledged
     rate, now 0.83 of its estimate, and its link-capacity estimate then holds it to additive
     increase, so the estimate drifts down on fluctuating traces (``office-wifi_10``: GCC+FIFO
-    from 20 to 6 Mbit/s over the run, capacity 34 Mbit/s).
+    from 20 to 6 Mbit/s over the run, capacity 34 Mbit/s; 10.3 Mbit/s on average against 21.4 at
+    the target, 10.7 at a share of 0.9) and stays below the link on a constant one (34 Mbit/s,
+    300 s: 21.6 against 30.1 Mbit/s).
   - The accounting follows the artifact's decoder and scripts rule by rule (below), so it is not
     the cause; the artifact's exact encoder (``codec = "perfect"``) moves W1+W2's late frames by
     under 5 % (GCC+FIFO 0.0302, GCC+Zhuge 0.0309).
