@@ -159,31 +159,31 @@ late frames pooled over their frames):
   repaired in time stalls every later frame: with the artifact's repair over the single-queue
   CoDel of before, of GCC+Zhuge's late frames 38 % were given up and 15 % waited behind one,
   GCC+FIFO's 16 % and 4 %).
-- *GCC+Zhuge sends less* on every W1+W2 trace (0.49-0.95 of GCC+FIFO) and on the cellular
-  traces (one seed: ``pitree4g_0`` 0.08, ``xu4g_0`` 0.22, ``xu5g_0`` 0.03). The cause is the
-  traces' short capacity dips, not a defect found in either (each step held against the
-  artifact's code and libwebrtc's): a 200-400 ms line far below its neighbours (``rest-wifi_0`` has 39 single lines
+- *GCC+Zhuge sends less* on every W1+W2 trace (0.49-0.95 of GCC+FIFO) and on the cellular traces
+  (one seed: ``pitree4g_0`` 0.08, ``xu4g_0`` 0.22, ``xu5g_0`` 0.03). The cause is the traces' short
+  capacity dips, not a defect found in either (each step held against the artifact's code and
+  libwebrtc's): a 200-400 ms line far below its neighbours (``rest-wifi_0`` has 39 single lines
   under a quarter of its median in 1452; 3.9 % of the W1+W2 lines are runs of one or two under half
   of the lines around them). During a dip the Fortune Teller predicts the queued packets' delay at
   the dip's dequeue rate (up to seconds at its 512 kbit/s floor), the AP reports those arrivals at
-  once, GCC's acknowledged rate (the last 500 ms of reported arrivals) falls to the dip's rate
-  (the artifact's GCC, whose receive rate is the last second of the same predicted arrivals,
-  would read it alike) and AIMD cuts to 0.85 x it; it climbs back at 8 %/s, or additively
+  once, GCC's acknowledged rate (the last 500 ms of reported arrivals) falls to the dip's rate (the
+  artifact's GCC, whose receive rate is the last second of the same predicted arrivals, would read
+  it alike while the dip lasts) and AIMD cuts to 0.85 x it; it climbs back at 8 %/s, or additively
   (~40 kbit/s per second) while the link-capacity estimate set at the cut holds, and the next dip
   comes before it is back: on ``pitree4g_0`` (a dip every ~5 s) it cuts from 7.2 to 2.0 Mbit/s at
   13.2 s and is still at 2.5 Mbit/s at 30 s. A receiver reports the dip after it ended, with the
   burst that followed, so GCC+FIFO's acknowledged rate barely moves (10.3 Mbit/s at its cut there,
-  to 8.8). The same immediacy is what shortens GCC's time above 200 ms after a lasting drop (the
-  ABW drop below). Evidence: with those runs filled with the lower neighbour's rate (an analysis
-  copy of the traces, not a condition), W1+W2 pooled gives 11 247 (FIFO) vs 10 821 kbit/s (Zhuge),
-  0.96, RTT above 200 ms -59 % (dips filled only where under a quarter of both neighbours: 0.86);
-  ``pitree4g_0`` 0.83; ``xu4g_0`` and ``xu5g_0`` stay low (0.21, 0.08: outages of 0.4-2 s and
-  more). A 40 Mbit/s link with a 200 ms dip to 2 Mbit/s every 5 s: 22.2 vs 1.4 Mbit/s
+  to 8.8). The same immediacy is what shortens GCC's time above 200 ms after a lasting drop (the ABW
+  drop below). Evidence: with those runs filled with the lower neighbour's rate (an analysis copy of
+  the traces, not a condition), W1+W2 pooled gives 11 247 (FIFO) vs 10 821 kbit/s (Zhuge), 0.96, RTT
+  above 200 ms -59 % (dips filled only where under a quarter of both neighbours: 0.86);
+  ``pitree4g_0`` 0.83; ``xu4g_0`` and ``xu5g_0`` stay low (0.21, 0.08: outages of 0.4-2 s and more).
+  A 40 Mbit/s link with a 200 ms dip to 2 Mbit/s every 5 s: 22.2 vs 1.4 Mbit/s
   (``gcc_zhuge_keeps_gcc_fifos_rate_through_200_ms_capacity_dips`` in lowlat-sim's
-  ``tests/zhuge.rs``, ignored while it fails); on a constant link the two match after ramp-up.
-  Tried and not kept: reporting arrivals out of order after a dip (as the artifact's independent
-  predictions are), in whole or only where no packet is queued ahead: worse (``pitree4g_0`` 1.9
-  against 2.7 Mbit/s), libwebrtc's grouping dropping them as reordered; libwebrtc's Bayesian
+  ``tests/zhuge.rs``, ignored while it fails); on a constant link the two match after ramp-up. Tried
+  and not kept: reporting arrivals out of order after a dip (as the artifact's independent
+  predictions are), in whole or only where no packet is queued ahead: worse (``pitree4g_0``, 60 s:
+  1.9 against 2.7 Mbit/s), libwebrtc's grouping dropping them as reordered; libwebrtc's Bayesian
   acknowledged-bitrate estimator instead of the window: ``rest-wifi_0`` unchanged (1.6 Mbit/s over
   60 s) while GCC+FIFO on ``pitree4g_0`` fell from 20.6 to 3.9 Mbit/s. FqCoDel's 10 240-packet
   buffer lowers it further on the Wi-Fi traces (0.79 of GCC+FIFO with the NACK repair of the time;
