@@ -267,3 +267,66 @@ def test_the_artifacts_copa_runs_over_its_tcp():
         # The NSDI'18 rules keep lowlat's own transport.
         assert "recovery" not in flow(label, "paper") and flow(label, "paper")["packet_size"] == "1460 B"
     assert "recovery" not in flow("GCC+Zhuge", "artifact")
+
+
+def test_after_giving_up_several_frames_at_once_the_decoder_steps_back_as_the_artifacts():
+    # 60 frames, each complete 50 ms after capture, its first packet 30 ms after it; frame 2 is
+    # never complete and frame 27 never arrives at all, so the first packet of frame 28 gives up
+    # frames 2 and 3 at once (VideoDecoder::DecodeDataPacket: idx from 2 to 28 - 25).
+    n = 60
+    cap = [i * 0.04 for i in range(n)]
+    complete = [c + 0.05 for c in cap]
+    newest = [c + 0.03 for c in cap]
+    complete[2] = complete[27] = newest[27] = float("nan")
+    out = zhuge.in_order_frame_delays(pd.DataFrame({"frame": range(n), "capture_s": cap, "complete_s": complete, "newest_s": newest})).set_index("frame")
+    at = lambda f, t: abs(out.loc[f, "delay_ms"] - (t - cap[f]) * 1000) < 1e-9  # noqa: E731
+    # Frame 2 given up; 3-26 decoded behind it; 3 given up again at once (the loop goes on to 3).
+    assert not out.loc[2, "decoded"] and at(2, newest[28])
+    assert not out.loc[3, "decoded"] and at(3, newest[28])
+    # The last played id is now 3 though 4-26 were decoded: each is given up again when a frame
+    # 25 newer first arrives, and that later instant is its delay (app_delay.awk keeps the last
+    # line), about 1 s.
+    for f in (4, 20, 26):
+        assert not out.loc[f, "decoded"] and at(f, newest[f + 25]), f
+        assert out.loc[f, "delay_ms"] > 1000
+    # Frame 27 (no packet) is given up by frame 52; 28-51, complete long before, wait for it.
+    assert not out.loc[27, "decoded"] and at(27, newest[52])
+    for f in (28, 51):
+        assert out.loc[f, "decoded"] and at(f, newest[52]), f
+    # Then in order again: frame 52 on completion.
+    assert out.loc[52, "decoded"] and abs(out.loc[52, "delay_ms"] - 50.0) < 1e-9
+
+
+def test_the_gcc_encoder_runs_at_the_artifacts_share_of_the_estimate():
+    gcc = zhuge.scenario("GCC+Zhuge", {"rate": "5 Mbit/s"}, False, 10.0, 1)["flows"][0]
+    assert gcc["encoder_share"] == pytest.approx(0.85 * 1000 / 1024)
+    assert zhuge.scenario("GCC+FIFO", {"rate": "5 Mbit/s"}, False, 10.0, 1, encoder_share=1.0)["flows"][0]["encoder_share"] == 1.0
+    assert "encoder_share" not in zhuge.scenario("Copa", {"rate": "5 Mbit/s"}, False, 10.0, 1, copa="artifact")["flows"][0]
+    # It is what the encoder sends: a fixed 2 Mbit/s link far from full, the share of the rate.
+    runs = {s: lowlat.run(zhuge.scenario("GCC+FIFO", {"rate": "20 Mbit/s"}, False, 20.0, 1, encoder_share=s), progress=False) for s in (1.0, 0.5)}
+    half, full = (runs[s].summary["flows"][0]["throughput_kbps"] for s in (0.5, 1.0))
+    assert half < 0.75 * full
+
+
+def test_late_frames_are_split_by_cause():
+    # 60 frames 40 ms apart; first packet 40 ms after capture, complete at 50 ms, except: frame 3
+    # lost a packet and is complete only after later frames' first packets (repaired at 600 ms),
+    # frames behind it wait; from frame 10 a queue: complete 450 ms after capture, 20 ms less each
+    # frame after (queued while 400 ms or more); frame 25 is never complete and given up when
+    # frame 50 first arrives, frames behind it waiting.
+    n = 60
+    cap = [i * 0.04 for i in range(n)]
+    delay = [0.05] * n
+    for f in range(10, n):
+        delay[f] = max(0.05, 0.45 - 0.02 * (f - 10))
+    newest = [c + d - 0.01 for c, d in zip(cap, delay)]
+    complete = [c + d for c, d in zip(cap, delay)]
+    complete[3] = cap[3] + 0.6
+    complete[25] = float("nan")
+    frames = pd.DataFrame({"frame": range(n), "capture_s": cap, "complete_s": complete, "newest_s": newest})
+    counted = zhuge.in_order_frame_delays(frames)
+    causes = zhuge.late_frame_causes(frames, counted)
+    assert sum(causes.values()) == int((counted["delay_ms"] >= 400).sum())
+    waited = [f for f in range(4, 10) if complete[3] - cap[f] >= 0.4] + [f for f in range(26, 50) if newest[50] - cap[f] >= 0.4]
+    assert len(waited) > 10
+    assert causes == {"given_up": 1, "repaired": 1, "waited": len(waited), "queued": 3}

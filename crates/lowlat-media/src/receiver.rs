@@ -1,7 +1,7 @@
 //! The receiver: frame assembly with per-frame metrics, and the feedback it reports.
 //!
 //! A frame is complete when all its packets have arrived (retransmitted ones included: the NACK
-//! requester passes on each packet once); its
+//! requester and the timeout repair's ACK responder pass on each packet once); its
 //! delay is the completion time minus its capture time. The feedback collector remembers, per
 //! transport-wide sequence number, when each packet arrived, and hands out reports on one of the
 //! schedules the RMCAT controllers use: a fixed interval (transport-cc, RFC 8888 at 50-100 ms), or

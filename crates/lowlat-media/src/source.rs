@@ -100,6 +100,13 @@ pub struct VideoSourceConfig {
     pub key_frame_interval: Option<Duration>,
     /// A target change by more than this factor (up or down) forces a key frame (2).
     pub key_frame_on_change: f64,
+    /// The share of the controller's target the encoder produces, applied after the target is
+    /// clipped to [R_min, R_max] (1: the target itself). An encoder that leaves headroom below
+    /// the estimate, as the Zhuge artifact's: `PacketSenderUdp::UpdateSendingRate` sets the
+    /// encoder to `0.85 * getSendBps()` (GCC's estimate), which `GameServer::UpdateBitrate`
+    /// passes as `bps >> 10` to `DumbVideoEncoder`, which reads it as kbit/s (`bitrate * 1000 /
+    /// 8 / fps` bytes a frame): 0.85 x 1000 / 1024 of the estimate.
+    pub target_share: f64,
 }
 
 impl VideoSourceConfig {
@@ -128,6 +135,7 @@ impl Default for VideoSourceConfig {
             transient_frames: 5,
             key_frame_interval: None,
             key_frame_on_change: 2.0,
+            target_share: 1.0,
         }
     }
 }
@@ -143,6 +151,17 @@ pub struct Frame {
     pub size: Bytes,
     /// Whether it is a key frame.
     pub key: bool,
+}
+
+/// The rate the encoder produces for `target`: clipped to [R_min, R_max], then its share.
+fn shared(cfg: &VideoSourceConfig, target: Bitrate) -> Bitrate {
+    let clipped = target.clamp(cfg.rmin, cfg.rmax);
+    if cfg.target_share == 1.0 {
+        // Exactly the clipped target (no float round trip).
+        clipped
+    } else {
+        Bitrate::from_bps_f64(clipped.as_bps_f64() * cfg.target_share)
+    }
 }
 
 /// A video encoder model.
@@ -166,9 +185,10 @@ pub struct VideoSource {
 }
 
 impl VideoSource {
-    /// A source whose first frame is captured at `start`, at rate `initial` (clipped).
+    /// A source whose first frame is captured at `start`, at rate `initial` (clipped, then
+    /// scaled by the target share).
     pub fn new(cfg: VideoSourceConfig, start: Time, initial: Bitrate, rng: Rng) -> VideoSource {
-        let rate = initial.clamp(cfg.rmin, cfg.rmax);
+        let rate = shared(&cfg, initial);
         VideoSource {
             cfg,
             rng,
@@ -189,9 +209,10 @@ impl VideoSource {
         self.rate
     }
 
-    /// The controller's new target.
+    /// The controller's new target (the encoder produces its share of it, see
+    /// [`VideoSourceConfig::target_share`]).
     pub fn set_target(&mut self, target: Bitrate) {
-        self.pending = Some(target.clamp(self.cfg.rmin, self.cfg.rmax));
+        self.pending = Some(shared(&self.cfg, target));
     }
 
     /// When the next frame is captured.
@@ -334,5 +355,44 @@ mod tests {
             t4 = s.poll_timeout();
         }
         assert_eq!(s.rate(), Bitrate::kbps(1500));
+    }
+
+    #[test]
+    fn the_encoder_produces_its_share_of_the_clipped_target() {
+        let cfg = VideoSourceConfig {
+            codec: Codec::Perfect,
+            fps: 25.0,
+            rmin: Bitrate::kbps(500),
+            rmax: Bitrate::mbps(10),
+            tau_v: Duration::ZERO,
+            target_share: 0.85,
+            ..Default::default()
+        };
+        let mut s = VideoSource::new(cfg.clone(), Time::ZERO, Bitrate::mbps(2), stream(4, "v"));
+        assert_eq!(s.rate(), Bitrate::kbps(1700));
+        let f = s.poll_frame(Time::ZERO).unwrap();
+        assert_eq!(f.size, Bytes(8500)); // 1.7 Mbit/s / 8 / 25
+                                         // Below R_min the target is raised to it first, then shared: 0.85 x 500 kbit/s.
+        s.set_target(Bitrate::kbps(100));
+        let t = s.poll_timeout();
+        s.poll_frame(t);
+        assert_eq!(s.rate(), Bitrate::kbps(425));
+        // Above R_max: 0.85 x 10 Mbit/s.
+        s.set_target(Bitrate::mbps(50));
+        let t = s.poll_timeout();
+        s.poll_frame(t);
+        assert_eq!(s.rate(), Bitrate::kbps(8500));
+        // A share of 1 is the clipped target itself.
+        let mut one = VideoSource::new(
+            VideoSourceConfig { target_share: 1.0, ..cfg },
+            Time::ZERO,
+            Bitrate::mbps(2),
+            stream(4, "v"),
+        );
+        assert_eq!(one.rate(), Bitrate::mbps(2));
+        one.set_target(Bitrate::kbps(100));
+        let t = one.poll_timeout();
+        one.poll_frame(t);
+        assert_eq!(one.rate(), Bitrate::kbps(500));
     }
 }

@@ -428,3 +428,32 @@ rmax = "3 Mbit/s"
     assert!(t.loss_ratio > 0.01 && t.fps_mean.unwrap() > 0.98 * 30.0, "{t:?}");
     assert_ne!(t.packets_sent, q.packets_sent);
 }
+
+#[test]
+fn encoder_share_scales_what_the_encoder_produces() {
+    // A fixed 1 Mbit/s target and an exact encoder: the flow carries the share of it.
+    let kbps = |extra: &str| {
+        let r = run(&format!(
+            r#"
+duration = "20 s"
+[bottleneck]
+rate = "5 Mbit/s"
+delay = "20 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "fixed"
+rate = "1 Mbit/s"
+rmin = "150 kbit/s"
+rmax = "2 Mbit/s"
+codec = "perfect"
+{extra}
+"#
+        ));
+        r.summary.flows[0].throughput_kbps
+    };
+    let (full, one, share) = (kbps(""), kbps("encoder_share = 1.0"), kbps("encoder_share = 0.5"));
+    eprintln!("throughput: default {full:.1}, share 1 {one:.1}, share 0.5 {share:.1} kbit/s");
+    assert_eq!(full, one, "a share of 1 is the default");
+    assert!((share / full - 0.5).abs() < 0.03, "{share} vs {full}");
+}

@@ -171,3 +171,23 @@ fn zhuge_variant_keys() {
         "zhuge = { variant = \"paper\", in_band = \"sampled\", ack_hold = \"accumulate\", whole_ms = false }",
     ));
 }
+
+#[test]
+fn bad_encoder_share() {
+    let video = |share: &str| {
+        GOOD.replace(
+            "kind = \"cbr\"",
+            &format!("kind = \"rtp-video\"\ncc = \"gcc\"\nencoder_share = {share}"),
+        )
+    };
+    common::scenario(&video("0.83"));
+    common::scenario(&video("1"));
+    for bad in ["0", "-0.5", "1.5", "nan", "inf"] {
+        assert_error(&video(bad), &["flows[0].encoder_share", "above 0 and at most 1"]);
+    }
+    assert_error(&video("\"85 %\""), &["flows[0]", "encoder_share"]);
+    assert_error(
+        &GOOD.replace("kind = \"cbr\"", "kind = \"cbr\"\nencoder_share = 0.85"),
+        &["flows[0].encoder_share", "only rtp-video"],
+    );
+}

@@ -106,6 +106,7 @@ kind = "rtp-video"
 cc = "scream"
 feedback = "scream"
 repair = "timeout"
+encoder_share = 0.85
 codec = "trace"
 codec_trace = "frames.txt"
 [[flows]]

@@ -352,6 +352,9 @@ pub struct FlowSpec {
     pub min_rto: Option<D>,
     /// `recovery = "tcp"`: whether each timeout doubles the next (default true, RFC 6298 §5.5).
     pub rto_backoff: Option<bool>,
+    /// Video: the share of the controller's target rate the encoder produces (default 1; the
+    /// Zhuge artifact's sender: 0.85 x 1000 / 1024, see docs/scenario-format.md).
+    pub encoder_share: Option<f64>,
     /// `"forward"` (default: data on the bottleneck, feedback on the reverse link) or `"reverse"`
     /// (data on the reverse link, feedback on the bottleneck; RMCAT 5.3's flow the other way).
     pub direction: Option<String>,

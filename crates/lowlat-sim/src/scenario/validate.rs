@@ -245,6 +245,7 @@ fn media_config(
             ("recovery", f.recovery.is_some()),
             ("min_rto", f.min_rto.is_some()),
             ("rto_backoff", f.rto_backoff.is_some()),
+            ("encoder_share", f.encoder_share.is_some()),
         ] {
             if given {
                 return Err(err(k, format!("only rtp-video flows take `{k}`; this flow is {:?}", f.kind)));
@@ -280,6 +281,15 @@ fn media_config(
             "rmax",
             format!("got rmin {} and rmax {}, expected 0 < rmin <= rmax", source.rmin, source.rmax),
         ));
+    }
+    if let Some(share) = f.encoder_share {
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(err(
+                "encoder_share",
+                format!("got {}, expected a share of the target rate above 0 and at most 1", number(share)),
+            ));
+        }
+        source.target_share = share;
     }
     if source.rmax > lowlat_cc::tunable::bounds::MAX_RATE {
         let max = lowlat_cc::tunable::bounds::MAX_RATE;
