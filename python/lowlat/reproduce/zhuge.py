@@ -111,7 +111,13 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   follows Copa's cwnd / RTT_standing, docs/scenario-format.md), and that its RTT estimator has no
   sample from an ACK of data sent before a timeout (``m_history.clear``; here the sender's
   samples continue with the latest value).
-- Zhuge: ``variant = "artifact"`` (the code above).
+- Zhuge: ``variant = "artifact"`` (the code above), with ``ack_copy``: the artifact's router
+  holds a copy of each TCP ACK and forwards the original at once (``network-queue-zhuge.cc``
+  ``OnRecv_snddev`` is a promiscuous receive callback, which ns-3.34's
+  ``PointToPointNetDevice::Receive`` calls before it forwards the packet), so Copa+Zhuge's ACK
+  clock is never delayed there: Zhuge acts on Copa only through its one-packet device queue.
+  ``scenario(..., zhuge_ack_copy=False)`` (the scenario key ``bottleneck.zhuge.ack_copy``)
+  holds the ACK itself, as the paper describes.
 - Loss repair: the artifact's sender (``--policy=rtx``, ``RTXOnlyPolicy``, ``--ddl=1000``):
   the GCC flows run with ``repair = "timeout"`` (:mod:`lowlat_media::timeout_rtx` cites each
   rule): the receiver acknowledges every packet (``PacketReceiverUdp::ReplyACK``); the sender,
@@ -467,6 +473,12 @@ CONDITIONS: dict[str, Any] = {
     # --duration=72, static-exp/testtraces/k*-500..1300, static-exp/ktrace_gen_all.sh); the cut
     # lines at 40 ms a line.
     "abw_runs": {"gcc": (200.0, 144.0, 176.0), "copa": (72.0, 20.0, 52.0)},
+    # Zhuge's ACK holding delays a copy (bottleneck.zhuge.ack_copy): network-queue-zhuge.cc's
+    # OnRecv_snddev is a promiscuous receive callback that sends the held copy with SendPkt, and
+    # ns-3.34's PointToPointNetDevice::Receive forwards the original after calling it, so the ACK
+    # the Copa sender acts on passes at once (the copy acknowledges nothing new).
+    # scenario(..., zhuge_ack_copy=False) holds the ACK itself, as the paper describes.
+    "zhuge_ack_copy": True,
 }
 WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
 HOP_MS = CONDITIONS["last_hop_ms"]
@@ -485,6 +497,7 @@ def scenario(
     repair: str = CONDITIONS["repair"],
     paced: bool = CONDITIONS["paced"],
     encoder_share: float = CONDITIONS["encoder_share"],
+    zhuge_ack_copy: bool = CONDITIONS["zhuge_ack_copy"],
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
@@ -495,7 +508,8 @@ def scenario(
     ``repair`` is the GCC flows' loss repair ("timeout", the artifact's, or "nack"); ``paced``
     keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once;
     ``encoder_share`` is the share of GCC's target its encoder produces (the artifact's 0.85 x
-    1000 / 1024; 1: the target)."""
+    1000 / 1024; 1: the target); ``zhuge_ack_copy`` holds a copy of each ACK and passes the
+    original (the artifact's wiring) where false holds the ACK itself."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -512,6 +526,8 @@ def scenario(
     }
     if wifi:
         bottleneck["wifi"] = {}
+    if assist == "zhuge" and zhuge_ack_copy:
+        bottleneck["zhuge"] = {"ack_copy": True}
     return {
         "name": f"zhuge-{label}",
         "duration": f"{seconds} s",

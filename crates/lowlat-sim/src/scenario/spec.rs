@@ -134,6 +134,9 @@ pub struct ZhugeSpec {
     /// ACK holding: `"accumulate"` (the artifact's: add the previous ACK's hold while it is held)
     /// or `"in-order"` (the paper's); default by variant.
     pub ack_hold: Option<String>,
+    /// Hold a copy of each ACK and pass the original at once, as the artifact's wiring does
+    /// (default false: the ACK itself is held).
+    pub ack_copy: Option<bool>,
     /// Whole-millisecond arithmetic as the artifact's (default: true for the artifact variant).
     pub whole_ms: Option<bool>,
     /// The video's frame interval, which sets the Fortune Teller's window (default 40 ms).
