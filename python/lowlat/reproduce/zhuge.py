@@ -252,7 +252,8 @@ late frames pooled over their frames):
   0.95 with lowlat's 300 ms CoDel buffer), with fewer drops, so not through loss.
 - *Copa+Zhuge against Copa after the ABW drop* (the artifact's statistic, k = 10, the better
   of FIFO and CoDel), with the artifact's TCP (above): 5 seeds 2.00 vs 2.63 s (-24 %), 20 seeds
-  2.04 vs 2.53 s (-19 %; a bootstrap over the seeds gives -25 % to -14 %); both over CoDel
+  2.04 vs 2.53 s (-19 %; a bootstrap over the seeds gives -25 % to -14 %); with the artifact's
+  ACK copy (the default, below) 5 seeds 2.01 vs 2.63 s (-24 %), 20 seeds -19.6 %; both over CoDel
   (over FIFO 4.78 / 5.65 s with 5 seeds). The episode now ends through a retransmission
   timeout: CoDel drops a retransmission, nothing but the 1 s timeout finds it, Copa's window
   falls to one segment and the queue drains (Copa over CoDel, seed 1: the send rate falls to
@@ -267,8 +268,8 @@ late frames pooled over their frames):
   18 of 20 seeds over CoDel, 15 of 20 over FIFO. Where the artifact's Zhuge differs: its router
   forwards each TCP ACK at once and sends a copy after the hold (``network-queue-zhuge.cc``
   ``OnRecv_snddev`` runs as a promiscuous receive callback, and ns-3's devices hand the packet
-  up for forwarding after it), so the ACK Copa acts on is never held there; lowlat holds the ACK
-  itself. Without the hold (``zhuge.max_hold = "0 s"``), 20 seeds: -19.6 % with the artifact's
+  up for forwarding after it), so the ACK Copa acts on is never held there; lowlat models that
+  (``bottleneck.zhuge.ack_copy``, on here; off, the ACK itself is held). Without the hold (``zhuge.max_hold = "0 s"``), 20 seeds: -19.6 % with the artifact's
   TCP (the holding changes nothing there: the 1-packet device queue under Zhuge lets CoDel act
   on the whole queue), -6.7 % with the QUIC-like transport.
   GCC+Zhuge 1.37 vs GCC 3.43 s (-60 %). Before the artifact's TCP, the artifact's queues made most of Copa's difference:
