@@ -97,7 +97,7 @@ trace_scale = 0.5
 trace_loop = true
 delay = "5 ms"
 assist = "zhuge"
-zhuge = { variant = "paper", in_band = "per-packet", report_interval = "5 ms", ack_hold = "in-order", whole_ms = false, frame_interval = "33 ms", burst_rule = "max-burst", max_burst = "30000 B", head_of_line = true, max_hold = "10 ms" }
+zhuge = { variant = "paper", in_band = "per-packet", report_interval = "5 ms", ack_hold = "in-order", ack_copy = false, whole_ms = false, frame_interval = "33 ms", burst_rule = "max-burst", max_burst = "30000 B", head_of_line = true, max_hold = "10 ms" }
 wifi = { access_min = "1 ms", access_max = "4 ms", outage_probability = 0.002, outage_mean = "20 ms", max_aggregate = "65535 B" }
 queue = { kind = "l4s", limit = "64 kB", threshold = "1 ms", max_threshold = "5 ms", device_limit = "3 packets" }
 [[flows]]
