@@ -309,7 +309,8 @@ impl Simulation {
         Bound<'py, PyDict>,
     )> {
         let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
-        let result = py.detach(|| sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt, series, frames }));
+        let result =
+            py.detach(|| sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt, series, frames }));
         Ok((
             result.summary_json(),
             table(py, &result.flow_series)?,
