@@ -111,3 +111,24 @@ def test_label_columns_cross_as_codes_and_read_back_as_the_labels():
     r = lowlat.run("dumbbell-cbr", progress=False)
     pd.testing.assert_frame_equal(r.link_series, pd.DataFrame({k: _column(v) for k, v in links.items()}))
     assert r.link_series["link"].tolist() == names and r.link_series["link"].dtype == pd.DataFrame({"x": ["a"]})["x"].dtype
+
+
+def test_summary_only_builds_no_table_and_the_same_summary():
+    # A video flow with its audio (frames, series, RTT samples): the summary is the same without
+    # the tables, and reading any of them says it was not built.
+    sc = {
+        "duration": "8 s",
+        "bottleneck": {"rate": "2 Mbit/s", "delay": "20 ms"},
+        "flows": [
+            {"id": "v", "kind": "rtp-video", "cc": "nada", "rmin": "150 kbit/s", "rmax": "1.5 Mbit/s"},
+            {"id": "a", "kind": "cbr", "rate": "20 kbit/s", "packet_size": "100 B"},
+        ],
+    }
+    full = lowlat.run(sc, progress=False)
+    assert len(full.flow_series) > 0 and len(full.frames) > 0 and len(full.sender_rtt) > 0
+    r = lowlat.run(sc, progress=False, summary_only=True)
+    assert {**r.summary, "wall_s": 0, "events": 0} == {**full.summary, "wall_s": 0, "events": 0}
+    assert r.summary["flows"][0]["frame_delay_ms"]["p99"] is not None
+    for name in ("flow_series", "link_series", "frames", "predictions", "sender_rtt"):
+        with pytest.raises(ValueError, match=f"{name}: this run did not build it"):
+            getattr(r, name)

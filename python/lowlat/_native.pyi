@@ -80,7 +80,7 @@ class Simulation:
     def take_window(self, flow: str, calls: int = 1) -> tuple[int, int, int, int, float, float, float, float, float]: ...
     def controller_error(self) -> str | None: ...
     def finish(
-        self, predictions: bool = True, sender_rtt: bool = True
+        self, predictions: bool = True, sender_rtt: bool = True, series: bool = True, frames: bool = True
     ) -> tuple[
         str,
         dict[str, Column],

@@ -424,6 +424,8 @@ def run_point(plain: Mapping[str, Any], index: int, point: dict[str, Any]) -> di
             rtt_s=None if rtt is None else rtt / 1000.0,
             jitter_s=None if rtt is None else point.get("jitter_ms", 0.0) / 1000.0,
             progress=False,
+            # Only summary metrics are kept: no per-bin or per-sample table is built.
+            summary_only=True,
         )
         row.update(_metrics(result.summary, sweep.metrics))
         row["error"] = ""

@@ -343,6 +343,7 @@ impl Link {
         }
     }
 
+    #[inline]
     fn enqueue(&mut self, now: Time, mut pkt: Packet) {
         if self.in_service.is_none() && self.middlebox.is_none() && self.queue.is_idle_droptail() {
             // An idle drop-tail link with nothing queued takes any packet and serves it at once:
@@ -383,7 +384,14 @@ impl Link {
     }
 
     /// Takes the next packet from the queue into service at `t`.
+    #[inline]
     fn start_next(&mut self, t: Time) {
+        if self.queue.is_idle_droptail() {
+            // Nothing to take, and an empty drop-tail queue's dequeue changes nothing (no AQM):
+            // the common case of an uncongested hop, once per packet.
+            self.in_service = None;
+            return;
+        }
         let next = self.queue.dequeue(t);
         let aqm = self.queue.aqm_drops();
         if aqm > self.aqm_drops_seen {
@@ -422,6 +430,7 @@ impl Link {
     }
 
     /// Completes every transmission due by `now`, starting each next one back to back.
+    #[inline]
     fn advance(&mut self, now: Time) {
         while let Some(s) = self.in_service {
             if s.finish > now {

@@ -288,15 +288,18 @@ impl Simulation {
 
     /// Ends the run: `(summary_json, flow_series, link_series, predictions, frames,
     /// sender_rtt)`, tables as dicts of lists (`predictions`: Zhuge's, empty without it;
-    /// `frames` and `sender_rtt`: see `lowlat_sim::RunResult`). `predictions` / `sender_rtt`
-    /// false: that table is not built (empty; the summary is the same).
+    /// `frames` and `sender_rtt`: see `lowlat_sim::RunResult`). `predictions` / `sender_rtt` /
+    /// `series` (flow and link series) / `frames` false: that table is not built (empty; the
+    /// summary is the same).
     #[allow(clippy::type_complexity)]
-    #[pyo3(signature = (predictions=true, sender_rtt=true))]
+    #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true))]
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
         predictions: bool,
         sender_rtt: bool,
+        series: bool,
+        frames: bool,
     ) -> PyResult<(
         String,
         Bound<'py, PyDict>,
@@ -306,7 +309,8 @@ impl Simulation {
         Bound<'py, PyDict>,
     )> {
         let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
-        let result = py.detach(|| sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt }));
+        let result =
+            py.detach(|| sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt, series, frames }));
         Ok((
             result.summary_json(),
             table(py, &result.flow_series)?,

@@ -313,11 +313,24 @@ pub struct Tables {
     pub predictions: bool,
     /// [`RunResult::sender_rtt`] (one row per RTT sample of a media sender).
     pub sender_rtt: bool,
+    /// [`RunResult::flow_series`] and [`RunResult::link_series`] (one row per flow or link and
+    /// bin).
+    pub series: bool,
+    /// [`RunResult::frames`] (one row per frame of each media flow).
+    pub frames: bool,
 }
 
 impl Default for Tables {
     fn default() -> Tables {
-        Tables { predictions: true, sender_rtt: true }
+        Tables { predictions: true, sender_rtt: true, series: true, frames: true }
+    }
+}
+
+impl Tables {
+    /// No table at all, only the summary: what a sweep keeping summary metrics reads (the RMCAT
+    /// suite). Building and handing over the tables was about a tenth of such a run's time.
+    pub fn none() -> Tables {
+        Tables { predictions: false, sender_rtt: false, series: false, frames: false }
     }
 }
 
@@ -384,6 +397,18 @@ pub fn link_results(
     end: Time,
     bin: lowlat_core::Duration,
 ) -> (Vec<LinkSummary>, Table) {
+    link_results_with(links, names, end, bin, true)
+}
+
+/// [`link_results`], the series built only if `series` (else an empty table; the summary lines
+/// are the same).
+pub fn link_results_with(
+    links: &[lowlat_net::Link],
+    names: &[String],
+    end: Time,
+    bin: lowlat_core::Duration,
+    series: bool,
+) -> (Vec<LinkSummary>, Table) {
     let dur_s = end.as_secs_f64();
     let bin_ns = bin.as_nanos().max(1);
     let nbins = end.as_nanos().div_ceil(bin_ns) as usize;
@@ -403,7 +428,7 @@ pub fn link_results(
             max_queue_bytes: s.max_queue_bytes,
             ecn_marks: link.queue().ecn_marks(),
         });
-        for i in 0..nbins {
+        for i in (0..nbins).filter(|_| series) {
             let b = s.bins.get(i).copied().unwrap_or_default();
             let t0 = Time(i as u64 * bin_ns);
             let t1 = Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
@@ -422,6 +447,9 @@ pub fn link_results(
         }
     }
 
+    if !series {
+        return (rows, Table::default());
+    }
     let col = |n: &str, v: Vec<f64>| (n.to_string(), Column::F64(v));
     let series = Table {
         columns: vec![
@@ -465,19 +493,22 @@ impl RunResult {
             let could_arrive = m.max_seq.map_or(0, |s| s + 1);
             let end_t = cfg.stop.min(end);
             let receiver_media = st.receiver.media_metrics();
-            // Mean delay of the frames completed in each bin (NaN: none, or not a video flow).
-            let mut frame_bins = vec![(0.0f64, 0u32); nbins];
-            for (t, d) in receiver_media.iter().flat_map(|m| m.frames.iter()) {
-                if let Some(b) = frame_bins.get_mut((t.as_nanos() / bin_ns) as usize) {
-                    b.0 += d.as_millis_f64();
-                    b.1 += 1;
+            if tables.series {
+                // Mean delay of the frames completed in each bin (NaN: none, or not a video flow).
+                let mut frame_bins = vec![(0.0f64, 0u32); nbins];
+                for (t, d) in receiver_media.iter().flat_map(|m| m.frames.iter()) {
+                    if let Some(b) = frame_bins.get_mut((t.as_nanos() / bin_ns) as usize) {
+                        b.0 += d.as_millis_f64();
+                        b.1 += 1;
+                    }
                 }
+                f_frame.extend(
+                    frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }),
+                );
+                f_frames.extend(frame_bins.iter().map(|&(_, n)| i64::from(n)));
             }
-            f_frame
-                .extend(frame_bins.iter().map(|&(sum, n)| if n > 0 { sum / f64::from(n) } else { f64::NAN }));
-            f_frames.extend(frame_bins.iter().map(|&(_, n)| i64::from(n)));
             let sender_media = st.sender.media_metrics();
-            if let (Some(r), Some(media)) = (&receiver_media, &cfg.media) {
+            if let (Some(r), Some(media), true) = (&receiver_media, &cfg.media, tables.frames) {
                 let last = r.newest_frames.iter().map(|x| x.0).chain(r.frame_ids.iter().copied()).max();
                 let n = last.map_or(0, |l| l as usize + 1);
                 let mut done = vec![f64::NAN; n];
@@ -545,7 +576,7 @@ impl RunResult {
                 }),
                 connections: st.sender.connections(),
             });
-            for i in 0..nbins {
+            for i in (0..nbins).filter(|_| tables.series) {
                 let b = m.bins.get(i).copied().unwrap_or_default();
                 f_id.push(cfg.id.clone());
                 // The same exact instant as the link series (a multiple of the bin in ns), so the
@@ -561,7 +592,7 @@ impl RunResult {
             }
         }
 
-        let (links, link_series) = link_results(&sim.links, &sim.link_names, end, sc.bin);
+        let (links, link_series) = link_results_with(&sim.links, &sim.link_names, end, sc.bin, tables.series);
 
         let assist = assist_results(sim, tables.predictions);
         let summary = Summary {
