@@ -150,23 +150,79 @@ struct Held {
     queued: bool,
 }
 
-#[derive(Clone, Debug)]
+/// A frame with packets held. Its storage is reused from frame to frame (a frame is held for
+/// at most the deadline, and a sender at 100 Mbit/s holds a few hundred packets each).
+#[derive(Clone, Debug, Default)]
 struct HeldFrame {
+    id: u64,
     /// When the frame was encoded (its packets' first `enqueued`).
     encoded: Time,
-    packets: BTreeMap<u16, Held>,
-    /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer
-    /// (None: none), valid unless `stale`: the check schedule needs only this per frame, as
-    /// every packet's timeout adds the same srtt + 4 deviations to it.
-    earliest: Option<Time>,
-    stale: bool,
+    /// By packet index: the packets held (None: acknowledged, or not sent yet).
+    packets: Vec<Option<Held>>,
+    /// How many of `packets` are held.
+    count: usize,
+    /// Candidates for the smallest `last_sent + dispersion x batch` of the packets not waiting
+    /// in the pacer, `(key, index)` in ascending key order: every such packet has an entry with
+    /// its current key; entries of packets since acknowledged, queued or re-sent are skipped
+    /// when they reach the front. The check schedule needs only that smallest key per frame
+    /// (every packet's timeout adds the same srtt + 4 deviations to it), and packets leave in
+    /// key order almost always, so finding it is O(1) per ACK where a scan was O(frame).
+    keys: VecDeque<(Time, u16)>,
+    /// `keys` was made for another dispersion, or misses packets a pacer flush released: rebuilt
+    /// before the next read.
+    rebuild: bool,
+}
+
+impl HeldFrame {
+    fn key(h: &Held, disp: u64) -> Time {
+        h.last_sent + Duration(disp.saturating_mul(u64::from(h.batch)))
+    }
+
+    /// Adds the key of packet `index` (not waiting in the pacer), keeping `keys` ascending.
+    fn push_key(&mut self, key: Time, index: u16) {
+        if self.rebuild {
+            return; // the rebuild will see it
+        }
+        if self.keys.back().is_none_or(|&(k, _)| k <= key) {
+            self.keys.push_back((key, index));
+        } else {
+            let at = self.keys.partition_point(|&(k, _)| k <= key);
+            self.keys.insert(at, (key, index));
+        }
+    }
+
+    /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
+    fn earliest(&mut self, disp: u64) -> Option<Time> {
+        if self.rebuild {
+            self.keys.clear();
+            for (i, h) in self.packets.iter().enumerate() {
+                if let Some(h) = h.filter(|h| !h.queued) {
+                    self.keys.push_back((Self::key(&h, disp), i as u16));
+                }
+            }
+            self.keys.make_contiguous().sort_unstable();
+            self.rebuild = false;
+        }
+        while let Some(&(key, i)) = self.keys.front() {
+            let current =
+                self.packets[usize::from(i)].is_some_and(|h| !h.queued && Self::key(&h, disp) == key);
+            if current {
+                return Some(key);
+            }
+            self.keys.pop_front();
+        }
+        None
+    }
 }
 
 /// The sender side: unacknowledged packets by frame, the RTT statistics and the check schedule.
 #[derive(Clone, Debug)]
 pub struct TimeoutRetransmitter {
     cfg: TimeoutRtxConfig,
-    frames: BTreeMap<u64, HeldFrame>,
+    /// Frames held, by ascending id.
+    frames: VecDeque<HeldFrame>,
+    /// Storage of frames no longer held, for the next ones.
+    spare: Vec<HeldFrame>,
     rtt: RttStats,
     dispersion: Duration,
     /// Send time of each transport sequence number from `send_base`.
@@ -187,7 +243,8 @@ impl TimeoutRetransmitter {
         TimeoutRetransmitter {
             rtt: RttStats::new(cfg.initial_rtt, cfg.initial_deviation, cfg.srtt_gain),
             cfg,
-            frames: BTreeMap::new(),
+            frames: VecDeque::new(),
+            spare: Vec::new(),
             dispersion: Duration::ZERO,
             send_times: VecDeque::new(),
             send_base: 0,
@@ -225,34 +282,67 @@ impl TimeoutRetransmitter {
         }
     }
 
+    /// The position of frame `id` in `frames`, or where it would go.
+    fn find(&self, id: u64) -> Result<usize, usize> {
+        // Frames are sent in order: the newest is the likeliest.
+        match self.frames.back() {
+            Some(f) if f.id == id => Ok(self.frames.len() - 1),
+            Some(f) if f.id < id => Err(self.frames.len()),
+            _ => self.frames.binary_search_by_key(&id, |f| f.id),
+        }
+    }
+
+    /// Removes the frame at `at`, keeping its storage.
+    fn forget(&mut self, at: usize) {
+        if let Some(mut f) = self.frames.remove(at) {
+            f.packets.clear();
+            f.keys.clear();
+            self.spare.push(f);
+        }
+    }
+
     /// The original `packet` left at `now` with transport sequence number `seq`.
     pub fn on_sent(&mut self, now: Time, seq: u64, packet: RtpPacket) {
         self.record_send_time(now, seq);
-        let f = self
-            .frames
-            .entry(packet.frame)
-            .or_insert(HeldFrame { encoded: packet.enqueued, packets: BTreeMap::new(), earliest: None, stale: false });
+        let at = match self.find(packet.frame) {
+            Ok(at) => at,
+            Err(at) => {
+                let mut f = self.spare.pop().unwrap_or_default();
+                f.id = packet.frame;
+                f.encoded = packet.enqueued;
+                f.count = 0;
+                f.rebuild = false;
+                self.frames.insert(at, f);
+                at
+            }
+        };
+        let disp = self.dispersion.as_nanos();
+        let f = &mut self.frames[at];
         f.encoded = f.encoded.min(packet.enqueued);
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
-        if f.packets.insert(packet.index, h).is_some() {
-            f.stale = true;
-        } else if !f.stale {
-            let k = h.last_sent + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(h.batch)));
-            f.earliest = Some(f.earliest.map_or(k, |e| e.min(k)));
+        let i = usize::from(packet.index);
+        if f.packets.len() <= i {
+            f.packets.resize(i + 1, None);
         }
-        let f = &self.frames[&packet.frame];
-        let t = self.due(f, &h);
+        if f.packets[i].replace(h).is_none() {
+            f.count += 1;
+        }
+        f.push_key(HeldFrame::key(&h, disp), packet.index);
+        let t = self.due(&self.frames[at], &h);
         self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
     }
 
     /// A retransmitted copy of `packet` left at `now` with transport sequence number `seq`.
     pub fn on_retransmission_sent(&mut self, now: Time, seq: u64, packet: &RtpPacket) {
         self.record_send_time(now, seq);
-        if let Some(f) = self.frames.get_mut(&packet.frame) {
-            if let Some(h) = f.packets.get_mut(&packet.index) {
+        let disp = self.dispersion.as_nanos();
+        if let Ok(at) = self.find(packet.frame) {
+            let f = &mut self.frames[at];
+            if let Some(Some(h)) = f.packets.get_mut(usize::from(packet.index)) {
                 h.last_sent = now;
                 h.queued = false;
-                f.stale = true;
+                let key = HeldFrame::key(h, disp);
+                f.push_key(key, packet.index);
             }
         }
         self.update_next_check();
@@ -260,11 +350,11 @@ impl TimeoutRetransmitter {
 
     /// The pacer dropped what it held: no retransmitted copy waits any more.
     pub fn on_pacer_flushed(&mut self) {
-        for f in self.frames.values_mut() {
-            for h in f.packets.values_mut() {
+        for f in &mut self.frames {
+            for h in f.packets.iter_mut().flatten() {
                 h.queued = false;
             }
-            f.stale = true;
+            f.rebuild = true;
         }
         self.update_next_check();
     }
@@ -280,12 +370,14 @@ impl TimeoutRetransmitter {
         seq: u64,
         dispersion: Option<Duration>,
     ) -> Option<Duration> {
-        if let Some(f) = self.frames.get_mut(&frame) {
-            if f.packets.remove(&index).is_some() {
-                f.stale = true;
+        if let Ok(at) = self.find(frame) {
+            let f = &mut self.frames[at];
+            // Its key, if any, is skipped when it reaches the front.
+            if f.packets.get_mut(usize::from(index)).and_then(Option::take).is_some() {
+                f.count -= 1;
             }
-            if f.packets.is_empty() {
-                self.frames.remove(&frame);
+            if f.count == 0 {
+                self.forget(at);
             }
         }
         if let Some(d) = dispersion {
@@ -321,8 +413,8 @@ impl TimeoutRetransmitter {
     fn set_dispersion(&mut self, d: Duration) {
         if d != self.dispersion {
             self.dispersion = d;
-            for f in self.frames.values_mut() {
-                f.stale = true;
+            for f in &mut self.frames {
+                f.rebuild = true;
             }
         }
     }
@@ -334,8 +426,13 @@ impl TimeoutRetransmitter {
 
     /// The timeout of a packet sent in a batch of `batch`.
     pub fn timeout(&self, batch: u16) -> Duration {
+        self.base_timeout() + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(batch)))
+    }
+
+    /// srtt + 4 deviations: [`Self::timeout`] without the batch's dispersion.
+    fn base_timeout(&self) -> Duration {
         let base = self.rtt.srtt().as_secs_f64() + self.cfg.deviations * self.rtt.deviation().as_secs_f64();
-        Duration::from_secs_f64(base) + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(batch)))
+        Duration::from_secs_f64(base)
     }
 
     /// The first check instant (a multiple of the interval) strictly after `t`.
@@ -365,8 +462,8 @@ impl TimeoutRetransmitter {
     }
 
     /// The earliest [`Self::due`] over every held packet not waiting in the pacer: per frame, from
-    /// its smallest `last_sent + dispersion x batch` (recomputed only when a change made it
-    /// stale), since `due` grows with it and every timeout adds the same srtt + 4 deviations.
+    /// its smallest `last_sent + dispersion x batch` ([`HeldFrame::earliest`]), since `due` grows
+    /// with it and every timeout adds the same srtt + 4 deviations.
     fn update_next_check(&mut self) {
         let disp = self.dispersion.as_nanos();
         let base = self.timeout(0);
@@ -376,17 +473,8 @@ impl TimeoutRetransmitter {
         let tick_at_or_after = |t: Time| Time(t.as_nanos().div_ceil(i) * i);
         let (min_age, deadline) = (self.cfg.min_age, self.cfg.deadline);
         let mut next: Option<Time> = None;
-        for f in self.frames.values_mut() {
-            if f.stale {
-                f.earliest = f
-                    .packets
-                    .values()
-                    .filter(|h| !h.queued)
-                    .map(|h| h.last_sent + Duration(disp.saturating_mul(u64::from(h.batch))))
-                    .min();
-                f.stale = false;
-            }
-            let Some(e) = f.earliest else { continue };
+        for f in &mut self.frames {
+            let Some(e) = f.earliest(disp) else { continue };
             let checkable = tick_at_or_after(f.encoded + min_age);
             let forget = tick_after(f.encoded + deadline);
             let t = tick_after(e + base).max(checkable).min(forget);
@@ -400,31 +488,42 @@ impl TimeoutRetransmitter {
     /// frame first, to be queued ahead of new media. Their timers restart now.
     pub fn poll_retransmissions(&mut self, now: Time, out: &mut Vec<RtpPacket>) {
         let deadline = self.cfg.deadline;
-        self.frames.retain(|_, f| now.saturating_since(f.encoded) <= deadline);
+        let mut at = 0;
+        while at < self.frames.len() {
+            if now.saturating_since(self.frames[at].encoded) <= deadline {
+                at += 1;
+            } else {
+                self.forget(at);
+            }
+        }
         let start = out.len();
-        let mut resend: Vec<u64> = Vec::new();
-        for (&id, f) in &self.frames {
+        let base = self.base_timeout();
+        let disp = self.dispersion.as_nanos();
+        let timeout = |batch: u16| base + Duration(disp.saturating_mul(u64::from(batch)));
+        for f in &mut self.frames {
             if now.saturating_since(f.encoded) < self.cfg.min_age {
                 break; // frames in sending order: every later one is younger
             }
+            // A group's resending changes no other group's timeout: each is decided and resent
+            // in one pass.
             let due = f
                 .packets
-                .values()
-                .any(|h| !h.queued && now.saturating_since(h.last_sent) > self.timeout(h.batch));
-            if due {
-                resend.push(id);
+                .iter()
+                .flatten()
+                .any(|h| !h.queued && now.saturating_since(h.last_sent) > timeout(h.batch));
+            if !due {
+                continue;
             }
-        }
-        for id in resend {
-            let f = self.frames.get_mut(&id).expect("found above");
-            let n = f.packets.len() as u16;
-            for h in f.packets.values_mut() {
+            let n = f.count as u16;
+            for h in f.packets.iter_mut().flatten() {
                 h.last_sent = now;
                 h.batch = n;
                 h.queued = true;
                 out.push(h.packet);
             }
-            f.stale = true;
+            // Every packet now waits in the pacer: no key is current.
+            f.keys.clear();
+            f.rebuild = false;
             self.groups_retransmitted += 1;
         }
         self.retransmissions += (out.len() - start) as u64;
@@ -433,7 +532,7 @@ impl TimeoutRetransmitter {
 
     /// Packets held (sent, not acknowledged, frame within the deadline as of the last check).
     pub fn held(&self) -> usize {
-        self.frames.values().map(|f| f.packets.len()).sum()
+        self.frames.iter().map(|f| f.count).sum()
     }
 }
 
@@ -450,11 +549,16 @@ pub struct AckResponder {
     pub duplicates: u64,
     /// Retransmitted packets that arrived before any other copy.
     pub recovered: u64,
+    /// Storage of frames forgotten, for the next ones.
+    spare: Vec<Vec<bool>>,
 }
 
 #[derive(Clone, Debug)]
 struct ArrivingFrame {
     got: Vec<bool>,
+    /// How many of `got` are true (the frame is complete when all are: counted, as a scan of
+    /// `got` per packet was O(frame)).
+    received: usize,
     count: u16,
     first: Time,
     last_original: Option<(u16, Time)>,
@@ -473,8 +577,15 @@ impl AckResponder {
             return true;
         }
         self.highest = self.highest.max(frame);
+        let spare = &mut self.spare;
         let f = self.frames.entry(frame).or_insert_with(|| ArrivingFrame {
-            got: vec![false; count.max(1) as usize],
+            got: {
+                let mut got = spare.pop().unwrap_or_default();
+                got.clear();
+                got.resize(count.max(1) as usize, false);
+                got
+            },
+            received: 0,
             count: count.max(1),
             first: now,
             last_original: None,
@@ -486,11 +597,12 @@ impl AckResponder {
             return false;
         }
         *slot = true;
+        f.received += 1;
         self.recovered += u64::from(rtx);
         if !rtx {
             f.last_original = Some((index, now));
         }
-        if !f.complete && f.got.iter().all(|&g| g) {
+        if !f.complete && f.received == f.got.len() {
             f.complete = true;
             if let Some((_, t)) = f.last_original.filter(|&(i, _)| i != 0) {
                 let avg = Duration(t.saturating_since(f.first).as_nanos() / u64::from(f.count));
@@ -501,7 +613,9 @@ impl AckResponder {
         }
         let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
         while self.frames.first_key_value().is_some_and(|(&k, _)| k < horizon) {
-            self.frames.pop_first();
+            if let Some((_, f)) = self.frames.pop_first() {
+                self.spare.push(f.got);
+            }
         }
         true
     }
