@@ -47,7 +47,7 @@
 
 use crate::pacer::RtpPacket;
 use lowlat_core::{Bytes, Duration, Time};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Settings of the timeout repair (the artifact's, see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -224,6 +224,9 @@ pub struct TimeoutRetransmitter {
     /// Storage of frames no longer held, for the next ones.
     spare: Vec<HeldFrame>,
     rtt: RttStats,
+    /// srtt + 4 deviations, as [`Self::base_timeout`] computes it, kept from the last sample
+    /// (every ACK reads it; the statistics change only with a sample).
+    base: Duration,
     dispersion: Duration,
     /// Send time of each transport sequence number from `send_base`.
     send_times: VecDeque<Time>,
@@ -240,8 +243,11 @@ pub struct TimeoutRetransmitter {
 impl TimeoutRetransmitter {
     /// A sender side with `cfg`.
     pub fn new(cfg: TimeoutRtxConfig) -> TimeoutRetransmitter {
+        let rtt = RttStats::new(cfg.initial_rtt, cfg.initial_deviation, cfg.srtt_gain);
+        let base = Self::base_timeout(&rtt, &cfg);
         TimeoutRetransmitter {
-            rtt: RttStats::new(cfg.initial_rtt, cfg.initial_deviation, cfg.srtt_gain),
+            rtt,
+            base,
             cfg,
             frames: VecDeque::new(),
             spare: Vec::new(),
@@ -399,6 +405,7 @@ impl TimeoutRetransmitter {
         }
         let rtt = now - sent;
         self.rtt.on_sample(rtt);
+        self.base = Self::base_timeout(&self.rtt, &self.cfg);
         Some(rtt)
     }
 
@@ -426,12 +433,12 @@ impl TimeoutRetransmitter {
 
     /// The timeout of a packet sent in a batch of `batch`.
     pub fn timeout(&self, batch: u16) -> Duration {
-        self.base_timeout() + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(batch)))
+        self.base + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(batch)))
     }
 
-    /// srtt + 4 deviations: [`Self::timeout`] without the batch's dispersion.
-    fn base_timeout(&self) -> Duration {
-        let base = self.rtt.srtt().as_secs_f64() + self.cfg.deviations * self.rtt.deviation().as_secs_f64();
+    /// srtt + 4 deviations of `rtt`: [`Self::timeout`] without the batch's dispersion.
+    fn base_timeout(rtt: &RttStats, cfg: &TimeoutRtxConfig) -> Duration {
+        let base = rtt.srtt().as_secs_f64() + cfg.deviations * rtt.deviation().as_secs_f64();
         Duration::from_secs_f64(base)
     }
 
@@ -497,7 +504,7 @@ impl TimeoutRetransmitter {
             }
         }
         let start = out.len();
-        let base = self.base_timeout();
+        let base = self.base;
         let disp = self.dispersion.as_nanos();
         let timeout = |batch: u16| base + Duration(disp.saturating_mul(u64::from(batch)));
         for f in &mut self.frames {
@@ -542,7 +549,11 @@ impl TimeoutRetransmitter {
 /// arrival, over the frame's packet count; not updated when that is 0).
 #[derive(Clone, Debug, Default)]
 pub struct AckResponder {
-    frames: BTreeMap<u64, ArrivingFrame>,
+    /// Frames from id `base` on, by id (None: none of its packets arrived): at most
+    /// [`REMEMBERED_FRAMES`] + 1, found by index where a map search cost more than the rest of
+    /// a packet's handling.
+    frames: VecDeque<Option<ArrivingFrame>>,
+    base: u64,
     highest: u64,
     dispersion: Duration,
     /// Duplicates received (a copy of a packet already there).
@@ -577,8 +588,28 @@ impl AckResponder {
             return true;
         }
         self.highest = self.highest.max(frame);
+        // Frames below the horizon are never looked at again (the test above): forgotten first.
+        let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
+        while self.base < horizon && !self.frames.is_empty() {
+            if let Some(Some(f)) = self.frames.pop_front() {
+                self.spare.push(f.got);
+            }
+            self.base += 1;
+        }
+        // `frame` is at or above the horizon: at most REMEMBERED_FRAMES slots from `base`.
+        if self.frames.is_empty() {
+            self.base = frame;
+        }
+        while frame < self.base {
+            self.frames.push_front(None);
+            self.base -= 1;
+        }
+        let at = (frame - self.base) as usize;
+        if self.frames.len() <= at {
+            self.frames.resize(at + 1, None);
+        }
         let spare = &mut self.spare;
-        let f = self.frames.entry(frame).or_insert_with(|| ArrivingFrame {
+        let f = self.frames[at].get_or_insert_with(|| ArrivingFrame {
             got: {
                 let mut got = spare.pop().unwrap_or_default();
                 got.clear();
@@ -609,12 +640,6 @@ impl AckResponder {
                 if avg > Duration::ZERO {
                     self.dispersion = avg;
                 }
-            }
-        }
-        let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
-        while self.frames.first_key_value().is_some_and(|(&k, _)| k < horizon) {
-            if let Some((_, f)) = self.frames.pop_first() {
-                self.spare.push(f.got);
             }
         }
         true
