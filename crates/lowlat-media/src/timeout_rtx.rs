@@ -791,6 +791,98 @@ mod tests {
         assert_eq!(out.iter().map(|p| p.frame).collect::<Vec<_>>(), vec![21, 22]);
     }
 
+    /// The check schedule by brute force: the earliest [`TimeoutRetransmitter::due`] over every
+    /// held packet not waiting in the pacer.
+    fn scanned_next_check(s: &TimeoutRetransmitter) -> Option<Time> {
+        s.frames
+            .iter()
+            .flat_map(|f| f.packets.iter().flatten().filter(|h| !h.queued).map(move |h| s.due(f, h)))
+            .min()
+    }
+
+    #[test]
+    fn the_check_schedule_is_the_earliest_due_packet_through_acks_losses_retransmissions_and_flushes() {
+        // A sender driven at random (a fixed generator): frames of 1-40 packets sent over time,
+        // ACKs mostly in order with some lost, dispersion changes, retransmissions and pacer
+        // flushes. After every change that recomputes the schedule it must equal a full scan.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut s = TimeoutRetransmitter::new(TimeoutRtxConfig::default());
+        let (mut now, mut seq, mut frame) = (Time::ZERO, 0u64, 0u64);
+        let mut in_flight: VecDeque<(u64, u16, u64)> = VecDeque::new();
+        let mut queued: Vec<RtpPacket> = Vec::new();
+        let mut out = Vec::new();
+        let mut checked = 0;
+        for _ in 0..20_000 {
+            now += Duration::from_micros(rnd(3000));
+            match rnd(10) {
+                0..=2 => {
+                    let n = 1 + rnd(40) as u16;
+                    for i in 0..n {
+                        s.on_sent(now, seq, pkt(frame, i, n, now));
+                        in_flight.push_back((frame, i, seq));
+                        seq += 1;
+                    }
+                    frame += 1;
+                }
+                3..=6 => {
+                    for _ in 0..=rnd(8) {
+                        let Some((f, i, q)) = in_flight.pop_front() else { break };
+                        if rnd(4) == 0 {
+                            continue; // lost
+                        }
+                        let disp = (rnd(3) == 0).then(|| Duration::from_micros(rnd(500)));
+                        s.on_ack(now, f, i, q, disp);
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                        checked += 1;
+                    }
+                }
+                7 => {
+                    if let Some(t) = s.poll_timeout() {
+                        now = now.max(t);
+                        out.clear();
+                        s.poll_retransmissions(now, &mut out);
+                        queued.extend(out.iter().copied());
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                        checked += 1;
+                    }
+                }
+                8 => {
+                    if !queued.is_empty() {
+                        let k = rnd(queued.len() as u64) as usize + 1;
+                        for p in queued.drain(..k.min(queued.len())) {
+                            s.on_retransmission_sent(now, seq, &p);
+                            in_flight.push_back((p.frame, p.index, seq));
+                            seq += 1;
+                            assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                            checked += 1;
+                        }
+                    }
+                }
+                _ => {
+                    if rnd(5) == 0 {
+                        queued.clear();
+                        s.on_pacer_flushed();
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                        checked += 1;
+                    } else {
+                        s.on_assist_report();
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 10_000 && s.retransmissions > 10,
+            "{checked} checks, {} retransmissions",
+            s.retransmissions
+        );
+    }
+
     #[test]
     fn the_receiver_drops_duplicates_and_measures_the_dispersion_of_complete_frames() {
         let mut r = AckResponder::default();
