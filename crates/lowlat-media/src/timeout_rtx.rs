@@ -157,6 +157,10 @@ struct HeldFrame {
     id: u64,
     /// When the frame was encoded (its packets' first `enqueued`).
     encoded: Time,
+    /// The first check instant at which it is old enough to be checked, and the one at which it
+    /// is forgotten (from `encoded`: kept, as every ACK reads them).
+    checkable: Time,
+    forget: Time,
     /// By packet index: the packets held (None: acknowledged, or not sent yet).
     packets: Vec<Option<Held>>,
     /// How many of `packets` are held.
@@ -323,8 +327,11 @@ impl TimeoutRetransmitter {
             }
         };
         let disp = self.dispersion.as_nanos();
+        let encoded = self.frames[at].encoded.min(packet.enqueued);
+        let (checkable, forget) =
+            (self.tick_at_or_after(encoded + self.cfg.min_age), self.tick_after(encoded + self.cfg.deadline));
         let f = &mut self.frames[at];
-        f.encoded = f.encoded.min(packet.enqueued);
+        (f.encoded, f.checkable, f.forget) = (encoded, checkable, forget);
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
         let i = usize::from(packet.index);
         if f.packets.len() <= i {
@@ -462,10 +469,8 @@ impl TimeoutRetransmitter {
     }
 
     fn due(&self, f: &HeldFrame, h: &Held) -> Time {
-        let checkable = self.tick_at_or_after(f.encoded + self.cfg.min_age);
         // A frame past the deadline is forgotten at the next check.
-        let forget = self.tick_after(f.encoded + self.cfg.deadline);
-        self.tick_after(h.last_sent + self.timeout(h.batch)).max(checkable).min(forget)
+        self.tick_after(h.last_sent + self.timeout(h.batch)).max(f.checkable).min(f.forget)
     }
 
     /// The earliest [`Self::due`] over every held packet not waiting in the pacer: per frame, from
@@ -475,16 +480,12 @@ impl TimeoutRetransmitter {
         let disp = self.dispersion.as_nanos();
         let base = self.timeout(0);
         let i = self.cfg.check_interval.as_nanos().max(1);
-        // As `tick_after` and `tick_at_or_after`, while the frames are borrowed.
+        // As `tick_after`, while the frames are borrowed.
         let tick_after = |t: Time| Time((t.as_nanos() / i + 1) * i);
-        let tick_at_or_after = |t: Time| Time(t.as_nanos().div_ceil(i) * i);
-        let (min_age, deadline) = (self.cfg.min_age, self.cfg.deadline);
         let mut next: Option<Time> = None;
         for f in &mut self.frames {
             let Some(e) = f.earliest(disp) else { continue };
-            let checkable = tick_at_or_after(f.encoded + min_age);
-            let forget = tick_after(f.encoded + deadline);
-            let t = tick_after(e + base).max(checkable).min(forget);
+            let t = tick_after(e + base).max(f.checkable).min(f.forget);
             next = Some(next.map_or(t, |n| n.min(t)));
         }
         self.next_check = next;
