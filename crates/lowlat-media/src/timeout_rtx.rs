@@ -47,7 +47,7 @@
 
 use crate::pacer::RtpPacket;
 use lowlat_core::{Bytes, Duration, Time};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Settings of the timeout repair (the artifact's, see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -150,24 +150,87 @@ struct Held {
     queued: bool,
 }
 
-#[derive(Clone, Debug)]
+/// A frame with packets held. Its storage is reused from frame to frame (a frame is held for
+/// at most the deadline, and a sender at 100 Mbit/s holds a few hundred packets each).
+#[derive(Clone, Debug, Default)]
 struct HeldFrame {
+    id: u64,
     /// When the frame was encoded (its packets' first `enqueued`).
     encoded: Time,
-    packets: BTreeMap<u16, Held>,
-    /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer
-    /// (None: none), valid unless `stale`: the check schedule needs only this per frame, as
-    /// every packet's timeout adds the same srtt + 4 deviations to it.
-    earliest: Option<Time>,
-    stale: bool,
+    /// The first check instant at which it is old enough to be checked, and the one at which it
+    /// is forgotten (from `encoded`: kept, as every ACK reads them).
+    checkable: Time,
+    forget: Time,
+    /// By packet index: the packets held (None: acknowledged, or not sent yet).
+    packets: Vec<Option<Held>>,
+    /// How many of `packets` are held.
+    count: usize,
+    /// Candidates for the smallest `last_sent + dispersion x batch` of the packets not waiting
+    /// in the pacer, `(key, index)` in ascending key order: every such packet has an entry with
+    /// its current key; entries of packets since acknowledged, queued or re-sent are skipped
+    /// when they reach the front. The check schedule needs only that smallest key per frame
+    /// (every packet's timeout adds the same srtt + 4 deviations to it), and packets leave in
+    /// key order almost always, so finding it is O(1) per ACK where a scan was O(frame).
+    keys: VecDeque<(Time, u16)>,
+    /// `keys` was made for another dispersion, or misses packets a pacer flush released: rebuilt
+    /// before the next read.
+    rebuild: bool,
+}
+
+impl HeldFrame {
+    fn key(h: &Held, disp: u64) -> Time {
+        h.last_sent + Duration(disp.saturating_mul(u64::from(h.batch)))
+    }
+
+    /// Adds the key of packet `index` (not waiting in the pacer), keeping `keys` ascending.
+    fn push_key(&mut self, key: Time, index: u16) {
+        if self.rebuild {
+            return; // the rebuild will see it
+        }
+        if self.keys.back().is_none_or(|&(k, _)| k <= key) {
+            self.keys.push_back((key, index));
+        } else {
+            let at = self.keys.partition_point(|&(k, _)| k <= key);
+            self.keys.insert(at, (key, index));
+        }
+    }
+
+    /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
+    fn earliest(&mut self, disp: u64) -> Option<Time> {
+        if self.rebuild {
+            self.keys.clear();
+            for (i, h) in self.packets.iter().enumerate() {
+                if let Some(h) = h.filter(|h| !h.queued) {
+                    self.keys.push_back((Self::key(&h, disp), i as u16));
+                }
+            }
+            self.keys.make_contiguous().sort_unstable();
+            self.rebuild = false;
+        }
+        while let Some(&(key, i)) = self.keys.front() {
+            let current =
+                self.packets[usize::from(i)].is_some_and(|h| !h.queued && Self::key(&h, disp) == key);
+            if current {
+                return Some(key);
+            }
+            self.keys.pop_front();
+        }
+        None
+    }
 }
 
 /// The sender side: unacknowledged packets by frame, the RTT statistics and the check schedule.
 #[derive(Clone, Debug)]
 pub struct TimeoutRetransmitter {
     cfg: TimeoutRtxConfig,
-    frames: BTreeMap<u64, HeldFrame>,
+    /// Frames held, by ascending id.
+    frames: VecDeque<HeldFrame>,
+    /// Storage of frames no longer held, for the next ones.
+    spare: Vec<HeldFrame>,
     rtt: RttStats,
+    /// srtt + 4 deviations, as [`Self::base_timeout`] computes it, kept from the last sample
+    /// (every ACK reads it; the statistics change only with a sample).
+    base: Duration,
     dispersion: Duration,
     /// Send time of each transport sequence number from `send_base`.
     send_times: VecDeque<Time>,
@@ -184,10 +247,14 @@ pub struct TimeoutRetransmitter {
 impl TimeoutRetransmitter {
     /// A sender side with `cfg`.
     pub fn new(cfg: TimeoutRtxConfig) -> TimeoutRetransmitter {
+        let rtt = RttStats::new(cfg.initial_rtt, cfg.initial_deviation, cfg.srtt_gain);
+        let base = Self::base_timeout(&rtt, &cfg);
         TimeoutRetransmitter {
-            rtt: RttStats::new(cfg.initial_rtt, cfg.initial_deviation, cfg.srtt_gain),
+            rtt,
+            base,
             cfg,
-            frames: BTreeMap::new(),
+            frames: VecDeque::new(),
+            spare: Vec::new(),
             dispersion: Duration::ZERO,
             send_times: VecDeque::new(),
             send_base: 0,
@@ -225,34 +292,70 @@ impl TimeoutRetransmitter {
         }
     }
 
+    /// The position of frame `id` in `frames`, or where it would go.
+    fn find(&self, id: u64) -> Result<usize, usize> {
+        // Frames are sent in order: the newest is the likeliest.
+        match self.frames.back() {
+            Some(f) if f.id == id => Ok(self.frames.len() - 1),
+            Some(f) if f.id < id => Err(self.frames.len()),
+            _ => self.frames.binary_search_by_key(&id, |f| f.id),
+        }
+    }
+
+    /// Removes the frame at `at`, keeping its storage.
+    fn forget(&mut self, at: usize) {
+        if let Some(mut f) = self.frames.remove(at) {
+            f.packets.clear();
+            f.keys.clear();
+            self.spare.push(f);
+        }
+    }
+
     /// The original `packet` left at `now` with transport sequence number `seq`.
     pub fn on_sent(&mut self, now: Time, seq: u64, packet: RtpPacket) {
         self.record_send_time(now, seq);
-        let f = self
-            .frames
-            .entry(packet.frame)
-            .or_insert(HeldFrame { encoded: packet.enqueued, packets: BTreeMap::new(), earliest: None, stale: false });
-        f.encoded = f.encoded.min(packet.enqueued);
+        let at = match self.find(packet.frame) {
+            Ok(at) => at,
+            Err(at) => {
+                let mut f = self.spare.pop().unwrap_or_default();
+                f.id = packet.frame;
+                f.encoded = packet.enqueued;
+                f.count = 0;
+                f.rebuild = false;
+                self.frames.insert(at, f);
+                at
+            }
+        };
+        let disp = self.dispersion.as_nanos();
+        let encoded = self.frames[at].encoded.min(packet.enqueued);
+        let (checkable, forget) =
+            (self.tick_at_or_after(encoded + self.cfg.min_age), self.tick_after(encoded + self.cfg.deadline));
+        let f = &mut self.frames[at];
+        (f.encoded, f.checkable, f.forget) = (encoded, checkable, forget);
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
-        if f.packets.insert(packet.index, h).is_some() {
-            f.stale = true;
-        } else if !f.stale {
-            let k = h.last_sent + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(h.batch)));
-            f.earliest = Some(f.earliest.map_or(k, |e| e.min(k)));
+        let i = usize::from(packet.index);
+        if f.packets.len() <= i {
+            f.packets.resize(i + 1, None);
         }
-        let f = &self.frames[&packet.frame];
-        let t = self.due(f, &h);
+        if f.packets[i].replace(h).is_none() {
+            f.count += 1;
+        }
+        f.push_key(HeldFrame::key(&h, disp), packet.index);
+        let t = self.due(&self.frames[at], &h);
         self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
     }
 
     /// A retransmitted copy of `packet` left at `now` with transport sequence number `seq`.
     pub fn on_retransmission_sent(&mut self, now: Time, seq: u64, packet: &RtpPacket) {
         self.record_send_time(now, seq);
-        if let Some(f) = self.frames.get_mut(&packet.frame) {
-            if let Some(h) = f.packets.get_mut(&packet.index) {
+        let disp = self.dispersion.as_nanos();
+        if let Ok(at) = self.find(packet.frame) {
+            let f = &mut self.frames[at];
+            if let Some(Some(h)) = f.packets.get_mut(usize::from(packet.index)) {
                 h.last_sent = now;
                 h.queued = false;
-                f.stale = true;
+                let key = HeldFrame::key(h, disp);
+                f.push_key(key, packet.index);
             }
         }
         self.update_next_check();
@@ -260,11 +363,11 @@ impl TimeoutRetransmitter {
 
     /// The pacer dropped what it held: no retransmitted copy waits any more.
     pub fn on_pacer_flushed(&mut self) {
-        for f in self.frames.values_mut() {
-            for h in f.packets.values_mut() {
+        for f in &mut self.frames {
+            for h in f.packets.iter_mut().flatten() {
                 h.queued = false;
             }
-            f.stale = true;
+            f.rebuild = true;
         }
         self.update_next_check();
     }
@@ -280,12 +383,14 @@ impl TimeoutRetransmitter {
         seq: u64,
         dispersion: Option<Duration>,
     ) -> Option<Duration> {
-        if let Some(f) = self.frames.get_mut(&frame) {
-            if f.packets.remove(&index).is_some() {
-                f.stale = true;
+        if let Ok(at) = self.find(frame) {
+            let f = &mut self.frames[at];
+            // Its key, if any, is skipped when it reaches the front.
+            if f.packets.get_mut(usize::from(index)).and_then(Option::take).is_some() {
+                f.count -= 1;
             }
-            if f.packets.is_empty() {
-                self.frames.remove(&frame);
+            if f.count == 0 {
+                self.forget(at);
             }
         }
         if let Some(d) = dispersion {
@@ -307,6 +412,7 @@ impl TimeoutRetransmitter {
         }
         let rtt = now - sent;
         self.rtt.on_sample(rtt);
+        self.base = Self::base_timeout(&self.rtt, &self.cfg);
         Some(rtt)
     }
 
@@ -321,8 +427,8 @@ impl TimeoutRetransmitter {
     fn set_dispersion(&mut self, d: Duration) {
         if d != self.dispersion {
             self.dispersion = d;
-            for f in self.frames.values_mut() {
-                f.stale = true;
+            for f in &mut self.frames {
+                f.rebuild = true;
             }
         }
     }
@@ -334,8 +440,13 @@ impl TimeoutRetransmitter {
 
     /// The timeout of a packet sent in a batch of `batch`.
     pub fn timeout(&self, batch: u16) -> Duration {
-        let base = self.rtt.srtt().as_secs_f64() + self.cfg.deviations * self.rtt.deviation().as_secs_f64();
-        Duration::from_secs_f64(base) + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(batch)))
+        self.base + Duration(self.dispersion.as_nanos().saturating_mul(u64::from(batch)))
+    }
+
+    /// srtt + 4 deviations of `rtt`: [`Self::timeout`] without the batch's dispersion.
+    fn base_timeout(rtt: &RttStats, cfg: &TimeoutRtxConfig) -> Duration {
+        let base = rtt.srtt().as_secs_f64() + cfg.deviations * rtt.deviation().as_secs_f64();
+        Duration::from_secs_f64(base)
     }
 
     /// The first check instant (a multiple of the interval) strictly after `t`.
@@ -358,38 +469,23 @@ impl TimeoutRetransmitter {
     }
 
     fn due(&self, f: &HeldFrame, h: &Held) -> Time {
-        let checkable = self.tick_at_or_after(f.encoded + self.cfg.min_age);
         // A frame past the deadline is forgotten at the next check.
-        let forget = self.tick_after(f.encoded + self.cfg.deadline);
-        self.tick_after(h.last_sent + self.timeout(h.batch)).max(checkable).min(forget)
+        self.tick_after(h.last_sent + self.timeout(h.batch)).max(f.checkable).min(f.forget)
     }
 
     /// The earliest [`Self::due`] over every held packet not waiting in the pacer: per frame, from
-    /// its smallest `last_sent + dispersion x batch` (recomputed only when a change made it
-    /// stale), since `due` grows with it and every timeout adds the same srtt + 4 deviations.
+    /// its smallest `last_sent + dispersion x batch` ([`HeldFrame::earliest`]), since `due` grows
+    /// with it and every timeout adds the same srtt + 4 deviations.
     fn update_next_check(&mut self) {
         let disp = self.dispersion.as_nanos();
         let base = self.timeout(0);
         let i = self.cfg.check_interval.as_nanos().max(1);
-        // As `tick_after` and `tick_at_or_after`, while the frames are borrowed.
+        // As `tick_after`, while the frames are borrowed.
         let tick_after = |t: Time| Time((t.as_nanos() / i + 1) * i);
-        let tick_at_or_after = |t: Time| Time(t.as_nanos().div_ceil(i) * i);
-        let (min_age, deadline) = (self.cfg.min_age, self.cfg.deadline);
         let mut next: Option<Time> = None;
-        for f in self.frames.values_mut() {
-            if f.stale {
-                f.earliest = f
-                    .packets
-                    .values()
-                    .filter(|h| !h.queued)
-                    .map(|h| h.last_sent + Duration(disp.saturating_mul(u64::from(h.batch))))
-                    .min();
-                f.stale = false;
-            }
-            let Some(e) = f.earliest else { continue };
-            let checkable = tick_at_or_after(f.encoded + min_age);
-            let forget = tick_after(f.encoded + deadline);
-            let t = tick_after(e + base).max(checkable).min(forget);
+        for f in &mut self.frames {
+            let Some(e) = f.earliest(disp) else { continue };
+            let t = tick_after(e + base).max(f.checkable).min(f.forget);
             next = Some(next.map_or(t, |n| n.min(t)));
         }
         self.next_check = next;
@@ -400,31 +496,42 @@ impl TimeoutRetransmitter {
     /// frame first, to be queued ahead of new media. Their timers restart now.
     pub fn poll_retransmissions(&mut self, now: Time, out: &mut Vec<RtpPacket>) {
         let deadline = self.cfg.deadline;
-        self.frames.retain(|_, f| now.saturating_since(f.encoded) <= deadline);
+        let mut at = 0;
+        while at < self.frames.len() {
+            if now.saturating_since(self.frames[at].encoded) <= deadline {
+                at += 1;
+            } else {
+                self.forget(at);
+            }
+        }
         let start = out.len();
-        let mut resend: Vec<u64> = Vec::new();
-        for (&id, f) in &self.frames {
+        let base = self.base;
+        let disp = self.dispersion.as_nanos();
+        let timeout = |batch: u16| base + Duration(disp.saturating_mul(u64::from(batch)));
+        for f in &mut self.frames {
             if now.saturating_since(f.encoded) < self.cfg.min_age {
                 break; // frames in sending order: every later one is younger
             }
+            // A group's resending changes no other group's timeout: each is decided and resent
+            // in one pass.
             let due = f
                 .packets
-                .values()
-                .any(|h| !h.queued && now.saturating_since(h.last_sent) > self.timeout(h.batch));
-            if due {
-                resend.push(id);
+                .iter()
+                .flatten()
+                .any(|h| !h.queued && now.saturating_since(h.last_sent) > timeout(h.batch));
+            if !due {
+                continue;
             }
-        }
-        for id in resend {
-            let f = self.frames.get_mut(&id).expect("found above");
-            let n = f.packets.len() as u16;
-            for h in f.packets.values_mut() {
+            let n = f.count as u16;
+            for h in f.packets.iter_mut().flatten() {
                 h.last_sent = now;
                 h.batch = n;
                 h.queued = true;
                 out.push(h.packet);
             }
-            f.stale = true;
+            // Every packet now waits in the pacer: no key is current.
+            f.keys.clear();
+            f.rebuild = false;
             self.groups_retransmitted += 1;
         }
         self.retransmissions += (out.len() - start) as u64;
@@ -433,7 +540,7 @@ impl TimeoutRetransmitter {
 
     /// Packets held (sent, not acknowledged, frame within the deadline as of the last check).
     pub fn held(&self) -> usize {
-        self.frames.values().map(|f| f.packets.len()).sum()
+        self.frames.iter().map(|f| f.count).sum()
     }
 }
 
@@ -443,18 +550,27 @@ impl TimeoutRetransmitter {
 /// arrival, over the frame's packet count; not updated when that is 0).
 #[derive(Clone, Debug, Default)]
 pub struct AckResponder {
-    frames: BTreeMap<u64, ArrivingFrame>,
+    /// Frames from id `base` on, by id (None: none of its packets arrived): at most
+    /// [`REMEMBERED_FRAMES`] + 1, found by index where a map search cost more than the rest of
+    /// a packet's handling.
+    frames: VecDeque<Option<ArrivingFrame>>,
+    base: u64,
     highest: u64,
     dispersion: Duration,
     /// Duplicates received (a copy of a packet already there).
     pub duplicates: u64,
     /// Retransmitted packets that arrived before any other copy.
     pub recovered: u64,
+    /// Storage of frames forgotten, for the next ones.
+    spare: Vec<Vec<bool>>,
 }
 
 #[derive(Clone, Debug)]
 struct ArrivingFrame {
     got: Vec<bool>,
+    /// How many of `got` are true (the frame is complete when all are: counted, as a scan of
+    /// `got` per packet was O(frame)).
+    received: usize,
     count: u16,
     first: Time,
     last_original: Option<(u16, Time)>,
@@ -473,8 +589,35 @@ impl AckResponder {
             return true;
         }
         self.highest = self.highest.max(frame);
-        let f = self.frames.entry(frame).or_insert_with(|| ArrivingFrame {
-            got: vec![false; count.max(1) as usize],
+        // Frames below the horizon are never looked at again (the test above): forgotten first.
+        let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
+        while self.base < horizon && !self.frames.is_empty() {
+            if let Some(Some(f)) = self.frames.pop_front() {
+                self.spare.push(f.got);
+            }
+            self.base += 1;
+        }
+        // `frame` is at or above the horizon: at most REMEMBERED_FRAMES slots from `base`.
+        if self.frames.is_empty() {
+            self.base = frame;
+        }
+        while frame < self.base {
+            self.frames.push_front(None);
+            self.base -= 1;
+        }
+        let at = (frame - self.base) as usize;
+        if self.frames.len() <= at {
+            self.frames.resize(at + 1, None);
+        }
+        let spare = &mut self.spare;
+        let f = self.frames[at].get_or_insert_with(|| ArrivingFrame {
+            got: {
+                let mut got = spare.pop().unwrap_or_default();
+                got.clear();
+                got.resize(count.max(1) as usize, false);
+                got
+            },
+            received: 0,
             count: count.max(1),
             first: now,
             last_original: None,
@@ -486,11 +629,12 @@ impl AckResponder {
             return false;
         }
         *slot = true;
+        f.received += 1;
         self.recovered += u64::from(rtx);
         if !rtx {
             f.last_original = Some((index, now));
         }
-        if !f.complete && f.got.iter().all(|&g| g) {
+        if !f.complete && f.received == f.got.len() {
             f.complete = true;
             if let Some((_, t)) = f.last_original.filter(|&(i, _)| i != 0) {
                 let avg = Duration(t.saturating_since(f.first).as_nanos() / u64::from(f.count));
@@ -498,10 +642,6 @@ impl AckResponder {
                     self.dispersion = avg;
                 }
             }
-        }
-        let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
-        while self.frames.first_key_value().is_some_and(|(&k, _)| k < horizon) {
-            self.frames.pop_first();
         }
         true
     }
@@ -650,6 +790,98 @@ mod tests {
         let mut out = Vec::new();
         s.poll_retransmissions(ms(400), &mut out);
         assert_eq!(out.iter().map(|p| p.frame).collect::<Vec<_>>(), vec![21, 22]);
+    }
+
+    /// The check schedule by brute force: the earliest [`TimeoutRetransmitter::due`] over every
+    /// held packet not waiting in the pacer.
+    fn scanned_next_check(s: &TimeoutRetransmitter) -> Option<Time> {
+        s.frames
+            .iter()
+            .flat_map(|f| f.packets.iter().flatten().filter(|h| !h.queued).map(move |h| s.due(f, h)))
+            .min()
+    }
+
+    #[test]
+    fn the_check_schedule_is_the_earliest_due_packet_through_acks_losses_retransmissions_and_flushes() {
+        // A sender driven at random (a fixed generator): frames of 1-40 packets sent over time,
+        // ACKs mostly in order with some lost, dispersion changes, retransmissions and pacer
+        // flushes. After every change that recomputes the schedule it must equal a full scan.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut s = TimeoutRetransmitter::new(TimeoutRtxConfig::default());
+        let (mut now, mut seq, mut frame) = (Time::ZERO, 0u64, 0u64);
+        let mut in_flight: VecDeque<(u64, u16, u64)> = VecDeque::new();
+        let mut queued: Vec<RtpPacket> = Vec::new();
+        let mut out = Vec::new();
+        let mut checked = 0;
+        for _ in 0..20_000 {
+            now += Duration::from_micros(rnd(3000));
+            match rnd(10) {
+                0..=2 => {
+                    let n = 1 + rnd(40) as u16;
+                    for i in 0..n {
+                        s.on_sent(now, seq, pkt(frame, i, n, now));
+                        in_flight.push_back((frame, i, seq));
+                        seq += 1;
+                    }
+                    frame += 1;
+                }
+                3..=6 => {
+                    for _ in 0..=rnd(8) {
+                        let Some((f, i, q)) = in_flight.pop_front() else { break };
+                        if rnd(4) == 0 {
+                            continue; // lost
+                        }
+                        let disp = (rnd(3) == 0).then(|| Duration::from_micros(rnd(500)));
+                        s.on_ack(now, f, i, q, disp);
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                        checked += 1;
+                    }
+                }
+                7 => {
+                    if let Some(t) = s.poll_timeout() {
+                        now = now.max(t);
+                        out.clear();
+                        s.poll_retransmissions(now, &mut out);
+                        queued.extend(out.iter().copied());
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                        checked += 1;
+                    }
+                }
+                8 => {
+                    if !queued.is_empty() {
+                        let k = rnd(queued.len() as u64) as usize + 1;
+                        for p in queued.drain(..k.min(queued.len())) {
+                            s.on_retransmission_sent(now, seq, &p);
+                            in_flight.push_back((p.frame, p.index, seq));
+                            seq += 1;
+                            assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                            checked += 1;
+                        }
+                    }
+                }
+                _ => {
+                    if rnd(5) == 0 {
+                        queued.clear();
+                        s.on_pacer_flushed();
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
+                        checked += 1;
+                    } else {
+                        s.on_assist_report();
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 10_000 && s.retransmissions > 10,
+            "{checked} checks, {} retransmissions",
+            s.retransmissions
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Runs a list of scenarios and prints one digest line per run (the summary without `wall_s`,
-//! `events` and the version, and every value of the series, FNV-1a): build it on two commits and
+//! `events` and the version, and every value of the series and per-sample tables, FNV-1a): build it on two commits and
 //! `diff` the outputs to check that a change kept every result.
 //!
 //! `cargo run --release -p lowlat-sim --example digest_runs -- LIST`
@@ -27,7 +27,7 @@ fn digest(r: &RunResult) -> u64 {
             fnv(&mut h, line.as_bytes());
         }
     }
-    let tables: [&Table; 3] = [&r.flow_series, &r.link_series, &r.predictions];
+    let tables: [&Table; 5] = [&r.flow_series, &r.link_series, &r.predictions, &r.frames, &r.sender_rtt];
     for t in tables {
         for (name, col) in &t.columns {
             fnv(&mut h, name.as_bytes());

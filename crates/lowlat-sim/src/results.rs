@@ -33,8 +33,7 @@ impl Stats {
         if samples.is_empty() {
             return Stats::default();
         }
-        // Unstable: equal under `total_cmp` means the same bits, so the order is the same.
-        samples.sort_unstable_by(f64::total_cmp);
+        sort_samples(samples);
         let n = samples.len();
         let q = |p: f64| Some(samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
         Stats {
@@ -64,6 +63,56 @@ impl Stats {
             p99: q(0.99),
             max: Some(ms(max)),
         }
+    }
+}
+
+/// Sorts `samples` in `f64::total_cmp` order. Samples with the sign bit clear (every delay and
+/// RTT: never negative, never NaN) are sorted as their bit patterns, which `total_cmp` orders
+/// alike, by a radix sort: a run at 100 Mbit/s has a million RTT samples, and a comparison sort
+/// of them cost about 2 % of the run. Equal under `total_cmp` means the same bits, so the result
+/// is the same as a comparison sort's, stable or not.
+fn sort_samples(samples: &mut [f64]) {
+    const MIN_RADIX: usize = 1024;
+    const BITS: u32 = 11;
+    const MASK: u64 = (1 << BITS) - 1;
+    if samples.len() < MIN_RADIX || samples.iter().any(|x| x.to_bits() >> 63 != 0) {
+        samples.sort_unstable_by(f64::total_cmp);
+        return;
+    }
+    let mut keys: Vec<u64> = samples.iter().map(|x| x.to_bits()).collect();
+    let mut scratch = vec![0u64; keys.len()];
+    // Least significant digit first, 11 bits a pass; a pass whose digit is the same in every
+    // key (the exponent's high bits, mostly) is skipped.
+    let (mut or, mut and) = (0u64, u64::MAX);
+    for &k in &keys {
+        or |= k;
+        and &= k;
+    }
+    let varying = or ^ and;
+    let mut counts = vec![0usize; 1 << BITS];
+    for shift in (0..64).step_by(BITS as usize) {
+        if (varying >> shift) & MASK == 0 {
+            continue;
+        }
+        counts.fill(0);
+        for &k in &keys {
+            counts[((k >> shift) & MASK) as usize] += 1;
+        }
+        let mut total = 0;
+        for c in counts.iter_mut() {
+            let n = *c;
+            *c = total;
+            total += n;
+        }
+        for &k in &keys {
+            let d = ((k >> shift) & MASK) as usize;
+            scratch[counts[d]] = k;
+            counts[d] += 1;
+        }
+        std::mem::swap(&mut keys, &mut scratch);
+    }
+    for (x, k) in samples.iter_mut().zip(keys) {
+        *x = f64::from_bits(k);
     }
 }
 
@@ -641,5 +690,55 @@ impl RunResult {
     /// `summary.json`, pretty-printed, keys in contract order.
     pub fn summary_json(&self) -> String {
         serde_json::to_string_pretty(&self.summary).expect("the summary holds only plain data")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples of a few shapes (spread over many exponents, repeated values, zeros, a long run
+    /// of one value) from a fixed generator.
+    fn samples(n: usize, seed: u64) -> Vec<f64> {
+        let mut x = seed;
+        (0..n)
+            .map(|i| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                match i % 5 {
+                    0 => (x >> 11) as f64 * 1e-9,
+                    1 => ((x >> 40) % 7) as f64 * 0.25,
+                    2 => 0.0,
+                    3 => f64::from_bits(x >> 2), // any non-negative bit pattern, subnormals too
+                    _ => 68.0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_radix_sort_orders_samples_as_total_cmp_does() {
+        for (n, seed) in [(0, 1), (5, 2), (1023, 3), (1024, 4), (10_000, 5), (100_003, 6)] {
+            let mut a = samples(n, seed);
+            let mut b = a.clone();
+            sort_samples(&mut a);
+            b.sort_by(f64::total_cmp);
+            assert_eq!(
+                a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                b.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                "n = {n}"
+            );
+        }
+        // A negative sample (or -0.0) takes the comparison sort.
+        let mut c = samples(1000, 7);
+        c[10] = -0.0;
+        c[20] = -3.5;
+        let mut d = c.clone();
+        sort_samples(&mut c);
+        d.sort_by(f64::total_cmp);
+        assert_eq!(
+            c.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            d.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        assert_eq!(c[0], -3.5);
     }
 }

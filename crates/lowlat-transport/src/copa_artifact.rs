@@ -212,8 +212,14 @@ impl CopaArtifact {
             if from.is_some_and(|f| t <= f) {
                 break;
             }
-            lo = lo.min(rtt);
-            hi = hi.max(rtt);
+            // RTT samples are never NaN, so plain comparisons give `f64::min`/`max`'s values
+            // (a few instructions fewer per sample: this scan was ~7 % of a Copa run).
+            if rtt < lo {
+                lo = rtt;
+            }
+            if rtt > hi {
+                hi = rtt;
+            }
         }
         let a = &self.cfg.artifact;
         lo > min_rtt + (hi - min_rtt) * a.detect_fraction + a.detect_margin.as_secs_f64()

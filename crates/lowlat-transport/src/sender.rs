@@ -554,10 +554,10 @@ impl Sender {
         // Above it: walk the ranges upwards, acknowledging and noting the holes.
         let lower = prev.map_or(self.base_pn, |p| p + 1).max(self.base_pn);
         let mut cursor = lower;
-        for &(lo, hi) in frame.ranges.iter().rev() {
-            if hi < lower {
-                continue;
-            }
+        // Ranges entirely below it (the long tail of old holes a lossy flow's frames repeat,
+        // up to 32) are not walked: ranges are highest first.
+        let above = frame.ranges.partition_point(|&(_, hi)| hi >= lower);
+        for &(lo, hi) in frame.ranges[..above].iter().rev() {
             for pn in cursor..lo.max(cursor) {
                 // (TCP: a hole too, so that its late original is seen.)
                 if self.entry(pn).is_some_and(|s| s.outstanding || s.hole) {
