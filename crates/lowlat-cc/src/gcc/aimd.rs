@@ -29,7 +29,7 @@
 
 use super::link_capacity::LinkCapacity;
 use super::{AimdState, GccConfig, Usage};
-use lowlat_core::Time;
+use lowlat_core::{Duration, Time};
 
 /// The rate controller.
 #[derive(Clone, Debug)]
@@ -70,12 +70,18 @@ impl Aimd {
     /// Whether an over-use may reduce the rate again: one RTT (clamped to [10, 200] ms) since the
     /// last change, or a throughput below half the rate.
     pub fn time_to_reduce_further(&self, cfg: &GccConfig, now: Time, throughput_bps: f64) -> bool {
-        let interval =
-            self.rtt.clamp(cfg.reduce_interval_min.as_secs_f64(), cfg.reduce_interval_max.as_secs_f64());
+        let interval = self.reduce_interval(cfg).as_secs_f64();
         if self.last_change.is_none_or(|t| (now - t).as_secs_f64() >= interval) {
             return true;
         }
         throughput_bps < 0.5 * self.rate
+    }
+
+    /// The RTT clamped to [`reduce_interval_min`, `reduce_interval_max`].
+    pub fn reduce_interval(&self, cfg: &GccConfig) -> Duration {
+        Duration::from_secs_f64(
+            self.rtt.clamp(cfg.reduce_interval_min.as_secs_f64(), cfg.reduce_interval_max.as_secs_f64()),
+        )
     }
 
     /// Near capacity: bit/s gained per second, about one packet per two response times.
@@ -143,14 +149,19 @@ impl Aimd {
                 self.last_change = Some(now);
             }
         }
-        self.rate = Self::clamp(cfg, new_rate.unwrap_or(self.rate));
+        let mut rate = new_rate.unwrap_or(self.rate);
+        if cfg.throughput_cap_lowers {
+            // The artifact's ClampBitrate caps every result, a hold included.
+            rate = rate.min(cfg.throughput_cap_factor * throughput + cfg.throughput_cap_extra.as_bps_f64());
+        }
+        self.rate = Self::clamp(cfg, rate);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lowlat_core::{Bitrate, Duration};
+    use lowlat_core::Bitrate;
 
     fn cfg() -> GccConfig {
         GccConfig { max_rate: Bitrate::mbps(10), ..GccConfig::default() }
