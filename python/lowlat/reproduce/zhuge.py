@@ -413,6 +413,10 @@ CONDITIONS: dict[str, Any] = {
     # Config::SetDefault ("ns3::TcpSocket::DelAckCount", UintegerValue (1))): the Copa flows'
     # ack_every = 1, so no RTT sample carries a delayed-ACK wait.
     "copa_ack_every": 1,
+    # GCC: the artifact's own port (src/bitrate-ctrl/model/congestion-control/gcc-controller.cc,
+    # sender-based-controller.cc; lowlat's cc_params.gcc.variant = "artifact", GccConfig::artifact
+    # lists each rule with its source).
+    "gcc": "artifact",
     # ABW drop, (run seconds, drop from, drop to): GCC's runs (gcc-static-exp.conf: --duration=200,
     # static-exp/traces/k*-3600..4400, ktrace_gen_all.sh) and Copa's (tcp-static-exp.conf:
     # --duration=72, static-exp/testtraces/k*-500..1300, static-exp/ktrace_gen_all.sh); the cut
@@ -436,6 +440,7 @@ def scenario(
     repair: str = CONDITIONS["repair"],
     paced: bool = CONDITIONS["paced"],
     encoder_share: float = CONDITIONS["encoder_share"],
+    gcc: str = CONDITIONS["gcc"],
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
@@ -446,7 +451,8 @@ def scenario(
     ``repair`` is the GCC flows' loss repair ("timeout", the artifact's, or "nack"); ``paced``
     keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once;
     ``encoder_share`` is the share of GCC's target its encoder produces (the artifact's 0.85 x
-    1000 / 1024; 1: the target)."""
+    1000 / 1024; 1: the target); ``gcc`` is the GCC schemes' GCC: "artifact" (the Zhuge
+    artifact's port, ``cc_params.gcc.variant``) or "libwebrtc" (lowlat's default)."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -480,7 +486,7 @@ def scenario(
                 "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms", **({} if paced or cc != "gcc" else {"rate": c["access_rate"]})},
                 **({"repair": repair, "encoder_share": encoder_share} if cc == "gcc" else {}),
-                **({} if paced or cc != "gcc" else {"cc_params": {"gcc": {"pacing_factor": c["unpaced_factor"]}}}),
+                **({"cc_params": {"gcc": gcc_params(gcc, paced)}} if cc == "gcc" else {}),
                 **({"cc_params": {"copa": copa_params(label, copa)}, "ack_every": c["copa_ack_every"]} if cc == "copa" else {}),
             }
         ],
@@ -517,6 +523,14 @@ def bottleneck_queue(queue: str, assist: str, wifi: bool = False) -> dict[str, A
 
 def _packets(n: int) -> str:
     return f"{n} packet" if n == 1 else f"{n} packets"
+
+
+def gcc_params(gcc: str, paced: bool = CONDITIONS["paced"]) -> dict[str, Any]:
+    """``cc_params.gcc`` of a GCC scheme: the variant ("artifact" or "libwebrtc") and, unpaced,
+    the pacing factor."""
+    if gcc not in ("artifact", "libwebrtc"):
+        raise ValueError(f"gcc: got {gcc!r}, expected 'artifact' or 'libwebrtc'")
+    return {"variant": gcc, **({} if paced else {"pacing_factor": CONDITIONS["unpaced_factor"]})}
 
 
 def copa_params(label: str, copa: str) -> dict[str, Any]:
@@ -597,6 +611,8 @@ class TraceRun:
     copa: str = "artifact"
     repair: str = CONDITIONS["repair"]
     paced: bool = CONDITIONS["paced"]
+    #: The GCC schemes' GCC ("artifact" or "libwebrtc").
+    gcc: str = CONDITIONS["gcc"]
 
 
 @dataclass(frozen=True)
@@ -614,6 +630,8 @@ class DropRun:
     copa: str = "artifact"
     repair: str = CONDITIONS["repair"]
     paced: bool = CONDITIONS["paced"]
+    #: The GCC schemes' GCC ("artifact" or "libwebrtc").
+    gcc: str = CONDITIONS["gcc"]
 
 
 def _mean_mbps(path: str, trace_format: str) -> float:
@@ -838,7 +856,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
         sc = scenario(
-            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc
         )
         # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
         r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
@@ -904,7 +922,7 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
         }
         queue = None if spec.queue == "own" else spec.queue
         seconds, _, _ = abw_run(spec.scheme)
-        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced)
+        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc)
         r = run(sc, progress=False, tables=["sender_rtt"])
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
@@ -1009,7 +1027,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
     seconds, _, _ = abw_run(spec.scheme)
-    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced), progress=False, tables=[]).flow_series
+    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc), progress=False, tables=[]).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
@@ -1017,7 +1035,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
 
 def drop_timeline(
     k: int, seed: int, out: Path, runner: Runner, copa: str = "artifact",
-    repair: str = CONDITIONS["repair"], paced: bool = CONDITIONS["paced"],
+    repair: str = CONDITIONS["repair"], paced: bool = CONDITIONS["paced"], gcc: str = CONDITIONS["gcc"],
 ) -> tuple[float, pd.DataFrame, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
     as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
@@ -1025,7 +1043,7 @@ def drop_timeline(
     instant: each scheme's series is shifted to it), and the runs' rows (their ``error``)."""
     u = random.Random(seed).uniform(144.0, 176.0)
     drop = drop_instant("GCC+FIFO", u)
-    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa, repair=repair, paced=paced) for scheme in ABW_SCHEMES]
+    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa, repair=repair, paced=paced, gcc=gcc) for scheme in ABW_SCHEMES]
     rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
     for spec, fs in zip(specs, data["series"]):
@@ -1082,7 +1100,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
 
     cap = trace_capacity(spec.trace, spec.trace_format)
     sc = scenario(
-        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc
     )
     r = run(sc, progress=False, tables=[])
     fs = r.flow_series[r.flow_series["flow"] == "video"]
@@ -1226,6 +1244,7 @@ def reproduce(
     copa: str = "artifact",
     repair: str = CONDITIONS["repair"],
     paced: bool = CONDITIONS["paced"],
+    gcc: str = CONDITIONS["gcc"],
     log: Callable[[str], None] = print,
     backend: str = "local",
     address: str | None = None,
@@ -1238,18 +1257,21 @@ def reproduce(
     ``copa``: the Copa schemes' variant, "artifact" (the Zhuge artifact's ``tcp-copa.cc``, which
     its evaluation ran) or "paper" (NSDI 2018);
     ``repair``: the GCC flows' loss repair ("timeout", the artifact's; "nack": WebRTC's);
-    ``paced``: GCC's own pacing instead of the artifact's frame-at-once sending."""
+    ``paced``: GCC's own pacing instead of the artifact's frame-at-once sending;
+    ``gcc``: the GCC schemes' GCC, "artifact" (the Zhuge artifact's ``gcc-controller.cc``, which
+    its evaluation ran) or "libwebrtc" (lowlat's goog_cc)."""
     check_seconds(seconds)
     copa_params("Copa", copa)  # a bad variant is refused before any run
+    gcc_params(gcc)
     ks = ks or ABW_KS
     given = digest(f for _, f in find_traces(traces)) if traces else None
-    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, repair=repair, paced=paced, traces=traces, traces_digest=given)
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, repair=repair, paced=paced, gcc=gcc, traces=traces, traces_digest=given)
     out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa, repair, paced)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa, repair, paced, gcc)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -1271,7 +1293,7 @@ def reproduce(
         # One draw per k in GCC's range, placed alike in each scheme's own (Copa: 20-52 s).
         draws = {k: rng.uniform(144.0, 176.0) for k in ks}
         dspecs += [
-            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
+            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced, gcc) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
         ]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop", cost=drop_cost)
     written.append(write_csv(drows, out / "abw_drop.csv"))
@@ -1286,7 +1308,7 @@ def reproduce(
             written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced, gcc)
         figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))

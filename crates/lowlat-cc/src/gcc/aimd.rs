@@ -237,4 +237,28 @@ mod tests {
         assert!(a.time_to_reduce_further(&cfg, t(200), 900e3));
         assert!(a.time_to_reduce_further(&cfg, t(50), 0.4 * a.rate));
     }
+
+    #[test]
+    fn artifact_cap_lowers_a_held_rate_and_its_additive_increase_is_twice_libwebrtcs() {
+        // gcc-controller.cc ClampBitrate: min(new, 1.5 x incoming + 10 kbit/s) after any state;
+        // GetNearMaxIncreaseRateBps: response time rtt + 100 ms (in_experiment_ false).
+        let art = GccConfig { max_rate: Bitrate::mbps(10), ..GccConfig::artifact() };
+        let lib = cfg();
+        let t = Time::from_secs(1);
+        for (c, expected) in [(&art, 1.5 * 1e6 + 10e3), (&lib, 2e6)] {
+            let mut a = Aimd::new(c, 2e6);
+            a.update(c, Usage::Underusing, Some(1e6), t);
+            assert_eq!(a.state, AimdState::Hold);
+            assert!((a.rate - expected).abs() < 1e-6, "{}", a.rate);
+        }
+        let (mut a, mut l) = (Aimd::new(&art, 3e6), Aimd::new(&lib, 3e6));
+        a.rtt = 0.1;
+        l.rtt = 0.1;
+        let (ia, il) = (a.near_max_increase_bps_per_s(&art), l.near_max_increase_bps_per_s(&lib));
+        assert!(il > lib.additive_min_increase.as_bps_f64());
+        assert!((ia - 2.0 * il).abs() < 1e-6, "{ia} vs {il}");
+        // And the decrease subtracts nothing: 0.85 x 1 Mbit/s.
+        a.update(&art, Usage::Overusing, Some(1e6), t);
+        assert!((a.rate - 850e3).abs() < 1e-6, "{}", a.rate);
+    }
 }
