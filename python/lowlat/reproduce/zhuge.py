@@ -101,6 +101,22 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   (``PacketSenderTcp::UpdateSendingRate``: a duty-cycle rule; here the encoder follows Copa's
   cwnd / RTT_standing, docs/scenario-format.md).
 - Zhuge: ``variant = "artifact"`` (the code above).
+- GCC: the artifact's own port (``--gcc artifact``, the default; ``cc_params.gcc.variant =
+  "artifact"``, lowlat-cc's ``GccConfig::artifact`` cites each rule): ``gcc-controller.cc``
+  and ``sender-based-controller.cc``. Its receive rate is the last second of reported (under
+  Zhuge: predicted) arrivals, each record carrying the bytes of every packet sent since the
+  previous one, so lost bytes count (``getCurrentRecvRate``, ``intvl_pseudo_size``), and AIMD
+  sees min(receive rate, its rate) (``processFeedback``); AIMD runs once per RTT clamped to
+  10-200 ms, sooner only to reduce further (``last_update_ms_``, ``TimeToReduceFurther``), with
+  the RTT the smallest of the last 15 records (``getCurrentRTT``); a decrease is to 0.85 x that
+  rate with nothing subtracted, the near-capacity increase a packet per (RTT + 100 ms)
+  (``in_experiment_`` false: twice libwebrtc's), and 1.5 x the receive rate + 10 kbit/s caps the
+  rate in every state (``ChangeBitrate``, ``ClampBitrate``); no loss-based part
+  (``UpdatePacketsLost`` is commented out) and no probing, so from 0.5 Mbit/s it climbs at 8 %/s
+  (a constant 40 Mbit/s link: 36 Mbit/s after 56 s). The trendline, detector, threshold, 8 %/s
+  and the link-capacity estimate are libwebrtc's (same constants). Not taken: its grouping
+  (10 ms of send time, each group's mean times; lowlat keeps libwebrtc's 5 ms with burst
+  merging). ``--gcc libwebrtc``: lowlat's goog_cc (probing, loss-based part, 500 ms window).
 - Loss repair: the artifact's sender (``--policy=rtx``, ``RTXOnlyPolicy``, ``--ddl=1000``):
   the GCC flows run with ``repair = "timeout"`` (:mod:`lowlat_media::timeout_rtx` cites each
   rule): the receiver acknowledges every packet (``PacketReceiverUdp::ReplyACK``); the sender,
@@ -151,14 +167,14 @@ and 0.051 (GCC+Zhuge; -27 %), RTT above 200 ms 0.049 and 0.033, throughput 13.0 
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
-Deliberate differences: the project's GCC, Copa and video model. Of the artifact's GCC
+Deliberate differences: the project's Copa and video model, and of the artifact's GCC
 (``gcc-controller.cc``, ``sender-based-controller.cc``, ``PacketSenderUdp::OnSocketRecv_sender``)
-against lowlat's (libwebrtc's ``goog_cc``), what matters under Zhuge: it groups packets by send
-time alone (10 ms) with each group's mean arrival, so predicted arrivals that run backwards after
-a dip read as a falling delay, where libwebrtc's grouping drops them as reordered (hence
-lowlat's in-order reports, ``lowlat_assist::zhuge``); its receive rate is the last second of
-(predicted) arrivals, lowlat's the last 500 ms; its loss-based rate is updated at every group,
-lowlat's once a second (goog_cc's feedback-only mode). Both cut to 0.85 x that receive rate on
+its packet grouping, which ``--gcc artifact`` does not take: it groups packets by send time alone
+(10 ms) with each group's mean arrival, so predicted arrivals that run backwards after a dip read
+as a falling delay, where libwebrtc's grouping drops them as reordered (hence lowlat's in-order
+reports, ``lowlat_assist::zhuge``). Its other rules are the preset's (GCC above); ``--gcc
+libwebrtc`` differs further: a 500 ms receive rate of received bytes only, probing, goog_cc's
+loss-based part (feedback-only mode, once a second). Both cut to 0.85 x the receive rate on
 over-use and recover at 8 %/s.
 
 Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and

@@ -19,6 +19,8 @@
 //! - The caller (`mod.rs`, libwebrtc's `DelayBasedBwe`) applies an over-use at most once per
 //!   clamp(rtt, 10 ms, 200 ms) unless the throughput fell below half the rate
 //!   ([`Aimd::time_to_reduce_further`]).
+//! - With `throughput_cap_lowers` (the Zhuge artifact's `ClampBitrate`) the throughput cap
+//!   applies after every update, a hold or a decrease included, and may lower the rate.
 //! - The rate stays within [`min_rate`, `max_rate`] (libwebrtc clamps AIMD to the minimum only;
 //!   the configured maximum applies to the target later, with the same result).
 //!

@@ -30,6 +30,12 @@
 //! 5. The loss-based target is capped by the delay-based estimate; it is the target rate. The
 //!    probe controller sees it (further probing); the pacer runs at `pacing_factor` (2.5) x target.
 //!
+//! [`GccConfig::artifact`] (scenario key `cc_params.gcc.variant = "artifact"`) switches to the
+//! rules of the Zhuge artifact's GCC port where they differ: a 1 s receive rate counting lost
+//! bytes and capped by the rate, the throughput cap lowering a held rate, AIMD once per clamped
+//! RTT, the RTT as the smallest of the last 15 packets', no loss-based part, no probing, no 5 kbit/s
+//! backoff term, the additive increase per (RTT + 100 ms). Each is a field, off by default.
+//!
 //! Deliberate differences from libwebrtc (besides those in each file's header):
 //! - Throughput ("acknowledged bitrate") is the bytes received over the last `throughput_window`
 //!   (500 ms) of arrivals, where libwebrtc uses a Bayesian estimator over 150 ms windows
