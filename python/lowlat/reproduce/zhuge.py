@@ -179,10 +179,28 @@ over-use and recover at 8 %/s.
 
 Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
 ``abw_drop_timeline.png``). Figures with every default above (the artifact's queues, Copa and
-repair), measured with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
-../shared/traces/zhuge> --ks 10 --seeds 5`` (W1+W2 pooled: ratios averaged over the 16 traces,
-late frames pooled over their frames):
+repair) but ``--gcc libwebrtc`` (lowlat's goog_cc, the GCC before the artifact's became the
+default; the first bullet has the artifact's), measured with ``lowlat reproduce zhuge --traces
+<the 16 rest-wifi/office-wifi files of ../shared/traces/zhuge> --ks 10 --seeds 5`` (W1+W2
+pooled: ratios averaged over the 16 traces, late frames pooled over their frames; the trace runs
+use one seed whatever ``--seeds``):
 
+- *With the artifact's GCC* (the default ``--gcc artifact``, same command, ``--seeds 1``):
+  GCC+Zhuge against GCC+FIFO on W1+W2: RTT above 200 ms 0.0103 vs 0.0238 (-57 %); late frames (the
+  artifact's accounting) 0.0299 vs 0.0284 (+5 %); P99 RTT 197 vs 1369 ms; throughput 3312 vs 4031
+  kbit/s (0.82; per trace 0.66-1.14), both below goog_cc's (4818 vs 5606): without probing it
+  climbs from 0.5 Mbit/s at 8 %/s and each cut leaves it to the additive increase. ``pitree4g_0``
+  2145 vs 1998 kbit/s (1.07; goog_cc: 2082 vs 15 444), ``xu5g_0`` 1290 vs 5959 (0.22; goog_cc 1607
+  vs 43 261). The 40 Mbit/s link with a 200 ms dip every 5 s (below, run through :func:`scenario`
+  with a rate schedule, 10-40 s): 1455 vs 1167 kbit/s, both held down by the dips (goog_cc there:
+  1365 vs 10 238). ABW drop (k = 10, one seed, the artifact's statistic): GCC+Zhuge 1.49 vs GCC
+  3.26 s (goog_cc, the same seed: 1.38 vs 3.76 s). So the artifact's GCC does not keep GCC+Zhuge's
+  throughput either: its 1 s receive rate of predicted arrivals falls during a dip as lowlat's 500
+  ms one does, and capped by the rate it cuts below the rate itself. One rule reverted at a time
+  (W1+W2, GCC+Zhuge / GCC+FIFO): AIMD at every report instead of once per RTT 0.96 (goog_cc's 1
+  kbit/s floor per multiplicative step then adds up to 1 Mbit/s a second under Zhuge's report per
+  millisecond), the receive rate not capped by the rate 0.94, a 500 ms window 0.85, neither the cap
+  lowering a held rate nor lost bytes 0.82 (none a condition: the artifact has each).
 - *GCC+Zhuge against GCC+FIFO on W1+W2*: RTT above 200 ms 0.0108 vs 0.0250 (-57 %, as the paper);
   frames later than 400 ms (the artifact's accounting) 0.0315 vs 0.0316 (0 %; the paper: -30 % or
   more; by completion alone 0.028 vs 0.033, -17 %); P99 RTT 209 vs 1067 ms; throughput 4818 vs
