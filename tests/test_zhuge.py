@@ -267,6 +267,31 @@ def test_a_run_can_leave_out_its_per_sample_tables():
         lowlat.run(sc, progress=False, tables=["frames"])
 
 
+def test_the_artifacts_copa_runs_over_its_tcp():
+    cap = {"rate": "10 Mbit/s"}
+    flow = lambda label, copa: zhuge.scenario(label, cap, False, 10.0, 1, copa=copa)["flows"][0]  # noqa: E731
+    for label in ("Copa", "Copa+Zhuge", "Copa+FastAck"):
+        f = flow(label, "artifact")
+        assert (f["recovery"], f["min_rto"], f["rto_backoff"], f["packet_size"]) == ("tcp", "1 s", False, "1488 B")
+        # The NSDI'18 rules keep lowlat's own transport.
+        assert "recovery" not in flow(label, "paper") and flow(label, "paper")["packet_size"] == "1460 B"
+    assert "recovery" not in flow("GCC+Zhuge", "artifact")
+
+
+def test_the_artifacts_zhuge_holds_a_copy_of_each_ack_and_passes_the_original():
+    cap = {"rate": "10 Mbit/s"}
+    sc = zhuge.scenario("Copa+Zhuge", cap, False, 8.0, 1, copa="artifact")
+    assert sc["bottleneck"]["zhuge"] == {"ack_copy": True}
+    assert "zhuge" not in zhuge.scenario("Copa", cap, False, 8.0, 1)["bottleneck"]
+    # Holding a copy leaves the ACK clock as no holding at all would, bit for bit.
+    never = zhuge.scenario("Copa+Zhuge", cap, False, 8.0, 1, copa="artifact", zhuge_ack_copy=False)
+    never["bottleneck"]["zhuge"] = {"max_hold": "0 s"}
+    copied, unheld = ({k: v for k, v in lowlat.run(x, progress=False, tables=[]).summary.items() if k not in ("wall_s", "events")} for x in (sc, never))
+    assert copied == unheld
+    held = zhuge.scenario("Copa+Zhuge", cap, False, 8.0, 1, copa="artifact", zhuge_ack_copy=False)
+    assert "zhuge" not in held["bottleneck"]
+
+
 def test_after_giving_up_several_frames_at_once_the_decoder_steps_back_as_the_artifacts():
     # 60 frames, each complete 50 ms after capture, its first packet 30 ms after it; frame 2 is
     # never complete and frame 27 never arrives at all, so the first packet of frame 28 gives up

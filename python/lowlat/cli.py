@@ -330,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["artifact", "paper"],
         default="artifact",
         help="the Copa schemes' Copa: artifact (default: the Zhuge artifact's tcp-copa.cc, which the paper's "
-        "evaluation ran; Copa+FastAck with its run lists' delta 0.02) or paper (NSDI 2018, delta 0.5)",
+        "evaluation ran, over its TCP: ns-3's SACK recovery, a 1 s minimum retransmission timeout, 1448 B segments; "
+        "Copa+FastAck with its run lists' delta 0.02) or paper (NSDI 2018, delta 0.5, over lowlat's QUIC-like transport)",
     )
     q.add_argument(
         "--gcc",

@@ -29,6 +29,11 @@
 //!   the new sample (with an empty history the ACK leaves with the previous one), capped at
 //!   `max_hold` after its own arrival, so a run of ACKs in a growing queue carries the accumulated
 //!   increase; paper: the sample alone, released no earlier than the previous ACK.
+//! - *What is held*: the artifact's handler is a promiscuous receive callback that sends a held
+//!   copy of each ACK while the device forwards the original at once, so its senders' ACK clock
+//!   is never delayed ([`AckHoldConfig::copy`], the scenario key `ack_copy`); both variants hold
+//!   the ACK itself by default, as the paper describes, and `lowlat reproduce zhuge` turns the
+//!   copy on.
 //! - *In-band reports*: the artifact samples one packet per ~1 ms (above) for its own sender,
 //!   which reads the AP's dequeue rate from the report; the paper builds transport-cc for every
 //!   packet. Both variants default to per-packet reports (artifact: every 1 ms, its cadence;
@@ -156,6 +161,14 @@ pub struct AckHoldConfig {
     /// The artifact's "add the previous ACK's hold" rule (true) or the paper's "release no earlier
     /// than the previous ACK" (false).
     pub accumulate: bool,
+    /// The artifact's wiring (true): the hold is worked out as usual, but what it delays is a copy
+    /// of the ACK, and the original passes at once. Its handler (`network-queue-zhuge.cc`
+    /// `OnRecv_snddev`, a promiscuous receive callback) sends the held copy with `SendPkt`, and
+    /// ns-3.34's `PointToPointNetDevice::Receive` calls the promiscuous callback and then forwards
+    /// the original; the late copy acknowledges nothing new, so the sender takes no sample from it.
+    /// Here the copy is not sent (lowlat's senders ignore it alike). False: the ACK itself is held,
+    /// as the paper describes Zhuge (default).
+    pub copy: bool,
 }
 
 impl Default for AckHoldConfig {
@@ -167,6 +180,7 @@ impl Default for AckHoldConfig {
             max_hold: Duration::from_millis(10),
             warmup: Duration::from_secs(3),
             accumulate: true,
+            copy: false,
         }
     }
 }
@@ -695,7 +709,8 @@ impl Middlebox for Zhuge {
             }
             Some(FlowState::OutOfBand(s)) => {
                 let release = s.release(now, &self.cfg.ack_hold, &mut self.rng);
-                if release <= now && s.held.is_empty() {
+                // The artifact holds a copy: the hold state moves on, the original passes.
+                if self.cfg.ack_hold.copy || (release <= now && s.held.is_empty()) {
                     return Verdict::Pass;
                 }
                 s.held.push_back((release, *pkt));
@@ -971,5 +986,38 @@ mod tests {
             }
         }
         assert!(held > 0, "no ACK was held");
+    }
+
+    #[test]
+    fn with_the_artifacts_copy_every_ack_passes_while_the_hold_state_moves_on() {
+        let mut cfg = ZhugeConfig::default();
+        cfg.ack_hold.warmup = Duration::ZERO;
+        let run = |copy: bool| {
+            let mut cfg = cfg.clone();
+            cfg.ack_hold.copy = copy;
+            let mut z = Zhuge::new(cfg, &[FlowRole::OutOfBand], stream(2, "z"));
+            for i in 0..20u64 {
+                let mut p = data(i);
+                z.on_enqueue(Time::from_millis(i), &mut p, &queue(i * 5_000));
+            }
+            let mut verdicts = Vec::new();
+            for i in 0..10u64 {
+                let now = Time::from_millis(20) + Duration::from_micros(100 * i);
+                let mut ack = data(100 + i);
+                ack.kind = PacketKind::Feedback;
+                verdicts.push(z.on_reverse(now, &mut ack));
+            }
+            let state = match &z.flows[0] {
+                FlowState::OutOfBand(s) => s.last_ack,
+                _ => unreachable!(),
+            };
+            (verdicts, state, z.poll_timeout())
+        };
+        let (held, held_state, _) = run(false);
+        let (copied, copied_state, timeout) = run(true);
+        assert!(held.contains(&Verdict::Consume), "the ACKs themselves are held");
+        assert!(copied.iter().all(|v| *v == Verdict::Pass), "the originals pass: {copied:?}");
+        assert_eq!(copied_state, held_state, "the same holds were worked out");
+        assert_eq!(timeout, None, "nothing waits in the AP");
     }
 }

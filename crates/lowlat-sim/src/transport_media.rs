@@ -63,7 +63,12 @@ impl TransportVideoSender {
     ) -> Result<TransportVideoSender, String> {
         let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
         let cc = crate::transport::window_controller_with(&media.cc, packet_size, params)?;
-        let cfg = SenderConfig { packet_size, overhead: DATAGRAM_OVERHEAD, ..SenderConfig::default() };
+        let cfg = SenderConfig {
+            packet_size,
+            overhead: DATAGRAM_OVERHEAD,
+            tcp: media.tcp.clone(),
+            ..SenderConfig::default()
+        };
         let queue_cfg = PacerConfig {
             mtu_payload: Bytes(packet_size.0.saturating_sub(DATAGRAM_OVERHEAD.0).max(1)),
             overhead: DATAGRAM_OVERHEAD,
@@ -116,6 +121,15 @@ impl TransportVideoSender {
         while let Some(l) = self.sender.pop_lost() {
             self.resend.push_back(l);
         }
+        self.skip_delivered();
+    }
+
+    /// Drops from the front of the resend queue the packets delivered meanwhile (under TCP's
+    /// recovery a late original repairs its loss; see [`Sender::still_lost`]).
+    fn skip_delivered(&mut self) {
+        while self.resend.front().is_some_and(|&(tag, _)| !self.sender.still_lost(tag)) {
+            self.resend.pop_front();
+        }
     }
 }
 
@@ -156,6 +170,7 @@ impl Endpoint for TransportVideoSender {
             }
         }
         self.queue.discard_stale(now);
+        self.skip_delivered();
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         if !self.sender.can_send(now) {
             return None;
@@ -168,6 +183,7 @@ impl Endpoint for TransportVideoSender {
             .or_else(|| self.queue.pop().map(|p| (pack(p.frame, p.index, p.frame_packets), p.size)))
             .unwrap_or((PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)));
         let pn = self.sender.send_message(now, size, tag);
+        self.skip_delivered();
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         Some(Transmit { size, seq: pn, app: tag, ecn: self.ecn })
     }

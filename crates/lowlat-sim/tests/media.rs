@@ -381,6 +381,55 @@ fn the_repair_key_is_checked() {
 }
 
 #[test]
+fn tcp_recovery_keys_are_checked_and_repair_losses() {
+    let text = |cc: &str, extra: &str| {
+        format!(
+            r#"
+duration = "30 s"
+[bottleneck]
+rate = "2 Mbit/s"
+delay = "25 ms"
+queue = {{ kind = "droptail", limit = "300 ms" }}
+loss = {{ kind = "bernoulli", p = 0.02 }}
+[reverse]
+rate = "2 Mbit/s"
+delay = "25 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "{cc}"
+rmin = "150 kbit/s"
+rmax = "3 Mbit/s"
+{extra}
+"#
+        )
+    };
+    let parse = |t: &str| {
+        lowlat_sim::Scenario::parse(t, lowlat_sim::Format::Toml, "t.toml", std::path::Path::new("."))
+    };
+    for (cc, extra, want) in [
+        ("copa", "recovery = \"sctp\"", "expected \"quic\" or \"tcp\""),
+        ("copa", "min_rto = \"200 ms\"", "applies to recovery = \"tcp\""),
+        ("copa", "recovery = \"tcp\"\nmin_rto = \"0 s\"", "expected a duration above 0"),
+        ("gcc", "recovery = \"tcp\"", "applies to video over a window controller"),
+    ] {
+        let e = parse(&text(cc, extra)).unwrap_err().to_string();
+        assert!(e.contains(want) && e.contains("flows[0]."), "{extra}: {e}");
+    }
+    // Random losses over TCP's recovery: repaired (nearly every frame completes), and not as
+    // under RFC 9002's (the key reaches the sender).
+    let run = |extra: &str| lowlat_sim::Simulation::new(parse(&text("copa", extra)).unwrap()).run();
+    let (tcp, quic) = (run("recovery = \"tcp\"\nmin_rto = \"1 s\"\nrto_backoff = false"), run(""));
+    let (t, q) = (&tcp.summary.flows[0], &quic.summary.flows[0]);
+    eprintln!(
+        "2 % loss: fps tcp {:?} quic {:?}, sent {} vs {}",
+        t.fps_mean, q.fps_mean, t.packets_sent, q.packets_sent
+    );
+    assert!(t.loss_ratio > 0.01 && t.fps_mean.unwrap() > 0.98 * 30.0, "{t:?}");
+    assert_ne!(t.packets_sent, q.packets_sent);
+}
+
+#[test]
 fn encoder_share_scales_what_the_encoder_produces() {
     // A fixed 1 Mbit/s target and an exact encoder: the flow carries the share of it.
     let kbps = |extra: &str| {

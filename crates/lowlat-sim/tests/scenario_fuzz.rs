@@ -161,6 +161,9 @@ kind = "rtp-video"
 cc = "copa"
 cc_params = { copa = { variant = "artifact", delta = 0.5 } }
 ack_every = 1
+recovery = "tcp"
+min_rto = "1 s"
+rto_backoff = false
 "#;
 
 const BASES: &[&str] = &[BASE_POINT_TO_POINT, BASE_WIFI_ZHUGE, BASE_SCONE_DOWNLOADS, BASE_SCONE_STANDARD];

@@ -38,7 +38,9 @@
 //! (whole bytes, the truncated `change`), but its 32-bit products cannot overflow here; its
 //! "last 10 srtt" window, which underflows to "TCP detected" while fewer than 10 srtt have passed
 //! since the simulation's start (its flows start at 1 s, so it never does there), takes every
-//! sample instead; a retransmission timeout is lowlat's persistent congestion (RFC 9002 §7.6).
+//! sample instead; a retransmission timeout is a persistent congestion event, which the sender
+//! signals only under TCP's loss recovery ([`crate::SenderConfig::tcp`], ns-3's timeout; RFC 9002's
+//! recovery has no timeout that collapses the window here).
 
 use crate::copa::CopaConfig;
 use crate::filter::{Keep, WindowedFilter};

@@ -1,9 +1,43 @@
 //! The sending side: packet numbers, RFC 9002 loss detection and probe timeout, retransmission of
 //! lost data in new packets, and pacing, around a [`WindowController`].
+//!
+//! ## TCP's loss recovery (opt-in, message mode)
+//! [`SenderConfig::tcp`] replaces RFC 9002's loss detection and probe timeout by TCP's as ns-3.34's
+//! `TcpSocketBase` runs it with SACK (`src/internet/model/tcp-socket-base.cc`,
+//! `tcp-tx-buffer.cc`), the transport of the Zhuge artifact's Copa runs:
+//!
+//! - **Loss detection**: a packet is lost once [`SenderConfig::packet_threshold`] later packets
+//!   are acknowledged (`TcpTxBuffer::UpdateLostCount`, `DupAckThreshold` 3); no time threshold
+//!   (ns-3.34 has no RACK). A retransmission is never declared lost this way: `NextSeg` resends
+//!   only items not yet retransmitted and a retransmitted item stays in the pipe
+//!   (`BytesInFlight` = sent - (sacked + lost) + retransmitted), so only the timeout repairs a
+//!   lost retransmission.
+//! - **Holes**: lost data keeps the cumulative acknowledgement point (`SND.UNA`) where it is until
+//!   a retransmission of it, or the late original, is acknowledged; the window is left to the
+//!   controller (`EnterRecovery`: with its own `CongControl`, ns-3 skips its recovery's window
+//!   changes; the controller still hears each loss as a congestion event).
+//! - **Retransmission timeout** (RFC 6298 as `TcpSocketBase` has it): RTO = max(srtt + max(G,
+//!   4 rttvar), [`TcpRecovery::min_rto`]) (`EstimateRtt`, `NewAck`), restarted when the cumulative
+//!   point advances (`NewAck`), in fast recovery only on its first partial acknowledgement
+//!   (`m_isFirstPartialAck`), and armed by a send when not running (`SendDataPacket`). When it
+//!   fires (`ReTxTimeout`): every packet in flight is lost (`SetSentListLost`), the controller gets
+//!   a persistent congestion event (ns-3 sets the window to one segment), and the timeout
+//!   doubles unless [`TcpRecovery::backoff`] is off (the Zhuge artifact comments the doubling
+//!   out). Until the cumulative point passes what was sent before the timeout (`CA_LOSS`), each
+//!   advance restarts it.
+//! - An acknowledgement of data already declared lost (the original arriving late) repairs its
+//!   hole and counts as delivered for the controller, with no RTT sample of its own (ns-3 clears
+//!   its RTT history on a timeout; the rate sample carries the latest RTT, as ns-3's does).
+//!
+//! Deliberate differences: packet numbers stand for sequence numbers (a packet's "later" ones
+//! are those sent after it, where TCP counts SACKed segments above it); no delayed-ACK, Nagle,
+//! receive-window or SYN logic; the application resends lost packets itself ([`Sender::pop_lost`],
+//! [`Sender::still_lost`]).
 
 use crate::ack::AckFrame;
 use crate::rtt::RttEstimator;
 use crate::{RateSample, WindowController};
+use lowlat_core::hash::FastMap;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
 
@@ -30,6 +64,28 @@ pub struct SenderConfig {
     pub burst_packets: u64,
     /// Payload bytes to deliver (`None`: an unbounded bulk transfer).
     pub size: Option<u64>,
+    /// TCP's loss recovery instead of RFC 9002's (`None`, the default); message mode only (see
+    /// the module doc).
+    pub tcp: Option<TcpRecovery>,
+}
+
+/// The constants of TCP's loss recovery (see the module doc); defaults are ns-3.34's
+/// `TcpSocketBase`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpRecovery {
+    /// Smallest retransmission timeout (`TcpSocketBase::MinRto`, 1 s, RFC 6298 §2.4).
+    pub min_rto: Duration,
+    /// The clock granularity G of RFC 6298 §2.3 (`ClockGranularity`, 1 ms).
+    pub granularity: Duration,
+    /// Each timeout doubles the next until the cumulative point advances (RFC 6298 §5.5, ns-3's
+    /// `ReTxTimeout`; the Zhuge artifact's `ns-diff.patch` comments the doubling out).
+    pub backoff: bool,
+}
+
+impl Default for TcpRecovery {
+    fn default() -> Self {
+        TcpRecovery { min_rto: Duration::from_secs(1), granularity: Duration::from_millis(1), backoff: true }
+    }
 }
 
 impl Default for SenderConfig {
@@ -44,6 +100,7 @@ impl Default for SenderConfig {
             pacing_gain: 1.25,
             burst_packets: 10,
             size: None,
+            tcp: None,
         }
     }
 }
@@ -65,6 +122,8 @@ pub struct SenderStats {
     pub congestion_events: u64,
     /// Packets the peer reported received with CE (its ACK_ECN count).
     pub ce_marks: u64,
+    /// Retransmission timeouts that fired (TCP's loss recovery only).
+    pub rtos: u64,
 }
 
 /// One sent packet, kept until acknowledged or lost.
@@ -81,6 +140,22 @@ struct Sent {
     delivered_time: Time,
     first_sent_time: Time,
     app_limited: bool,
+    /// TCP recovery: the lost packet whose data this one carries again (`None`: new data).
+    retx_of: Option<u64>,
+    /// TCP recovery: declared lost and its data not delivered yet (it holds the cumulative point).
+    hole: bool,
+}
+
+/// TCP recovery's state (`TcpSocketState::m_congState`, reduced to what the timer needs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TcpState {
+    /// `CA_OPEN`/`CA_DISORDER`: every advance of the cumulative point restarts the timeout.
+    Open,
+    /// `CA_RECOVERY` until the cumulative point reaches `until` (the next packet number when it
+    /// began): only the first partial acknowledgement restarts the timeout.
+    Recovery { until: u64, first_partial: bool },
+    /// `CA_LOSS` after a timeout, until the cumulative point reaches `until`.
+    Loss { until: u64 },
 }
 
 /// The rate sample being built from one ACK frame.
@@ -133,6 +208,15 @@ pub struct Sender {
     messages: bool,
     app_pending: bool,
     lost_tags: VecDeque<(u64, Bytes)>,
+    /// TCP recovery: the hole each lost tag's data fills, until it is sent again.
+    holes: FastMap<u64, u64>,
+    /// TCP recovery: when the retransmission timeout fires.
+    rto_at: Option<Time>,
+    /// TCP recovery: timeouts since the cumulative point last advanced (the backoff exponent).
+    rto_count: u32,
+    tcp_state: TcpState,
+    /// TCP recovery: the cumulative point (the oldest packet still holding undelivered data).
+    snd_una: u64,
 }
 
 impl Sender {
@@ -165,8 +249,37 @@ impl Sender {
             messages: false,
             app_pending: false,
             lost_tags: VecDeque::new(),
+            holes: FastMap::default(),
+            rto_at: None,
+            rto_count: 0,
+            tcp_state: TcpState::Open,
+            snd_una: 0,
             cfg,
         }
+    }
+
+    /// Whether TCP's loss recovery runs (configured, in message mode).
+    fn tcp(&self) -> bool {
+        self.messages && self.cfg.tcp.is_some()
+    }
+
+    /// The retransmission timeout now (RFC 6298 §2, with the backoff of the timeouts so far).
+    fn rto(&self) -> Duration {
+        let Some(t) = &self.cfg.tcp else { return Duration::ZERO };
+        let base = self.rtt.smoothed() + (self.rtt.var() * 4).max(t.granularity);
+        let rto = base.max(t.min_rto);
+        if t.backoff {
+            rto * (1u64 << self.rto_count.min(16))
+        } else {
+            rto
+        }
+    }
+
+    /// Message mode: whether a lost packet the application holds (`tag`, from
+    /// [`Sender::pop_lost`]) still needs sending. Always true under RFC 9002's recovery; under
+    /// TCP's, false once the late original (or another copy) was acknowledged meanwhile.
+    pub fn still_lost(&self, tag: u64) -> bool {
+        !self.tcp() || self.holes.contains_key(&tag)
     }
 
     /// The controller.
@@ -288,6 +401,12 @@ impl Sender {
 
     /// Books a packet that leaves now; returns its packet number.
     fn record(&mut self, now: Time, size: u64, payload: u64, tag: u64, paced: bool) -> u64 {
+        // TCP: a lost tag sent again repairs its hole once acknowledged; a send arms the timeout
+        // when it is not running (`SendDataPacket`).
+        let retx_of = if self.tcp() { self.holes.remove(&tag) } else { None };
+        if self.tcp() && self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rto());
+        }
         if paced {
             self.tokens -= (size * 8) as f64;
         }
@@ -309,6 +428,8 @@ impl Sender {
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
             app_limited: self.app_limited_until != 0,
+            retx_of,
+            hole: false,
         });
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
@@ -350,13 +471,41 @@ impl Sender {
 
     /// Marks `pn` acknowledged if it was outstanding.
     fn ack_packet(&mut self, now: Time, pn: u64) {
+        let tcp = self.tcp();
         let Some(s) = self.entry(pn) else { return };
         if !s.outstanding {
+            // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
+            // on): its hole is repaired.
+            let s = *s;
+            let hole =
+                if s.hole { Some(pn) } else { s.retx_of.filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
+            if let Some(h) = hole {
+                if let Some(e) = self.entry(h) {
+                    e.hole = false;
+                }
+                self.holes.remove(&s.tag);
+                self.deliver(now, &s, false);
+            }
             return;
         }
         s.outstanding = false;
         let s = *s;
         self.in_flight -= s.size;
+        if tcp {
+            if let Some(orig) = s.retx_of {
+                if let Some(e) = self.entry(orig) {
+                    e.hole = false;
+                }
+            }
+            self.holes.remove(&s.tag);
+        }
+        self.deliver(now, &s, true);
+        self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
+    }
+
+    /// Counts `s` delivered into the rate sample being built (`sample_rtt`: its RTT may be the
+    /// sample's).
+    fn deliver(&mut self, now: Time, s: &Sent, sample_rtt: bool) {
         self.stats.bytes_acked += s.payload;
         self.delivered += s.size;
         self.delivered_time = now;
@@ -369,10 +518,11 @@ impl Sender {
             acc.app_limited = s.app_limited;
             acc.send_elapsed = s.time - s.first_sent_time;
             acc.ack_elapsed = now - s.delivered_time;
-            acc.rtt = Some(now - s.time);
+            if sample_rtt {
+                acc.rtt = Some(now - s.time);
+            }
             self.first_sent_time = s.time;
         }
-        self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
     }
 
     /// An ACK frame arrived.
@@ -409,7 +559,8 @@ impl Sender {
                 continue;
             }
             for pn in cursor..lo.max(cursor) {
-                if self.entry(pn).is_some_and(|s| s.outstanding) {
+                // (TCP: a hole too, so that its late original is seen.)
+                if self.entry(pn).is_some_and(|s| s.outstanding || s.hole) {
                     self.suspects.push_back(pn);
                 }
             }
@@ -426,7 +577,10 @@ impl Sender {
             self.app_limited_until = 0;
         }
         let acc = std::mem::take(&mut self.acc);
-        if let (Some(prior_delivered), Some(rtt)) = (acc.prior_delivered, acc.rtt) {
+        // TCP: an ACK of late originals alone still reaches the controller, with the latest RTT
+        // (ns-3 calls `CongControl` on every ACK; its rate sample keeps the last RTT measured).
+        let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
+        if let (Some(prior_delivered), Some(rtt)) = (acc.prior_delivered, acc.rtt.or(fallback)) {
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
             let sample = RateSample {
@@ -446,10 +600,86 @@ impl Sender {
         }
         self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
         self.pto_count = 0;
-        while self.sent.front().is_some_and(|s| !s.outstanding) {
+        // Holes stay: they hold TCP's cumulative point.
+        while self.sent.front().is_some_and(|s| !s.outstanding && !s.hole) {
             self.sent.pop_front();
             self.base_pn += 1;
         }
+        if self.tcp() {
+            self.on_cumulative(now);
+        }
+    }
+
+    /// TCP: restarts the timeout if the cumulative point advanced (`NewAck`), as the state allows,
+    /// and leaves recovery once it passes the recovery point.
+    fn on_cumulative(&mut self, now: Time) {
+        let una = self.base_pn;
+        if una <= self.snd_una {
+            return;
+        }
+        self.snd_una = una;
+        let restart = match self.tcp_state {
+            TcpState::Open => true,
+            TcpState::Recovery { until, .. } | TcpState::Loss { until } if una >= until => {
+                self.tcp_state = TcpState::Open;
+                true
+            }
+            TcpState::Recovery { until, first_partial } => {
+                self.tcp_state = TcpState::Recovery { until, first_partial: false };
+                first_partial
+            }
+            TcpState::Loss { .. } => true,
+        };
+        if restart {
+            self.rto_count = 0;
+            let pending = self.in_flight > 0 || !self.sent.is_empty();
+            self.rto_at = pending.then(|| now + self.rto());
+        }
+    }
+
+    /// TCP: the retransmission timeout fired (`ReTxTimeout`): everything in flight is lost.
+    fn on_rto(&mut self, now: Time) {
+        self.rto_at = None;
+        if self.sent.is_empty() {
+            return;
+        }
+        self.stats.rtos += 1;
+        self.rto_count += 1;
+        let (mut lost_bytes, mut newest) = (0, None);
+        for i in 0..self.sent.len() {
+            let s = self.sent[i];
+            if !s.outstanding {
+                continue;
+            }
+            let pn = self.base_pn + i as u64;
+            let hole = s.retx_of.unwrap_or(pn);
+            self.sent[i].outstanding = false;
+            if let Some(e) = self.entry(hole) {
+                e.hole = true;
+            }
+            self.in_flight -= s.size;
+            self.holes.insert(s.tag, hole);
+            self.lost_tags.push_back((s.tag, Bytes(s.size)));
+            self.stats.packets_lost += 1;
+            lost_bytes += s.size;
+            newest = Some(s.time);
+        }
+        // Every hole below the largest acknowledged is a suspect (the ones above are walked when
+        // acknowledgements reach them).
+        let largest = self.largest_acked.unwrap_or(0);
+        let base = self.base_pn;
+        self.suspects.clear();
+        self.suspects.extend(
+            self.sent
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.hole)
+                .map(|(i, _)| base + i as u64)
+                .take_while(|&pn| pn < largest),
+        );
+        self.tcp_state = TcpState::Loss { until: self.next_pn };
+        self.stats.congestion_events += 1;
+        self.cc.on_congestion_event(now, newest.unwrap_or(now), true, lost_bytes);
     }
 
     /// RFC 9002 §7.1 / Appendix B.7 (ProcessECN): an increase of the peer's CE count is a
@@ -471,6 +701,7 @@ impl Sender {
     /// RFC 9002 §6.1: packet and time thresholds over the suspects.
     fn detect_lost(&mut self, now: Time) {
         let Some(largest) = self.largest_acked else { return };
+        let tcp = self.tcp();
         let rtt = self.rtt.smoothed().max(self.rtt.latest()).as_secs_f64();
         let loss_delay = Duration::from_secs_f64(self.cfg.time_threshold * rtt).max(self.cfg.granularity);
         self.loss_time = None;
@@ -479,14 +710,31 @@ impl Sender {
         while k < self.suspects.len() {
             let pn = self.suspects[k];
             let Some(s) = self.entry(pn).copied().filter(|s| s.outstanding) else {
-                self.suspects.remove(k);
+                if tcp && self.entry(pn).is_some_and(|s| s.hole) {
+                    k += 1; // TCP: kept, so that a late acknowledgement of it is seen
+                } else {
+                    self.suspects.remove(k);
+                }
                 continue;
             };
-            if pn + self.cfg.packet_threshold <= largest || s.time + loss_delay <= now {
+            // TCP: only the packet threshold, and never for a retransmission (see the module doc).
+            let lost = if tcp {
+                s.retx_of.is_none() && pn + self.cfg.packet_threshold <= largest
+            } else {
+                pn + self.cfg.packet_threshold <= largest || s.time + loss_delay <= now
+            };
+            if lost {
                 if let Some(e) = self.entry(pn) {
                     e.outstanding = false;
+                    e.hole = tcp;
                 }
                 self.in_flight -= s.size;
+                if tcp {
+                    self.holes.insert(s.tag, pn);
+                    if self.tcp_state == TcpState::Open {
+                        self.tcp_state = TcpState::Recovery { until: self.next_pn, first_partial: true };
+                    }
+                }
                 if self.messages {
                     self.lost_tags.push_back((s.tag, Bytes(s.size)));
                 } else {
@@ -495,10 +743,16 @@ impl Sender {
                 self.stats.packets_lost += 1;
                 lost_bytes += s.size;
                 newest_lost = Some(newest_lost.map_or(s.time, |t: Time| t.max(s.time)));
-                self.suspects.remove(k);
+                if tcp {
+                    k += 1; // a hole stays a suspect: its late original may still be acknowledged
+                } else {
+                    self.suspects.remove(k);
+                }
             } else {
-                let t = s.time + loss_delay;
-                self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
+                if !tcp {
+                    let t = s.time + loss_delay;
+                    self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
+                }
                 k += 1;
             }
         }
@@ -509,7 +763,7 @@ impl Sender {
     }
 
     fn pto_time(&self) -> Option<Time> {
-        if self.in_flight == 0 {
+        if self.in_flight == 0 || self.tcp() {
             return None;
         }
         let base = self.rtt.pto_base(self.cfg.max_ack_delay);
@@ -518,7 +772,9 @@ impl Sender {
 
     /// Timers: time-threshold losses, then the probe timeout (RFC 9002 §6.2: two probes).
     pub fn handle_timeout(&mut self, now: Time) {
-        if self.loss_time.is_some_and(|t| t <= now) {
+        if self.rto_at.is_some_and(|t| t <= now) {
+            self.on_rto(now);
+        } else if self.loss_time.is_some_and(|t| t <= now) {
             self.detect_lost(now);
         } else if self.pto_time().is_some_and(|t| t <= now) {
             self.pto_count += 1;
@@ -549,7 +805,7 @@ impl Sender {
         } else {
             None
         };
-        [self.loss_time, self.pto_time(), pacer].into_iter().flatten().min()
+        [self.loss_time, self.pto_time(), self.rto_at, pacer].into_iter().flatten().min()
     }
 
     /// The controller's current window.
@@ -602,5 +858,95 @@ mod tests {
         // The same cumulative count again is no new event.
         s.on_ack(Time::from_millis(52), &ack(4, 2));
         assert_eq!(s.stats().congestion_events, 1);
+    }
+
+    fn ack(ranges: &[(u64, u64)]) -> AckFrame {
+        AckFrame { ranges: AckRanges::from_slice(ranges), ack_delay: Duration::ZERO, ecn: None }
+    }
+
+    /// A message-mode sender (TCP recovery if `tcp`) that has sent tags 0..10 (packets 0..10)
+    /// at time 0.
+    fn ten_sent(tcp: Option<TcpRecovery>) -> Sender {
+        // The artifact's Copa: a timeout sets its window to one packet, other losses leave it.
+        let cfg = crate::CopaConfig {
+            variant: crate::CopaVariant::Artifact,
+            ..crate::CopaConfig::for_datagram(Bytes(1200))
+        };
+        let cc = crate::CopaArtifact::new(&cfg);
+        let mut s = Sender::for_messages(SenderConfig { tcp, ..SenderConfig::default() }, Box::new(cc));
+        for tag in 0..10 {
+            assert_eq!(s.send_message(Time::ZERO, Bytes(1200), tag), tag);
+        }
+        s
+    }
+
+    #[test]
+    fn tcp_recovery_finds_a_lost_retransmission_only_by_the_timeout_which_empties_the_window() {
+        for backoff in [false, true] {
+            let tcp = TcpRecovery { backoff, ..TcpRecovery::default() };
+            let mut s = ten_sent(Some(tcp));
+            // Packet 0 lost: 1..9 acknowledged at 100 ms (its first RTT sample).
+            s.on_ack(Time::from_millis(100), &ack(&[(1, 9)]));
+            assert_eq!(s.pop_lost(), Some((0, Bytes(1200))));
+            assert!(s.still_lost(0));
+            // Sent again (packet 10), and lost again: only later packets are acknowledged.
+            s.send_message(Time::from_millis(100), Bytes(1200), 0);
+            for (i, tag) in (11..14).enumerate() {
+                s.send_message(Time::from_millis(101 + i as u64), Bytes(1200), tag);
+            }
+            s.on_ack(Time::from_millis(205), &ack(&[(11, 13), (1, 9)]));
+            // RFC 9002 would call packet 10 lost now (three later ones acknowledged); TCP's
+            // recovery never declares a retransmission lost by the threshold.
+            assert_eq!(s.stats().packets_lost, 1);
+            assert_eq!(s.pop_lost(), None);
+            assert_eq!(s.in_flight(), 1200);
+            // The cumulative point never moved (packet 0's data is missing): the timeout armed
+            // by the first send fires at the 1 s minimum, the first timeout whatever `backoff`.
+            let rto = s.poll_timeout().expect("the timeout is armed");
+            assert_eq!(rto, Time::from_millis(1000));
+            s.handle_timeout(Time::from_millis(999));
+            assert_eq!(s.stats().rtos, 0);
+            s.handle_timeout(rto);
+            assert_eq!(s.stats().rtos, 1);
+            assert_eq!(s.pop_lost(), Some((0, Bytes(1200))), "the lost retransmission's data again");
+            assert_eq!(s.in_flight(), 0);
+            assert_eq!(s.window(), Bytes(1200), "persistent congestion: one packet");
+            // Sent once more at 1 s, it arms the timeout again: the same 1 s, or doubled.
+            s.send_message(rto, Bytes(1200), 0);
+            let next = s.poll_timeout().expect("armed by the send");
+            let want = if backoff { 2000 } else { 1000 };
+            assert_eq!(next - rto, Duration::from_millis(want), "backoff {backoff}");
+        }
+        // RFC 9002's recovery on the same losses: the retransmission is declared lost at once.
+        let mut s = ten_sent(None);
+        s.on_ack(Time::from_millis(100), &ack(&[(1, 9)]));
+        assert_eq!(s.pop_lost(), Some((0, Bytes(1200))));
+        s.send_message(Time::from_millis(100), Bytes(1200), 0);
+        for (i, tag) in (11..14).enumerate() {
+            s.send_message(Time::from_millis(101 + i as u64), Bytes(1200), tag);
+        }
+        s.on_ack(Time::from_millis(205), &ack(&[(11, 13), (1, 9)]));
+        assert_eq!(s.pop_lost(), Some((0, Bytes(1200))));
+        assert_eq!(s.stats().rtos, 0);
+    }
+
+    #[test]
+    fn tcp_recovery_a_late_original_repairs_its_loss_and_the_timeout_restarts_on_each_advance() {
+        let mut s = ten_sent(Some(TcpRecovery::default()));
+        s.on_ack(Time::from_millis(100), &ack(&[(1, 9)]));
+        assert_eq!(s.pop_lost(), Some((0, Bytes(1200))));
+        // Not sent again yet; the original arrives late: nothing is left to send or to time.
+        s.on_ack(Time::from_millis(150), &ack(&[(0, 9)]));
+        assert!(!s.still_lost(0));
+        assert_eq!(s.stats().bytes_acked, 10 * (1200 - SenderConfig::default().overhead.0));
+        assert_eq!(s.poll_timeout(), None);
+        // New data: the timeout runs from the send, and each advance of the cumulative point
+        // restarts it (in the open state).
+        s.send_message(Time::from_millis(200), Bytes(1200), 10);
+        s.send_message(Time::from_millis(200), Bytes(1200), 11);
+        let armed = s.poll_timeout().expect("armed");
+        assert_eq!(armed, Time::from_millis(1200));
+        s.on_ack(Time::from_millis(300), &ack(&[(10, 10), (0, 9)]));
+        assert_eq!(s.poll_timeout(), Some(Time::from_millis(1300)));
     }
 }

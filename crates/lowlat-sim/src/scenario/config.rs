@@ -141,6 +141,8 @@ pub struct MediaConfig {
     /// Video over a window controller: the receiver acknowledges every this many packets (2,
     /// RFC 9000 §13.2.2; 1: every packet, a TCP receiver without delayed ACKs).
     pub ack_every: u32,
+    /// Video over a window controller: TCP's loss recovery instead of RFC 9002's (`None`).
+    pub tcp: Option<lowlat_transport::TcpRecovery>,
 }
 
 impl MediaConfig {

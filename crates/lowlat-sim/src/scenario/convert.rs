@@ -261,6 +261,9 @@ pub(super) fn zhuge_config(
             return Err(err("ack_hold", format!("got {other:?}, expected \"accumulate\" or \"in-order\"")))
         }
     }
+    if let Some(c) = z.ack_copy {
+        cfg.ack_hold.copy = c;
+    }
     if let Some(w) = z.whole_ms {
         cfg.teller.whole_ms = w;
     }

@@ -134,6 +134,9 @@ pub struct ZhugeSpec {
     /// ACK holding: `"accumulate"` (the artifact's: add the previous ACK's hold while it is held)
     /// or `"in-order"` (the paper's); default by variant.
     pub ack_hold: Option<String>,
+    /// Hold a copy of each ACK and pass the original at once, as the artifact's wiring does
+    /// (default false: the ACK itself is held).
+    pub ack_copy: Option<bool>,
     /// Whole-millisecond arithmetic as the artifact's (default: true for the artifact variant).
     pub whole_ms: Option<bool>,
     /// The video's frame interval, which sets the Fortune Teller's window (default 40 ms).
@@ -344,6 +347,14 @@ pub struct FlowSpec {
     /// Video over a window controller: the receiver acknowledges every this many packets (default
     /// 2, RFC 9000 §13.2.2; 1: every packet, as a TCP receiver with `DelAckCount` 1).
     pub ack_every: Option<u32>,
+    /// Video over a window controller: the transport's loss recovery, `"quic"` (default: RFC
+    /// 9002's loss detection and probe timeout) or `"tcp"` (ns-3.34's TCP with SACK, the Zhuge
+    /// artifact's: a retransmission timeout of at least `min_rto`; see docs/scenario-format.md).
+    pub recovery: Option<String>,
+    /// `recovery = "tcp"`: the smallest retransmission timeout (default 1 s, ns-3's `MinRto`).
+    pub min_rto: Option<D>,
+    /// `recovery = "tcp"`: whether each timeout doubles the next (default true, RFC 6298 §5.5).
+    pub rto_backoff: Option<bool>,
     /// Video: the share of the controller's target rate the encoder produces (default 1; the
     /// Zhuge artifact's sender: 0.85 x 1000 / 1024, see docs/scenario-format.md).
     pub encoder_share: Option<f64>,

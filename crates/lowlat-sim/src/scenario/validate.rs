@@ -242,6 +242,9 @@ fn media_config(
             ("repair", f.repair.is_some()),
             ("cc_params", f.cc_params.is_some()),
             ("ack_every", f.ack_every.is_some()),
+            ("recovery", f.recovery.is_some()),
+            ("min_rto", f.min_rto.is_some()),
+            ("rto_backoff", f.rto_backoff.is_some()),
             ("encoder_share", f.encoder_share.is_some()),
         ] {
             if given {
@@ -397,6 +400,7 @@ fn media_config(
         Some(n) => n,
         None => ReceiverConfig::default().ack_every,
     };
+    let tcp = transport_recovery(f, &cc, &err)?;
     let mut m = MediaConfig {
         cc,
         source,
@@ -406,6 +410,7 @@ fn media_config(
         repair,
         cc_params: BTreeMap::new(),
         ack_every,
+        tcp,
     };
     // "gcc.beta: got -5, ..." -> key `cc_params.gcc.beta`, message "got -5, ...".
     let cc_error = |e: String| match e.split_once(": ") {
@@ -621,4 +626,52 @@ fn transport_config(
         _ => None,
     };
     Ok(Some(TransportFlowConfig { cc, size, web, downloads }))
+}
+
+/// The video transport's loss recovery keys (`recovery`, `min_rto`, `rto_backoff`): `None` for
+/// RFC 9002's (the default), TCP's constants for `"tcp"`.
+fn transport_recovery(
+    f: &FlowSpec,
+    cc: &str,
+    err: &dyn Fn(&str, String) -> ScenarioError,
+) -> Result<Option<lowlat_transport::TcpRecovery>, ScenarioError> {
+    let given = [
+        ("recovery", f.recovery.is_some()),
+        ("min_rto", f.min_rto.is_some()),
+        ("rto_backoff", f.rto_backoff.is_some()),
+    ];
+    if let Some((k, _)) = given.iter().find(|g| g.1) {
+        if !is_window_controller(cc) {
+            return Err(err(k, format!("`{k}` applies to video over a window controller (the transport's retransmissions); {cc:?} sends RTP")));
+        }
+    }
+    let tcp = match f.recovery.as_deref() {
+        None | Some("quic") => false,
+        Some("tcp") => true,
+        Some(other) => return Err(err("recovery", format!("got {other:?}, expected \"quic\" or \"tcp\""))),
+    };
+    if !tcp {
+        if let Some((k, _)) = given[1..].iter().find(|g| g.1) {
+            return Err(err(
+                k,
+                format!("`{k}` applies to recovery = \"tcp\"; this flow's recovery is \"quic\""),
+            ));
+        }
+        return Ok(None);
+    }
+    let mut r = lowlat_transport::TcpRecovery::default();
+    if let Some(d) = f.min_rto {
+        let hour = Duration::from_secs(3600);
+        if d.0 == Duration::ZERO || d.0 > hour {
+            return Err(err(
+                "min_rto",
+                format!("got \"{}\", expected a duration above 0 and at most \"{hour}\"", d.0),
+            ));
+        }
+        r.min_rto = d.0;
+    }
+    if let Some(b) = f.rto_backoff {
+        r.backoff = b;
+    }
+    Ok(Some(r))
 }
