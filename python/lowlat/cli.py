@@ -340,6 +340,13 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluation ran, over its TCP: ns-3's SACK recovery, a 1 s minimum retransmission timeout, 1448 B segments; "
         "Copa+FastAck with its run lists' delta 0.02) or paper (NSDI 2018, delta 0.5, over lowlat's QUIC-like transport)",
     )
+    q.add_argument(
+        "--gcc",
+        choices=["artifact", "libwebrtc"],
+        default="artifact",
+        help="the GCC schemes' GCC: artifact (default: the Zhuge artifact's gcc-controller.cc, which the paper's "
+        "evaluation ran: 1 s receive rate, no loss-based part, no probing) or libwebrtc (lowlat's goog_cc)",
+    )
     q = talk_parser(
         "scone",
         "SCONE-PRO for RTC (IETF 120 hackathon): Copa vs RTC with SCONE-PRO, and the help shoot-out",
@@ -522,6 +529,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             wifi_ap=args.wifi_ap,
             gcc_zhuge_queue=args.gcc_zhuge_queue,
             copa=args.copa,
+            gcc=args.gcc,
             repair=args.repair,
             paced=not args.unpaced,
             **common,

@@ -179,9 +179,27 @@ fn controller_constants_are_overridable_from_the_scenario() {
     let recv =
         |r: &lowlat_sim::RunResult| mean_between(&series(&r.flow_series, "video", "recv_kbps"), 10.0, 30.0);
     assert!(recv(&r) < 1100.0 && recv(&free) > 1700.0, "{} vs {}", recv(&r), recv(&free));
+    // The Zhuge artifact's GCC (no probing: it climbs at 8 %/s from its start) is a preset the
+    // other keys override.
+    let art = run(&format!(
+        "{base}cc_params = {{ gcc = {{ variant = \"artifact\", max_rate = \"1 Mbit/s\" }} }}\n"
+    ));
+    assert!(recv(&art) > 300.0 && recv(&art) < 1100.0, "{}", recv(&art));
     for (params, needle) in [
         ("{ gcc = { beta = \"fast\" } }", "cc_params.gcc.beta: got \"fast\", expected a finite number"),
         ("{ gcc = { gamma = 1 } }", "cc_params.gcc.gamma: unknown constant"),
+        (
+            "{ gcc = { variant = \"ns3\" } }",
+            "cc_params.gcc.variant: got \"ns3\", expected \"libwebrtc\" or \"artifact\"",
+        ),
+        (
+            "{ gcc = { variant = \"artifact\", beta = 2 } }",
+            "cc_params.gcc.beta: got 2, expected > 0 and <= 1",
+        ),
+        (
+            "{ gcc = { rtt_min_packets = 20000 } }",
+            "cc_params.gcc.rtt_min_packets: got 20000, expected 0 to 10000",
+        ),
         ("{ vegas = { x = 1 } }", "cc_params.vegas: unknown controller"),
         ("{ bbr = { x = 1 } }", "cc_params.bbr: of the window controllers only copa takes cc_params"),
         ("{ copa = { delta = 0 } }", "cc_params.copa.delta: got 0, expected a number in (0, 10]"),

@@ -118,6 +118,22 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   clock is never delayed there: Zhuge acts on Copa only through its one-packet device queue.
   ``scenario(..., zhuge_ack_copy=False)`` (the scenario key ``bottleneck.zhuge.ack_copy``)
   holds the ACK itself, as the paper describes.
+- GCC: the artifact's own port (``--gcc artifact``, the default; ``cc_params.gcc.variant =
+  "artifact"``, lowlat-cc's ``GccConfig::artifact`` cites each rule): ``gcc-controller.cc``
+  and ``sender-based-controller.cc``. Its receive rate is the last second of reported (under
+  Zhuge: predicted) arrivals, each record carrying the bytes of every packet sent since the
+  previous one, so lost bytes count (``getCurrentRecvRate``, ``intvl_pseudo_size``), and AIMD
+  sees min(receive rate, its rate) (``processFeedback``); AIMD runs once per RTT clamped to
+  10-200 ms, sooner only to reduce further (``last_update_ms_``, ``TimeToReduceFurther``), with
+  the RTT the smallest of the last 15 records (``getCurrentRTT``); a decrease is to 0.85 x that
+  rate with nothing subtracted, the near-capacity increase a packet per (RTT + 100 ms)
+  (``in_experiment_`` false: twice libwebrtc's), and 1.5 x the receive rate + 10 kbit/s caps the
+  rate in every state (``ChangeBitrate``, ``ClampBitrate``); no loss-based part
+  (``UpdatePacketsLost`` is commented out) and no probing, so from 0.5 Mbit/s it climbs at 8 %/s
+  (a constant 40 Mbit/s link: 36 Mbit/s after 56 s). The trendline, detector, threshold, 8 %/s
+  and the link-capacity estimate are libwebrtc's (same constants). Not taken: its grouping
+  (10 ms of send time, each group's mean times; lowlat keeps libwebrtc's 5 ms with burst
+  merging). ``--gcc libwebrtc``: lowlat's goog_cc (probing, loss-based part, 500 ms window).
 - Loss repair: the artifact's sender (``--policy=rtx``, ``RTXOnlyPolicy``, ``--ddl=1000``):
   the GCC flows run with ``repair = "timeout"`` (:mod:`lowlat_media::timeout_rtx` cites each
   rule): the receiver acknowledges every packet (``PacketReceiverUdp::ReplyACK``); the sender,
@@ -168,22 +184,40 @@ and 0.051 (GCC+Zhuge; -27 %), RTT above 200 ms 0.049 and 0.033, throughput 13.0 
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
-Deliberate differences: the project's GCC, Copa and video model. Of the artifact's GCC
+Deliberate differences: the project's Copa and video model, and of the artifact's GCC
 (``gcc-controller.cc``, ``sender-based-controller.cc``, ``PacketSenderUdp::OnSocketRecv_sender``)
-against lowlat's (libwebrtc's ``goog_cc``), what matters under Zhuge: it groups packets by send
-time alone (10 ms) with each group's mean arrival, so predicted arrivals that run backwards after
-a dip read as a falling delay, where libwebrtc's grouping drops them as reordered (hence
-lowlat's in-order reports, ``lowlat_assist::zhuge``); its receive rate is the last second of
-(predicted) arrivals, lowlat's the last 500 ms; its loss-based rate is updated at every group,
-lowlat's once a second (goog_cc's feedback-only mode). Both cut to 0.85 x that receive rate on
+its packet grouping, which ``--gcc artifact`` does not take: it groups packets by send time alone
+(10 ms) with each group's mean arrival, so predicted arrivals that run backwards after a dip read
+as a falling delay, where libwebrtc's grouping drops them as reordered (hence lowlat's in-order
+reports, ``lowlat_assist::zhuge``). Its other rules are the preset's (GCC above); ``--gcc
+libwebrtc`` differs further: a 500 ms receive rate of received bytes only, probing, goog_cc's
+loss-based part (feedback-only mode, once a second). Both cut to 0.85 x the receive rate on
 over-use and recover at 8 %/s.
 
 Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
 ``abw_drop_timeline.png``). Figures with every default above (the artifact's queues, Copa and
-repair), measured with ``lowlat reproduce zhuge --traces <the 16 rest-wifi/office-wifi files of
-../shared/traces/zhuge> --ks 10 --seeds 5`` (W1+W2 pooled: ratios averaged over the 16 traces,
-late frames pooled over their frames):
+repair) but ``--gcc libwebrtc`` (lowlat's goog_cc, the GCC before the artifact's became the
+default; the first bullet has the artifact's), measured with ``lowlat reproduce zhuge --traces
+<the 16 rest-wifi/office-wifi files of ../shared/traces/zhuge> --ks 10 --seeds 5`` (W1+W2
+pooled: ratios averaged over the 16 traces, late frames pooled over their frames; the trace runs
+use one seed whatever ``--seeds``):
 
+- *With the artifact's GCC* (the default ``--gcc artifact``, same command, ``--seeds 1``):
+  GCC+Zhuge against GCC+FIFO on W1+W2: RTT above 200 ms 0.0103 vs 0.0238 (-57 %); late frames (the
+  artifact's accounting) 0.0299 vs 0.0284 (+5 %); P99 RTT 197 vs 1369 ms; throughput 3312 vs 4031
+  kbit/s (0.82; per trace 0.66-1.14), both below goog_cc's (4818 vs 5606): without probing it
+  climbs from 0.5 Mbit/s at 8 %/s and each cut leaves it to the additive increase. ``pitree4g_0``
+  2145 vs 1998 kbit/s (1.07; goog_cc: 2082 vs 15 444), ``xu5g_0`` 1290 vs 5959 (0.22; goog_cc 1607
+  vs 43 261). The 40 Mbit/s link with a 200 ms dip every 5 s (below, run through :func:`scenario`
+  with a rate schedule, 10-40 s): 1455 vs 1167 kbit/s, both held down by the dips (goog_cc there:
+  1365 vs 10 238). ABW drop (k = 10, one seed, the artifact's statistic): GCC+Zhuge 1.49 vs GCC
+  3.26 s (goog_cc, the same seed: 1.38 vs 3.76 s). So the artifact's GCC does not keep GCC+Zhuge's
+  throughput either: its 1 s receive rate of predicted arrivals falls during a dip as lowlat's 500
+  ms one does, and capped by the rate it cuts below the rate itself. One rule reverted at a time
+  (W1+W2, GCC+Zhuge / GCC+FIFO): AIMD at every report instead of once per RTT 0.96 (goog_cc's 1
+  kbit/s floor per multiplicative step then adds up to 1 Mbit/s a second under Zhuge's report per
+  millisecond), the receive rate not capped by the rate 0.94, a 500 ms window 0.85, neither the cap
+  lowering a held rate nor lost bytes 0.82 (none a condition: the artifact has each).
 - *GCC+Zhuge against GCC+FIFO on W1+W2*: RTT above 200 ms 0.0108 vs 0.0250 (-57 %, as the paper);
   frames later than 400 ms (the artifact's accounting) 0.0315 vs 0.0316 (0 %; the paper: -30 % or
   more; by completion alone 0.028 vs 0.033, -17 %); P99 RTT 209 vs 1067 ms; throughput 4818 vs
@@ -469,6 +503,10 @@ CONDITIONS: dict[str, Any] = {
     # headers (20 + 20 B: Timestamp false, so no option on a data segment); the point-to-point
     # device's 2 B PPP header is not counted (nor is it for the GCC flows' packets).
     "copa_packet_size": "1488 B",
+    # GCC: the artifact's own port (src/bitrate-ctrl/model/congestion-control/gcc-controller.cc,
+    # sender-based-controller.cc; lowlat's cc_params.gcc.variant = "artifact", GccConfig::artifact
+    # lists each rule with its source).
+    "gcc": "artifact",
     # ABW drop, (run seconds, drop from, drop to): GCC's runs (gcc-static-exp.conf: --duration=200,
     # static-exp/traces/k*-3600..4400, ktrace_gen_all.sh) and Copa's (tcp-static-exp.conf:
     # --duration=72, static-exp/testtraces/k*-500..1300, static-exp/ktrace_gen_all.sh); the cut
@@ -498,6 +536,7 @@ def scenario(
     repair: str = CONDITIONS["repair"],
     paced: bool = CONDITIONS["paced"],
     encoder_share: float = CONDITIONS["encoder_share"],
+    gcc: str = CONDITIONS["gcc"],
     zhuge_ack_copy: bool = CONDITIONS["zhuge_ack_copy"],
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
@@ -510,7 +549,9 @@ def scenario(
     keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once;
     ``encoder_share`` is the share of GCC's target its encoder produces (the artifact's 0.85 x
     1000 / 1024; 1: the target); ``zhuge_ack_copy`` holds a copy of each ACK and passes the
-    original (the artifact's wiring) where false holds the ACK itself."""
+    original (the artifact's wiring) where false holds the ACK itself; ``gcc`` is the GCC schemes'
+    GCC: "artifact" (the Zhuge artifact's port, ``cc_params.gcc.variant``) or "libwebrtc"
+    (lowlat's default)."""
     c = CONDITIONS
     _, cc, queue, assist = next(s for s in SCHEMES if s[0] == label)
     if label == "GCC+Zhuge":
@@ -546,7 +587,7 @@ def scenario(
                 "packet_size": c["packet_size"],
                 "access": {"delay": f"{WIRED_ONE_WAY_MS} ms", **({} if paced or cc != "gcc" else {"rate": c["access_rate"]})},
                 **({"repair": repair, "encoder_share": encoder_share} if cc == "gcc" else {}),
-                **({} if paced or cc != "gcc" else {"cc_params": {"gcc": {"pacing_factor": c["unpaced_factor"]}}}),
+                **({"cc_params": {"gcc": gcc_params(gcc, paced)}} if cc == "gcc" else {}),
                 **({"cc_params": {"copa": copa_params(label, copa)}, "ack_every": c["copa_ack_every"]} if cc == "copa" else {}),
                 **(copa_transport() if cc == "copa" and copa == "artifact" else {}),
             }
@@ -584,6 +625,14 @@ def bottleneck_queue(queue: str, assist: str, wifi: bool = False) -> dict[str, A
 
 def _packets(n: int) -> str:
     return f"{n} packet" if n == 1 else f"{n} packets"
+
+
+def gcc_params(gcc: str, paced: bool = CONDITIONS["paced"]) -> dict[str, Any]:
+    """``cc_params.gcc`` of a GCC scheme: the variant ("artifact" or "libwebrtc") and, unpaced,
+    the pacing factor."""
+    if gcc not in ("artifact", "libwebrtc"):
+        raise ValueError(f"gcc: got {gcc!r}, expected 'artifact' or 'libwebrtc'")
+    return {"variant": gcc, **({} if paced else {"pacing_factor": CONDITIONS["unpaced_factor"]})}
 
 
 def copa_transport() -> dict[str, Any]:
@@ -676,6 +725,8 @@ class TraceRun:
     copa: str = "artifact"
     repair: str = CONDITIONS["repair"]
     paced: bool = CONDITIONS["paced"]
+    #: The GCC schemes' GCC ("artifact" or "libwebrtc").
+    gcc: str = CONDITIONS["gcc"]
 
 
 @dataclass(frozen=True)
@@ -693,6 +744,8 @@ class DropRun:
     copa: str = "artifact"
     repair: str = CONDITIONS["repair"]
     paced: bool = CONDITIONS["paced"]
+    #: The GCC schemes' GCC ("artifact" or "libwebrtc").
+    gcc: str = CONDITIONS["gcc"]
 
 
 def _mean_mbps(path: str, trace_format: str) -> float:
@@ -917,7 +970,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
         sc = scenario(
-            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc
         )
         # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
         r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
@@ -983,7 +1036,7 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
         }
         queue = None if spec.queue == "own" else spec.queue
         seconds, _, _ = abw_run(spec.scheme)
-        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced)
+        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc)
         r = run(sc, progress=False, tables=["sender_rtt"])
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
@@ -1088,7 +1141,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
     seconds, _, _ = abw_run(spec.scheme)
-    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced), progress=False, tables=[]).flow_series
+    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc), progress=False, tables=[]).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
@@ -1096,7 +1149,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
 
 def drop_timeline(
     k: int, seed: int, out: Path, runner: Runner, copa: str = "artifact",
-    repair: str = CONDITIONS["repair"], paced: bool = CONDITIONS["paced"],
+    repair: str = CONDITIONS["repair"], paced: bool = CONDITIONS["paced"], gcc: str = CONDITIONS["gcc"],
 ) -> tuple[float, pd.DataFrame, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
     as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
@@ -1104,7 +1157,7 @@ def drop_timeline(
     instant: each scheme's series is shifted to it), and the runs' rows (their ``error``)."""
     u = random.Random(seed).uniform(144.0, 176.0)
     drop = drop_instant("GCC+FIFO", u)
-    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa, repair=repair, paced=paced) for scheme in ABW_SCHEMES]
+    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa, repair=repair, paced=paced, gcc=gcc) for scheme in ABW_SCHEMES]
     rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
     for spec, fs in zip(specs, data["series"]):
@@ -1161,7 +1214,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
 
     cap = trace_capacity(spec.trace, spec.trace_format)
     sc = scenario(
-        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc
     )
     r = run(sc, progress=False, tables=[])
     fs = r.flow_series[r.flow_series["flow"] == "video"]
@@ -1305,6 +1358,7 @@ def reproduce(
     copa: str = "artifact",
     repair: str = CONDITIONS["repair"],
     paced: bool = CONDITIONS["paced"],
+    gcc: str = CONDITIONS["gcc"],
     log: Callable[[str], None] = print,
     backend: str = "local",
     address: str | None = None,
@@ -1317,18 +1371,21 @@ def reproduce(
     ``copa``: the Copa schemes' variant, "artifact" (the Zhuge artifact's ``tcp-copa.cc``, which
     its evaluation ran) or "paper" (NSDI 2018);
     ``repair``: the GCC flows' loss repair ("timeout", the artifact's; "nack": WebRTC's);
-    ``paced``: GCC's own pacing instead of the artifact's frame-at-once sending."""
+    ``paced``: GCC's own pacing instead of the artifact's frame-at-once sending;
+    ``gcc``: the GCC schemes' GCC, "artifact" (the Zhuge artifact's ``gcc-controller.cc``, which
+    its evaluation ran) or "libwebrtc" (lowlat's goog_cc)."""
     check_seconds(seconds)
     copa_params("Copa", copa)  # a bad variant is refused before any run
+    gcc_params(gcc)
     ks = ks or ABW_KS
     given = digest(f for _, f in find_traces(traces)) if traces else None
-    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, repair=repair, paced=paced, traces=traces, traces_digest=given)
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, repair=repair, paced=paced, gcc=gcc, traces=traces, traces_digest=given)
     out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa, repair, paced)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa, repair, paced, gcc)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -1350,7 +1407,7 @@ def reproduce(
         # One draw per k in GCC's range, placed alike in each scheme's own (Copa: 20-52 s).
         draws = {k: rng.uniform(144.0, 176.0) for k in ks}
         dspecs += [
-            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
+            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced, gcc) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
         ]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop", cost=drop_cost)
     written.append(write_csv(drows, out / "abw_drop.csv"))
@@ -1365,7 +1422,7 @@ def reproduce(
             written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced, gcc)
         figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))

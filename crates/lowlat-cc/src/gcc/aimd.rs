@@ -19,6 +19,8 @@
 //! - The caller (`mod.rs`, libwebrtc's `DelayBasedBwe`) applies an over-use at most once per
 //!   clamp(rtt, 10 ms, 200 ms) unless the throughput fell below half the rate
 //!   ([`Aimd::time_to_reduce_further`]).
+//! - With `throughput_cap_lowers` (the Zhuge artifact's `ClampBitrate`) the throughput cap
+//!   applies after every update, a hold or a decrease included, and may lower the rate.
 //! - The rate stays within [`min_rate`, `max_rate`] (libwebrtc clamps AIMD to the minimum only;
 //!   the configured maximum applies to the target later, with the same result).
 //!
@@ -29,7 +31,7 @@
 
 use super::link_capacity::LinkCapacity;
 use super::{AimdState, GccConfig, Usage};
-use lowlat_core::Time;
+use lowlat_core::{Duration, Time};
 
 /// The rate controller.
 #[derive(Clone, Debug)]
@@ -70,12 +72,18 @@ impl Aimd {
     /// Whether an over-use may reduce the rate again: one RTT (clamped to [10, 200] ms) since the
     /// last change, or a throughput below half the rate.
     pub fn time_to_reduce_further(&self, cfg: &GccConfig, now: Time, throughput_bps: f64) -> bool {
-        let interval =
-            self.rtt.clamp(cfg.reduce_interval_min.as_secs_f64(), cfg.reduce_interval_max.as_secs_f64());
+        let interval = self.reduce_interval(cfg).as_secs_f64();
         if self.last_change.is_none_or(|t| (now - t).as_secs_f64() >= interval) {
             return true;
         }
         throughput_bps < 0.5 * self.rate
+    }
+
+    /// The RTT clamped to [`reduce_interval_min`, `reduce_interval_max`].
+    pub fn reduce_interval(&self, cfg: &GccConfig) -> Duration {
+        Duration::from_secs_f64(
+            self.rtt.clamp(cfg.reduce_interval_min.as_secs_f64(), cfg.reduce_interval_max.as_secs_f64()),
+        )
     }
 
     /// Near capacity: bit/s gained per second, about one packet per two response times.
@@ -143,14 +151,19 @@ impl Aimd {
                 self.last_change = Some(now);
             }
         }
-        self.rate = Self::clamp(cfg, new_rate.unwrap_or(self.rate));
+        let mut rate = new_rate.unwrap_or(self.rate);
+        if cfg.throughput_cap_lowers {
+            // The artifact's ClampBitrate caps every result, a hold included.
+            rate = rate.min(cfg.throughput_cap_factor * throughput + cfg.throughput_cap_extra.as_bps_f64());
+        }
+        self.rate = Self::clamp(cfg, rate);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lowlat_core::{Bitrate, Duration};
+    use lowlat_core::Bitrate;
 
     fn cfg() -> GccConfig {
         GccConfig { max_rate: Bitrate::mbps(10), ..GccConfig::default() }
@@ -225,5 +238,29 @@ mod tests {
         assert!(!a.time_to_reduce_further(&cfg, t(199), 900e3), "clamped to 200 ms");
         assert!(a.time_to_reduce_further(&cfg, t(200), 900e3));
         assert!(a.time_to_reduce_further(&cfg, t(50), 0.4 * a.rate));
+    }
+
+    #[test]
+    fn artifact_cap_lowers_a_held_rate_and_its_additive_increase_is_twice_libwebrtcs() {
+        // gcc-controller.cc ClampBitrate: min(new, 1.5 x incoming + 10 kbit/s) after any state;
+        // GetNearMaxIncreaseRateBps: response time rtt + 100 ms (in_experiment_ false).
+        let art = GccConfig { max_rate: Bitrate::mbps(10), ..GccConfig::artifact() };
+        let lib = cfg();
+        let t = Time::from_secs(1);
+        for (c, expected) in [(&art, 1.5 * 1e6 + 10e3), (&lib, 2e6)] {
+            let mut a = Aimd::new(c, 2e6);
+            a.update(c, Usage::Underusing, Some(1e6), t);
+            assert_eq!(a.state, AimdState::Hold);
+            assert!((a.rate - expected).abs() < 1e-6, "{}", a.rate);
+        }
+        let (mut a, mut l) = (Aimd::new(&art, 3e6), Aimd::new(&lib, 3e6));
+        a.rtt = 0.1;
+        l.rtt = 0.1;
+        let (ia, il) = (a.near_max_increase_bps_per_s(&art), l.near_max_increase_bps_per_s(&lib));
+        assert!(il > lib.additive_min_increase.as_bps_f64());
+        assert!((ia - 2.0 * il).abs() < 1e-6, "{ia} vs {il}");
+        // And the decrease subtracts nothing: 0.85 x 1 Mbit/s.
+        a.update(&art, Usage::Overusing, Some(1e6), t);
+        assert!((a.rate - 850e3).abs() < 1e-6, "{}", a.rate);
     }
 }

@@ -30,6 +30,12 @@
 //! 5. The loss-based target is capped by the delay-based estimate; it is the target rate. The
 //!    probe controller sees it (further probing); the pacer runs at `pacing_factor` (2.5) x target.
 //!
+//! [`GccConfig::artifact`] (scenario key `cc_params.gcc.variant = "artifact"`) switches to the
+//! rules of the Zhuge artifact's GCC port where they differ: a 1 s receive rate counting lost
+//! bytes and capped by the rate, the throughput cap lowering a held rate, AIMD once per clamped
+//! RTT, the RTT as the smallest of the last 15 packets', no loss-based part, no probing, no 5 kbit/s
+//! backoff term, the additive increase per (RTT + 100 ms). Each is a field, off by default.
+//!
 //! Deliberate differences from libwebrtc (besides those in each file's header):
 //! - Throughput ("acknowledged bitrate") is the bytes received over the last `throughput_window`
 //!   (500 ms) of arrivals, where libwebrtc uses a Bayesian estimator over 150 ms windows
@@ -201,6 +207,32 @@ pub struct GccConfig {
     pub probe_target_utilization: f64,
     /// A probe result never lowers the estimate below this x throughput (0.85).
     pub probe_drop_throughput_fraction: f64,
+    /// The throughput AIMD sees is min(receive rate, delay-based rate) (false; the Zhuge
+    /// artifact's `gcc-controller.cc` `GccController::processFeedback`: `Update(..,
+    /// std::min((uint32_t)m_RecvR, current_bitrate_bps_), ..)`: true).
+    pub throughput_capped_by_rate: bool,
+    /// The `throughput_cap_factor` cap lowers the rate in every AIMD state, not only stops an
+    /// increase (false, aimd_rate_control `ClampBitrate`; the artifact's
+    /// `GccController::ClampBitrate`: `new_bitrate_bps = std::min(new_bitrate_bps,
+    /// max_bitrate_bps)` after every change, hold included: true).
+    pub throughput_cap_lowers: bool,
+    /// The bytes of packets reported lost count in the receive rate, on the next arrival
+    /// (false; the artifact's `SenderBasedController::processFeedback` gives each recorded
+    /// packet the size of every packet sent since the previous one, `intvl_pseudo_size`: true).
+    pub throughput_counts_lost: bool,
+    /// The loss-based part runs and its rate is the target (true, goog_cc); false: the target is
+    /// the delay-based rate (the artifact's `GccController::processFeedback` has
+    /// `UpdatePacketsLost` commented out, so its `UpdateEstimate` only clamps).
+    pub loss_based: bool,
+    /// AIMD runs at most once per clamp(RTT, `reduce_interval_min`, `reduce_interval_max`) since
+    /// its last run, or sooner on over-use when [`Aimd`]'s `time_to_reduce_further` allows (the
+    /// artifact's `GccController::processFeedback`, `last_update_ms_`: true); false: at every
+    /// report, as libwebrtc's `DelayBasedBwe`.
+    pub aimd_once_per_rtt: bool,
+    /// 0: goog_cc's feedback-only RTT (step 1 above); n > 0: the smallest `now - send time` of the
+    /// last n received packets (the artifact's `SenderBasedController::getCurrentRTT`, `ntab =
+    /// 15`, over its one record per packet group).
+    pub rtt_min_packets: u32,
 }
 
 impl Default for GccConfig {
@@ -266,6 +298,12 @@ impl Default for GccConfig {
             probe_unsaturated_ratio: 0.9,
             probe_target_utilization: 0.95,
             probe_drop_throughput_fraction: 0.85,
+            throughput_capped_by_rate: false,
+            throughput_cap_lowers: false,
+            throughput_counts_lost: false,
+            loss_based: true,
+            aimd_once_per_rtt: false,
+            rtt_min_packets: 0,
         }
     }
 }
@@ -329,6 +367,12 @@ crate::tunable!(GccConfig {
     probe_unsaturated_ratio,
     probe_target_utilization,
     probe_drop_throughput_fraction,
+    throughput_capped_by_rate,
+    throughput_cap_lowers,
+    throughput_counts_lost,
+    loss_based,
+    aimd_once_per_rtt,
+    rtt_min_packets,
 });
 
 impl GccConfig {
@@ -426,6 +470,7 @@ impl GccConfig {
         above_up_to("probe_unsaturated_ratio", self.probe_unsaturated_ratio, 0.0, 1.0)?;
         above_up_to("probe_target_utilization", self.probe_target_utilization, 0.0, 1.0)?;
         within("probe_drop_throughput_fraction", self.probe_drop_throughput_fraction, 0.0, 1.0)?;
+        within("rtt_min_packets", self.rtt_min_packets, 0, MAX_SAMPLES as u32)?;
         Ok(())
     }
 }
@@ -437,6 +482,59 @@ impl GccConfig {
     /// The draft's Kalman variant: the §5.3 filter and the §5.4 threshold gains.
     pub fn kalman() -> GccConfig {
         GccConfig { estimator: DelayEstimator::Kalman, k_up: 0.01, k_down: 0.00018, ..GccConfig::default() }
+    }
+
+    /// The GCC port of the Zhuge artifact (transys-project/zhuge, ns-3.34-diff/src/bitrate-ctrl/
+    /// model/congestion-control/: `gcc-controller.cc`, `sender-based-controller.cc`; fed by
+    /// `packet-sender-udp.cc` `PacketSenderUdp::OnSocketRecv_sender`), which the Zhuge paper's
+    /// evaluation ran, as far as its rules differ from libwebrtc's in constants or switches here.
+    /// The same as [`GccConfig::default`] (the artifact's values are libwebrtc's of its time):
+    /// the trendline (`OveruseEstimatorUpdate`: window 20, smoothing 0.9, gain 4; its Kalman
+    /// code is commented out), the detector and threshold (`OveruseDetectorDetect`,
+    /// `UpdateThreshold`: 10 ms, k_up 0.0087, k_down 0.039, 15 ms, [6, 600] ms), beta 0.85 and
+    /// 8 %/s (`kDefaultBackoffFactor`, `MultiplicativeRateIncrease`), the link-capacity estimate
+    /// (`UpdateMaxBitRateEstimate`: 0.05, [0.4, 2.5], ±3 deviations), 1.5 x incoming + 10 kbit/s
+    /// (`ClampBitrate`), the reduce interval clamp(RTT, 10, 200 ms) and half the rate
+    /// (`TimeToReduceFurther`). Differing:
+    /// - `throughput_window` 1 s (`SenderBasedController::getCurrentRecvRate`: arrivals of the
+    ///   last 1 000 000 us), `throughput_counts_lost`, `throughput_capped_by_rate`,
+    ///   `throughput_cap_lowers` (see each field).
+    /// - `backoff_extra` 0 (`GccController::ChangeBitrate` 'D': `beta_ * incoming_bitrate_bps +
+    ///   0.5`, no subtracted term).
+    /// - `response_time_factor` 1 (`GetNearMaxIncreaseRateBps`: `in_experiment_` is false, so
+    ///   the response time is rtt + 100 ms, not twice it).
+    /// - `initial_probes` empty (no probe controller in the artifact: it starts at its minimum
+    ///   and increases).
+    /// - `loss_based` false, `aimd_once_per_rtt` true, `rtt_min_packets` 15 (see each field).
+    ///
+    /// Not taken (rules, not constants): its grouping (packets sent within 10 ms of the group's
+    /// first, each group's mean send and arrival times, no arrival-burst merging,
+    /// `OnSocketRecv_sender`); its 5 s initialisation and start at the minimum rate (the
+    /// scenario's start rate applies); its receive rate kept while under a second of history.
+    pub fn artifact() -> GccConfig {
+        GccConfig {
+            throughput_window: Duration::from_secs(1),
+            throughput_counts_lost: true,
+            throughput_capped_by_rate: true,
+            throughput_cap_lowers: true,
+            backoff_extra: Bitrate::ZERO,
+            response_time_factor: 1.0,
+            initial_probes: vec![],
+            loss_based: false,
+            aimd_once_per_rtt: true,
+            rtt_min_packets: 15,
+            ..GccConfig::default()
+        }
+    }
+
+    /// The preset a scenario's `cc_params.gcc.variant` names: `"libwebrtc"` ([`GccConfig::default`])
+    /// or `"artifact"` ([`GccConfig::artifact`]).
+    pub fn variant(name: &str) -> Result<GccConfig, String> {
+        match name.trim() {
+            "libwebrtc" => Ok(GccConfig::default()),
+            "artifact" => Ok(GccConfig::artifact()),
+            other => Err(format!("variant: got {other:?}, expected \"libwebrtc\" or \"artifact\"")),
+        }
     }
 
     /// Builds the controller once its `validate` accepts the constants: a caller that
@@ -459,6 +557,8 @@ impl GccConfig {
             feedback_rtts: VecDeque::with_capacity(FEEDBACK_RTT_WINDOW + 1),
             last_feedback: None,
             sorted: Vec::new(),
+            packet_rtts: VecDeque::new(),
+            last_aimd_update: None,
         })
     }
 }
@@ -507,6 +607,10 @@ pub struct Gcc {
     last_feedback: Option<Time>,
     /// Scratch: `(arrival, send, bytes)` of a report's received packets, sorted by arrival.
     sorted: Vec<(Time, Time, u64)>,
+    /// `now - send time` of the last `rtt_min_packets` received packets, s (when that is > 0).
+    packet_rtts: VecDeque<f64>,
+    /// When AIMD last ran (`aimd_once_per_rtt`).
+    last_aimd_update: Option<Time>,
 }
 
 impl Gcc {
@@ -541,7 +645,8 @@ impl Gcc {
     }
 
     fn target_bps(&self) -> f64 {
-        self.loss.current.clamp(self.cfg.min_rate.as_bps_f64(), self.cfg.max_rate.as_bps_f64())
+        let rate = if self.cfg.loss_based { self.loss.current } else { self.aimd.rate };
+        rate.clamp(self.cfg.min_rate.as_bps_f64(), self.cfg.max_rate.as_bps_f64())
     }
 
     /// Receive rate over the throughput window, bit/s (None until half a window arrived).
@@ -570,7 +675,19 @@ impl Gcc {
         if self.feedback_rtts.len() > FEEDBACK_RTT_WINDOW {
             self.feedback_rtts.pop_front();
         }
-        self.aimd.rtt = self.feedback_rtts.iter().sum::<f64>() / self.feedback_rtts.len() as f64;
+        let n = self.cfg.rtt_min_packets as usize;
+        if n == 0 {
+            self.aimd.rtt = self.feedback_rtts.iter().sum::<f64>() / self.feedback_rtts.len() as f64;
+        } else {
+            // The artifact's getCurrentRTT: the smallest RTT among the newest records.
+            for p in report.packets.iter().filter(|p| p.arrival.is_some()) {
+                self.packet_rtts.push_back((now - p.sent.send_time).as_secs_f64());
+                if self.packet_rtts.len() > n {
+                    self.packet_rtts.pop_front();
+                }
+            }
+            self.aimd.rtt = self.packet_rtts.iter().copied().fold(f64::INFINITY, f64::min);
+        }
         Some(min_rtt)
     }
 
@@ -603,7 +720,28 @@ impl Gcc {
     /// Step 4: libwebrtc's `DelayBasedBwe::MaybeUpdateEstimate`; true when the estimate updated.
     fn update_delay_based(&mut self, now: Time, probe: Option<f64>) -> bool {
         let cfg = &self.cfg;
-        let acked = self.throughput();
+        let acked =
+            self.throughput()
+                .map(|tp| if cfg.throughput_capped_by_rate { tp.min(self.aimd.rate) } else { tp });
+        if cfg.aimd_once_per_rtt && probe.is_none() {
+            // The artifact's processFeedback: AIMD runs once the clamped RTT has passed since
+            // its last run, whatever the verdict; sooner only on over-use when
+            // TimeToReduceFurther allows.
+            let due = self.last_aimd_update.is_none_or(|t| now - t > self.aimd.reduce_interval(cfg));
+            let overusing = self.detector.usage == Usage::Overusing;
+            let reduce = overusing && acked.is_some_and(|tp| self.aimd.time_to_reduce_further(cfg, now, tp));
+            if !due && !reduce {
+                return false;
+            }
+            self.last_aimd_update = Some(now);
+            if overusing && acked.is_none() {
+                let half = self.aimd.rate / 2.0;
+                self.aimd.set_estimate(cfg, half, now);
+                return true;
+            }
+            self.aimd.update(cfg, self.detector.usage, acked, now);
+            return true;
+        }
         if self.detector.usage == Usage::Overusing {
             return match acked {
                 Some(tp) if self.aimd.time_to_reduce_further(cfg, now, tp) => {
@@ -648,13 +786,15 @@ impl RateController for Gcc {
         }
         let min_rtt = self.update_rtt(now, report);
         let lost = report.packets.iter().filter(|p| p.arrival.is_none()).count() as u64;
-        self.loss.on_feedback(
-            &self.cfg,
-            lost,
-            report.packets.len() as u64,
-            min_rtt.unwrap_or(Duration::ZERO),
-            now,
-        );
+        if self.cfg.loss_based {
+            self.loss.on_feedback(
+                &self.cfg,
+                lost,
+                report.packets.len() as u64,
+                min_rtt.unwrap_or(Duration::ZERO),
+                now,
+            );
+        }
         if min_rtt.is_none() {
             return; // all lost: no delay information (libwebrtc: "very late feedback")
         }
@@ -662,6 +802,16 @@ impl RateController for Gcc {
         for &(arrival, _, size) in &self.sorted {
             self.arrivals.push_back((arrival, size));
             self.arrival_bytes += size;
+        }
+        if self.cfg.throughput_counts_lost && lost > 0 {
+            // The artifact gives a recorded packet the bytes of every packet sent since the
+            // previous record: the report's lost packets count with its newest arrival.
+            let lost_bytes: u64 =
+                report.packets.iter().filter(|p| p.arrival.is_none()).map(|p| p.sent.size.0).sum();
+            if let Some(last) = self.arrivals.back_mut() {
+                last.1 += lost_bytes;
+                self.arrival_bytes += lost_bytes;
+            }
         }
         if let Some(newest) = self.arrivals.back().map(|a| a.0) {
             while let Some(&(at, size)) = self.arrivals.front() {
@@ -673,7 +823,7 @@ impl RateController for Gcc {
             }
         }
         let probe = self.prober.on_feedback(&self.cfg, report);
-        if self.update_delay_based(now, probe) {
+        if self.update_delay_based(now, probe) && self.cfg.loss_based {
             self.loss.on_delay_based(&self.cfg, self.aimd.rate);
         }
         self.prober.on_estimate(&self.cfg, self.target_bps(), now);

@@ -207,3 +207,142 @@ fn rmcat_5_1_rate_near_capacity_grows_additively() {
     assert!(at_max.is_some_and(|t| t < 58.0), "1.5 Mbit/s reached at {at_max:?} s");
     assert!(rates.iter().any(|r| r.0 > 40.0 && r.0 < 60.0 && !r.2), "the estimate never reset after 40 s");
 }
+
+// The Zhuge artifact's GCC (`GccConfig::artifact`): each rule that differs from libwebrtc's,
+// against the default on the same input.
+
+fn artifact(start: Bitrate) -> GccConfig {
+    GccConfig { start_rate: start, max_rate: Bitrate::mbps(100), ..GccConfig::artifact() }
+}
+
+fn libwebrtc(start: Bitrate) -> GccConfig {
+    GccConfig {
+        start_rate: start,
+        max_rate: Bitrate::mbps(100),
+        initial_probes: vec![],
+        ..GccConfig::default()
+    }
+}
+
+#[test]
+fn artifact_has_no_loss_based_cut() {
+    // gcc-controller.cc: UpdatePacketsLost is commented out, so a lossy report leaves the target.
+    let report = |t: Time| {
+        let packets = (0..40u64)
+            .map(|i| {
+                let sent = SentPacket { seq: i, size: Bytes(1200), send_time: t + Duration::from_millis(i) };
+                let arrival = (i % 5 != 0).then(|| sent.send_time + Duration::from_millis(50));
+                PacketResult { sent, arrival, ecn: 0 }
+            })
+            .collect();
+        FeedbackReport { packets, report_time: t + Duration::from_millis(90) }
+    };
+    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
+    let mut lib = libwebrtc(Bitrate::mbps(1)).build().unwrap();
+    for g in [&mut art, &mut lib] {
+        g.on_feedback(Time::from_millis(140), &report(Time::ZERO));
+    }
+    assert!(lib.target_bitrate() < Bitrate::kbps(950), "{}", lib.target_bitrate());
+    assert!(art.target_bitrate() >= Bitrate::mbps(1), "{}", art.target_bitrate());
+}
+
+#[test]
+fn artifact_receive_rate_counts_lost_bytes_over_one_second() {
+    // sender-based-controller.cc: each record carries the bytes sent since the previous one
+    // (intvl_pseudo_size), so lost packets count; the window is the last second of arrivals.
+    let loss_every_5th = |gcc: &mut Gcc| {
+        let mut seq = 0u64;
+        let mut t = Time::ZERO;
+        while t < Time::from_secs(3) {
+            let packets = (0..10)
+                .map(|_| {
+                    let sent = SentPacket { seq, size: Bytes(1200), send_time: t };
+                    seq += 1;
+                    t += Duration::from_millis(10);
+                    let arrival = (seq % 5 != 0).then(|| sent.send_time + Duration::from_millis(50));
+                    PacketResult { sent, arrival, ecn: 0 }
+                })
+                .collect();
+            gcc.on_feedback(t + Duration::from_millis(50), &FeedbackReport { packets, report_time: t });
+        }
+    };
+    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
+    let mut lib = libwebrtc(Bitrate::mbps(1)).build().unwrap();
+    loss_every_5th(&mut art);
+    loss_every_5th(&mut lib);
+    // 1200 B every 10 ms = 960 kbit/s sent, 768 kbit/s received.
+    let (a, l) = (art.throughput().unwrap(), lib.throughput().unwrap());
+    assert!((a / 960e3 - 1.0).abs() < 0.03, "artifact {a}");
+    assert!((l / 768e3 - 1.0).abs() < 0.03, "libwebrtc {l}");
+    assert_eq!(art.cfg.throughput_window, Duration::from_secs(1));
+}
+
+#[test]
+fn artifact_decreases_from_the_rate_when_the_receive_rate_is_above_it() {
+    // processFeedback: Update(.., min(m_RecvR, current_bitrate_bps_), ..): an over-use cuts to
+    // 0.85 x the rate itself when more arrives than the rate (libwebrtc: 0.85 x the receive rate
+    // is above the rate and no capacity estimate exists, so it holds).
+    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
+    let mut lib = libwebrtc(Bitrate::mbps(1)).build().unwrap();
+    for g in [&mut art, &mut lib] {
+        drive(g, Time::ZERO, 3.0, Duration::from_millis(2), |_| Duration::ZERO); // 4.8 Mbit/s
+        assert!(g.throughput().unwrap() > 2.0 * g.aimd.rate);
+        g.detector.usage = Usage::Overusing;
+    }
+    let now = Time::from_secs(4);
+    let (ra, rl) = (art.aimd.rate, lib.aimd.rate);
+    assert!(art.update_delay_based(now, None));
+    assert!(lib.update_delay_based(now, None));
+    assert!((art.aimd.rate - 0.85 * ra).abs() < 1.0, "{ra} -> {}", art.aimd.rate);
+    assert_eq!(lib.aimd.rate, rl);
+}
+
+#[test]
+fn artifact_runs_aimd_once_per_clamped_rtt_unless_reducing_further() {
+    // processFeedback: an update only when now - last_update_ms_ > clamp(rtt, 10, 200), or on
+    // over-use when TimeToReduceFurther (incoming below half the rate).
+    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
+    let mut lib = libwebrtc(Bitrate::mbps(1)).build().unwrap();
+    for g in [&mut art, &mut lib] {
+        drive(g, Time::ZERO, 3.0, Duration::from_millis(2), |_| Duration::ZERO);
+        g.aimd.rtt = 0.1;
+    }
+    let t = |ms| Time::from_secs(4) + Duration::from_millis(ms);
+    assert!(art.update_delay_based(t(0), None));
+    assert!(!art.update_delay_based(t(50), None), "within the 100 ms RTT");
+    assert!(lib.update_delay_based(t(0), None) && lib.update_delay_based(t(50), None));
+    assert!(art.update_delay_based(t(101), None));
+    // Over-use with the receive rate under half the rate: at once.
+    art.detector.usage = Usage::Overusing;
+    art.aimd.rate = 3.0 * art.throughput().unwrap();
+    let before = art.aimd.rate;
+    assert!(art.update_delay_based(t(110), None));
+    assert!(art.aimd.rate < 0.5 * before);
+}
+
+#[test]
+fn artifact_rtt_is_the_smallest_of_the_last_15_packets() {
+    // getCurrentRTT: the minimum of the newest ntab = 15 records' rttUs.
+    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
+    let now = Time::from_secs(1);
+    // 20 packets, packet i sent (20 + i) ms before `now`: the last 15 in report order
+    // (i = 5..19) have RTTs of 25..39 ms; the 20..24 ms ones are older records.
+    let packets = (0..20u64)
+        .map(|i| {
+            let sent =
+                SentPacket { seq: i, size: Bytes(1200), send_time: now - Duration::from_millis(20 + i) };
+            PacketResult { sent, arrival: Some(sent.send_time + Duration::from_millis(10)), ecn: 0 }
+        })
+        .collect();
+    art.on_feedback(now, &FeedbackReport { packets, report_time: now });
+    assert!((art.aimd.rtt - 0.025).abs() < 1e-9, "{}", art.aimd.rtt);
+}
+
+#[test]
+fn variant_names_a_preset_and_refuses_others() {
+    assert_eq!(GccConfig::variant("libwebrtc").unwrap(), GccConfig::default());
+    assert_eq!(GccConfig::variant("artifact").unwrap(), GccConfig::artifact());
+    let e = GccConfig::variant("ns3").unwrap_err();
+    assert_eq!(e, "variant: got \"ns3\", expected \"libwebrtc\" or \"artifact\"");
+    GccConfig::artifact().validate().unwrap();
+}

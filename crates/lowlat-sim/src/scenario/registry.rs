@@ -295,10 +295,17 @@ fn nada(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateControll
     Ok(Box::new(s.tuned(cfg, |_| {})?.build().map_err(|e| s.named(e))?))
 }
 
+/// GCC: `cc_params.gcc.variant` (`"libwebrtc"`, the default, or `"artifact"`, the Zhuge
+/// artifact's port, [`GccConfig::artifact`]) picks the preset the other keys then override.
 fn gcc(media: &MediaConfig, start_rate: Bitrate) -> Result<Box<dyn RateController>, String> {
-    let s = Start::of(media, start_rate);
-    let cfg =
-        GccConfig { start_rate: s.clamped_start, min_rate: s.rmin, max_rate: s.rmax, ..GccConfig::default() };
+    let all = Start::of(media, start_rate);
+    let mut base = GccConfig::default();
+    for (_, v) in all.params.iter().filter(|(k, _)| k == "variant") {
+        base = GccConfig::variant(v).map_err(|e| all.named(e))?;
+    }
+    let rest: Vec<(String, String)> = all.params.iter().filter(|(k, _)| k != "variant").cloned().collect();
+    let s = Start { params: &rest, ..all };
+    let cfg = GccConfig { start_rate: s.clamped_start, min_rate: s.rmin, max_rate: s.rmax, ..base };
     Ok(Box::new(s.tuned(cfg, start_within_range!(s))?.build().map_err(|e| s.named(e))?))
 }
 
