@@ -253,8 +253,8 @@ impl NadaConfig {
             cfg: self.clone(),
             r_ref: self.rmin.as_bps_f64(),
             d_base: None,
-            recent_owd: VecDeque::with_capacity(self.min_filter_len + 1),
-            recent_rtt: VecDeque::with_capacity(self.rtt_filter_len + 1),
+            recent_owd: MinWindow::new(self.min_filter_len),
+            recent_rtt: MinWindow::new(self.rtt_filter_len),
             history: VecDeque::new(),
             p_loss: 0.0,
             p_mark: 0.0,
@@ -369,9 +369,9 @@ pub struct Nada {
     /// Minimum one-way delay seen (the base delay), s.
     d_base: Option<f64>,
     /// The last one-way delays (s), for the minimum filter of the queueing delay.
-    recent_owd: VecDeque<f64>,
+    recent_owd: MinWindow,
     /// The last per-packet round trips (s), for the minimum filter of the RTT.
-    recent_rtt: VecDeque<f64>,
+    recent_rtt: MinWindow,
     /// Observations within LOGWIN of the newest arrival.
     history: VecDeque<Observation>,
     p_loss: f64,
@@ -392,16 +392,43 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-/// Appends `x`, keeping the last `len` values.
-fn push_capped(q: &mut VecDeque<f64>, x: f64, len: usize) {
-    if q.len() >= len.max(1) {
-        q.pop_front();
-    }
-    q.push_back(x);
+/// The minimum of the last `len` samples, kept as they arrive (a monotonic queue) instead of
+/// scanned on every packet: amortised O(1) per sample, and the same value as the minimum over
+/// the window, since the samples (durations in s) are never NaN or -0.0.
+#[derive(Clone, Debug)]
+struct MinWindow {
+    len: u64,
+    /// Samples pushed so far; the window holds those numbered `pushed - len ..`.
+    pushed: u64,
+    /// `(number, sample)` of the samples that can still be the window's minimum: numbers
+    /// increasing, samples strictly increasing, the minimum first.
+    candidates: VecDeque<(u64, f64)>,
 }
 
-fn min_of(q: &VecDeque<f64>) -> Option<f64> {
-    q.iter().copied().reduce(f64::min)
+impl MinWindow {
+    fn new(len: usize) -> Self {
+        let len = len.max(1);
+        MinWindow { len: len as u64, pushed: 0, candidates: VecDeque::with_capacity(len + 1) }
+    }
+
+    /// Appends `x`, keeping the last `len` samples.
+    fn push(&mut self, x: f64) {
+        // A sample no smaller than `x` and older than it can no longer be the minimum.
+        while self.candidates.back().is_some_and(|&(_, v)| v >= x) {
+            self.candidates.pop_back();
+        }
+        self.candidates.push_back((self.pushed, x));
+        self.pushed += 1;
+        // The oldest candidate leaves once `len` newer samples followed it.
+        if self.candidates.front().is_some_and(|&(n, _)| n + self.len < self.pushed) {
+            self.candidates.pop_front();
+        }
+    }
+
+    /// The smallest of the last `len` samples, once there is one.
+    fn min(&self) -> Option<f64> {
+        self.candidates.front().map(|&(_, v)| v)
+    }
 }
 
 impl Nada {
@@ -460,14 +487,14 @@ impl Nada {
                 Some(arrival) => {
                     let owd = secs(arrival - p.sent.send_time);
                     self.d_base = Some(self.d_base.map_or(owd, |b: f64| b.min(owd)));
-                    push_capped(&mut self.recent_owd, owd, c.min_filter_len);
-                    push_capped(&mut self.recent_rtt, secs(now - p.sent.send_time), c.rtt_filter_len);
+                    self.recent_owd.push(owd);
+                    self.recent_rtt.push(secs(now - p.sent.send_time));
                     if p.ecn == 3 {
                         marked += 1;
                     }
                     self.loss_intervals.on_received();
                     self.first_arrival.get_or_insert(arrival);
-                    let filtered = min_of(&self.recent_owd).map_or(0.0, |m| m - self.d_base.unwrap_or(m));
+                    let filtered = self.recent_owd.min().map_or(0.0, |m| m - self.d_base.unwrap_or(m));
                     self.history.push_back(Observation {
                         arrival,
                         size: p.sent.size.0,
@@ -497,7 +524,7 @@ impl Nada {
                 self.history.pop_front();
             }
         }
-        if let Some(rtt) = min_of(&self.recent_rtt) {
+        if let Some(rtt) = self.recent_rtt.min() {
             self.rtt = rtt;
         }
         if total > 0 {
@@ -505,7 +532,7 @@ impl Nada {
             self.p_mark = (1.0 - c.alpha) * self.p_mark + c.alpha * marked as f64 / total as f64;
         }
         let base = self.d_base.unwrap_or(0.0);
-        let d_queue = min_of(&self.recent_owd).map_or(0.0, |owd| owd - base);
+        let d_queue = self.recent_owd.min().map_or(0.0, |owd| owd - base);
         let qth = secs(c.qth);
         let warped = if d_queue > qth { qth * (-c.lambda * (d_queue - qth) / qth).exp() } else { d_queue };
         // Warp while losses are recent (eq. 1), then blend back over one mean loss interval.
@@ -986,5 +1013,31 @@ mod tests {
         assert_eq!(raw, 0, "accelerated ramp-up ran in {raw} late reports");
         let filtered = accelerated_late(true);
         assert!(filtered > 20, "the filtered test ran accelerated ramp-up in only {filtered} reports");
+    }
+
+    #[test]
+    fn the_running_minimum_equals_the_minimum_over_the_window() {
+        // Random samples on a coarse grid (so equal values occur), window lengths 1..20: after
+        // every push the running minimum is the scanned minimum of the last `len` samples.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for len in 1..20usize {
+            let mut window = MinWindow::new(len);
+            let mut all = Vec::new();
+            assert_eq!(window.min(), None);
+            for _ in 0..500 {
+                let x = (next() % 40) as f64 * 1e-3;
+                window.push(x);
+                all.push(x);
+                let scanned = all[all.len().saturating_sub(len)..].iter().copied().reduce(f64::min);
+                assert_eq!(window.min().map(f64::to_bits), scanned.map(f64::to_bits), "len {len}");
+                assert!(window.candidates.len() <= len);
+            }
+        }
     }
 }
