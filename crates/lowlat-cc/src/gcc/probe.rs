@@ -103,13 +103,17 @@ impl ProbeCluster {
 pub(super) struct Prober {
     /// Clusters not yet evaluated, oldest first.
     clusters: VecDeque<ProbeCluster>,
+    /// How many clusters at the front are done sending, which is the index of the one being
+    /// sent: clusters are sent one after the other in order, so those done sending come first.
+    /// Kept so the pacer's per-packet questions need no scan.
+    sent: usize,
     /// While waiting for a batch's result: since when, and the target a further probe needs.
     waiting: Option<(Option<Time>, f64)>,
 }
 
 impl Prober {
     pub fn new(cfg: &GccConfig, start_bps: f64) -> Prober {
-        let mut p = Prober { clusters: VecDeque::new(), waiting: None };
+        let mut p = Prober { clusters: VecDeque::new(), sent: 0, waiting: None };
         let targets: Vec<Bitrate> = cfg
             .initial_probes
             .iter()
@@ -128,11 +132,11 @@ impl Prober {
 
     /// The cluster being sent, if any.
     pub fn active(&self) -> Option<&ProbeCluster> {
-        self.clusters.iter().find(|p| !p.done_sending)
+        self.clusters.get(self.sent)
     }
 
     pub fn on_packet_sent(&mut self, cfg: &GccConfig, packet: &SentPacket) {
-        let Some(c) = self.clusters.iter_mut().find(|p| !p.done_sending) else { return };
+        let Some(c) = self.clusters.get_mut(self.sent) else { return };
         if c.first_seq.is_none() {
             c.first_seq = Some(packet.seq);
             c.first_send = packet.send_time;
@@ -151,14 +155,17 @@ impl Prober {
             && c.last_send - c.first_send >= cfg.probe_duration
         {
             c.done_sending = true;
+            self.sent += 1;
         }
     }
 
     /// Records the report's probe packets; returns the newest result of the clusters it
     /// completes, bit/s.
     pub fn on_feedback(&mut self, cfg: &GccConfig, report: &FeedbackReport) -> Option<f64> {
+        // Only the clusters done sending and the one being sent have packets.
+        let started = (self.sent + 1).min(self.clusters.len());
         for p in &report.packets {
-            for c in self.clusters.iter_mut() {
+            for c in self.clusters.range_mut(..started) {
                 let Some(first) = c.first_seq else { continue };
                 if p.sent.seq < first || p.sent.seq > c.last_seq {
                     continue;
@@ -181,6 +188,7 @@ impl Prober {
                 break;
             }
             self.clusters.pop_front();
+            self.sent -= 1;
             result = c.result(cfg).or(result);
         }
         result
@@ -194,7 +202,7 @@ impl Prober {
             self.waiting = None;
             return;
         }
-        if target_bps > threshold && self.clusters.iter().all(|c| c.done_sending) {
+        if target_bps > threshold && self.sent == self.clusters.len() {
             let next = Bitrate::from_bps_f64(target_bps * cfg.further_probe_factor).min(cfg.max_rate);
             self.initiate(cfg, &[next]);
         }
@@ -235,5 +243,42 @@ mod tests {
         assert!((slow - 0.95 * 800e3).abs() < 1.0, "{slow}");
         // Received at 2.5 Mbit/s, more than twice the send rate: invalid.
         assert_eq!(probe_once(Duration::from_millis(4)), None);
+    }
+
+    #[test]
+    fn the_tracked_active_cluster_is_the_first_one_not_done_sending() {
+        // Initial clusters, further probes as the target grows, feedback that evaluates some
+        // clusters (and loses the reports of others): after every step the tracked index names
+        // the cluster a scan finds, and the clusters before it are exactly those done sending.
+        let cfg =
+            GccConfig { start_rate: Bitrate::kbps(100), max_rate: Bitrate::mbps(50), ..GccConfig::default() };
+        let mut p = Prober::new(&cfg, 100e3);
+        let check = |p: &Prober| {
+            let scanned = p.clusters.iter().position(|c| !c.done_sending);
+            assert_eq!(p.active().map(|c| c.target), scanned.map(|i| p.clusters[i].target));
+            assert_eq!(scanned.unwrap_or(p.clusters.len()), p.sent);
+            assert!(p.clusters.iter().skip(p.sent).all(|c| !c.done_sending));
+        };
+        let (mut pending, mut target, mut probes) = (Vec::new(), 100e3, 0);
+        for k in 0..600u64 {
+            let now = Time::from_millis(5 * k);
+            let sent = SentPacket { seq: k, size: Bytes(1200), send_time: now };
+            probes += usize::from(p.active().is_some());
+            p.on_packet_sent(&cfg, &sent);
+            pending.push(PacketResult { sent, arrival: Some(now + Duration::from_millis(40)), ecn: 0 });
+            check(&p);
+            if k % 20 == 19 {
+                let packets = std::mem::take(&mut pending);
+                // Every third report is lost: its clusters stay unevaluated for a while.
+                if k % 60 != 59 {
+                    p.on_feedback(&cfg, &FeedbackReport { packets, report_time: now });
+                }
+                check(&p);
+                target *= 1.3;
+                p.on_estimate(&cfg, target, now);
+                check(&p);
+            }
+        }
+        assert!(probes > 20, "only {probes} probe packets: the test exercised too little");
     }
 }
