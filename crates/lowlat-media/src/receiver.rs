@@ -17,6 +17,7 @@ use lowlat_core::hash::FastMap;
 use lowlat_core::{Bytes, Duration, Time};
 use lowlat_wire::ccfb::compact_ntp;
 use lowlat_wire::{CcfbBlock, CcfbMetric, CcfbReport, TwccBuilder};
+use std::sync::OnceLock;
 
 /// Per-frame bookkeeping and metrics.
 #[derive(Clone, Debug, Default)]
@@ -190,14 +191,23 @@ pub enum FeedbackFormat {
 /// Bytes of IPv4 and UDP headers around an RTCP datagram.
 const IP_UDP_OVERHEAD: u64 = 28;
 
-/// Encodes reports with `lowlat-wire` to learn their exact size on the wire.
+/// Sizes reports exactly as `lowlat-wire` encodes them. Transport-cc reports are sized without
+/// being written (a receiver reports every few milliseconds); their bytes are written only when
+/// a capture asks for them ([`FeedbackEncoder::last_encoded`]).
 #[derive(Clone, Debug)]
 pub struct FeedbackEncoder {
     format: FeedbackFormat,
     twcc: TwccBuilder,
+    /// The last RFC 8888 report's bytes.
     scratch: Vec<u8>,
-    /// Scratch: a report's arrival times in microseconds.
+    /// Scratch: a report's arrival times in microseconds (the last transport-cc report's, kept
+    /// to write its bytes on demand).
     arrivals_us: Vec<Option<i64>>,
+    /// The last transport-cc report: its first sequence number and the feedback packet count
+    /// it started from.
+    twcc_last: Option<(u16, u8)>,
+    /// The last transport-cc report's bytes, once asked for.
+    twcc_bytes: OnceLock<Vec<u8>>,
 }
 
 impl FeedbackEncoder {
@@ -208,6 +218,8 @@ impl FeedbackEncoder {
             twcc: TwccBuilder::new(1, 2),
             scratch: Vec::with_capacity(1500),
             arrivals_us: Vec::new(),
+            twcc_last: None,
+            twcc_bytes: OnceLock::new(),
         }
     }
 
@@ -219,22 +231,35 @@ impl FeedbackEncoder {
     /// The RTCP bytes of the last report sized by [`FeedbackEncoder::datagram_size`] (for
     /// captures).
     pub fn last_encoded(&self) -> &[u8] {
-        &self.scratch
+        match (self.format, self.twcc_last) {
+            (FeedbackFormat::TransportCc, Some((first, count))) => self.twcc_bytes.get_or_init(|| {
+                // The builder as it was when the report was sized: same packets, same counts.
+                let mut builder = self.twcc.clone();
+                builder.fb_pkt_count = count;
+                let mut out = Vec::new();
+                builder.encode_into(first, &self.arrivals_us, &mut out);
+                out
+            }),
+            _ => &self.scratch,
+        }
     }
 
     /// Size of the UDP datagram carrying `report` (one compound RTCP packet: transport-cc may
     /// need several feedback packets for one report) when sent at `now`.
     pub fn datagram_size(&mut self, report: &[Arrival], now: Time) -> Bytes {
         let Some(first) = report.first().map(|a| a.seq) else { return Bytes(IP_UDP_OVERHEAD) };
-        self.scratch.clear();
         let us = |t: Time| (t.as_nanos() / 1_000) as i64;
         match self.format {
             FeedbackFormat::TransportCc => {
                 self.arrivals_us.clear();
                 self.arrivals_us.extend(report.iter().map(|r| r.at.map(us)));
-                self.twcc.encode_into(first as u16, &self.arrivals_us, &mut self.scratch);
+                self.twcc_last = Some((first as u16, self.twcc.fb_pkt_count));
+                self.twcc_bytes.take();
+                let len = self.twcc.encoded_len(first as u16, &self.arrivals_us);
+                Bytes(IP_UDP_OVERHEAD + len as u64)
             }
             FeedbackFormat::Rfc8888 => {
+                self.scratch.clear();
                 let metrics = report
                     .iter()
                     .map(|r| {
@@ -248,9 +273,9 @@ impl FeedbackEncoder {
                     report_timestamp: compact_ntp(us(now)),
                 };
                 rep.encode(&mut self.scratch).expect("a report of at most 65535 metrics encodes");
+                Bytes(IP_UDP_OVERHEAD + self.scratch.len() as u64)
             }
         }
-        Bytes(IP_UDP_OVERHEAD + self.scratch.len() as u64)
     }
 }
 
@@ -266,6 +291,43 @@ mod tests {
         let now = Time::from_millis(1020);
         assert_eq!(FeedbackEncoder::new(FeedbackFormat::TransportCc).datagram_size(&report, now), Bytes(60));
         assert_eq!(FeedbackEncoder::new(FeedbackFormat::Rfc8888).datagram_size(&report, now), Bytes(68));
+    }
+
+    #[test]
+    fn transport_cc_bytes_written_on_demand_are_those_of_encoding_every_report() {
+        // Reports of growing length with losses; the bytes are asked for after some reports
+        // only (a capture may start late), yet each equals what a builder encoding every report
+        // writes, feedback count included, and the datagram is exactly their size.
+        let mut enc = FeedbackEncoder::new(FeedbackFormat::TransportCc);
+        let mut reference = TwccBuilder::new(1, 2);
+        let mut seq = 0u64;
+        for k in 0..60u64 {
+            let report: Vec<_> = (0..(k * 7) % 400 + 1)
+                .map(|i| {
+                    seq += 1;
+                    if (seq * 31).is_multiple_of(11) {
+                        Arrival::lost(seq)
+                    } else {
+                        Arrival::received(
+                            seq,
+                            Time::ZERO + Duration::from_micros(seq * 1_700 + (i % 5) * 90_000),
+                            0,
+                        )
+                    }
+                })
+                .collect();
+            let now = Time::ZERO + Duration::from_micros(seq * 1_700 + 500_000);
+            let size = enc.datagram_size(&report, now);
+            let arrivals: Vec<_> =
+                report.iter().map(|a| a.at.map(|t| (t.as_nanos() / 1_000) as i64)).collect();
+            let mut expected = Vec::new();
+            reference.encode_into(report[0].seq as u16, &arrivals, &mut expected);
+            assert_eq!(size, Bytes(IP_UDP_OVERHEAD + expected.len() as u64), "report {k}");
+            if k % 3 != 1 {
+                assert_eq!(enc.last_encoded(), &expected[..], "report {k}");
+                assert_eq!(enc.last_encoded(), &expected[..], "report {k}, asked twice");
+            }
+        }
     }
 
     #[test]

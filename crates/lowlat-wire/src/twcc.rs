@@ -199,46 +199,36 @@ impl TransportCcFeedback {
         Ok(())
     }
 
-    /// The packet chunks encoding the statuses: run lengths for runs, one-bit vectors where no
-    /// large delta is near, two-bit vectors otherwise.
-    fn chunks(&self) -> Vec<u16> {
-        let mut out = Vec::with_capacity(self.deltas.len() / 7 + 1);
-        self.chunks_into(&mut Vec::new(), &mut out);
-        out
+    /// The packet chunks encoding the statuses ([`walk_chunks`]) into `out` (cleared first), with
+    /// `sym` as scratch.
+    fn chunks_into(&self, sym: &mut Vec<u8>, out: &mut Vec<u16>) {
+        self.symbols_into(sym);
+        out.clear();
+        walk_chunks(sym, |i, kind| {
+            out.push(match kind {
+                Chunk::Run(run) => (u16::from(sym[i]) << 13) | run as u16,
+                Chunk::OneBit => {
+                    let mut c = 0x8000u16;
+                    for (k, &x) in sym[i..sym.len().min(i + 14)].iter().enumerate() {
+                        c |= u16::from(x) << (13 - k);
+                    }
+                    c
+                }
+                Chunk::TwoBit => {
+                    let mut c = 0xc000u16;
+                    for (k, &x) in sym[i..sym.len().min(i + 7)].iter().enumerate() {
+                        c |= u16::from(x) << (2 * (6 - k));
+                    }
+                    c
+                }
+            });
+        });
     }
 
-    /// [`TransportCcFeedback::chunks`] into `out` (cleared first), with `sym` as scratch.
-    fn chunks_into(&self, sym: &mut Vec<u8>, out: &mut Vec<u16>) {
+    /// The status symbols into `sym` (cleared first).
+    fn symbols_into(&self, sym: &mut Vec<u8>) {
         sym.clear();
         sym.extend(self.deltas.iter().map(|d| symbol(*d)));
-        out.clear();
-        let n = sym.len();
-        let mut i = 0;
-        while i < n {
-            let s = sym[i];
-            let mut run = 1;
-            while i + run < n && sym[i + run] == s && run < 0x1fff {
-                run += 1;
-            }
-            if run >= 14 || run == n - i || (s == 2 && run >= 7) {
-                out.push((u16::from(s) << 13) | run as u16);
-                i += run;
-            } else if sym[i..n.min(i + 14)].iter().all(|&x| x <= 1) {
-                let mut c = 0x8000u16;
-                for (k, &x) in sym[i..n.min(i + 14)].iter().enumerate() {
-                    c |= u16::from(x) << (13 - k);
-                }
-                out.push(c);
-                i += 14;
-            } else {
-                let mut c = 0xc000u16;
-                for (k, &x) in sym[i..n.min(i + 7)].iter().enumerate() {
-                    c |= u16::from(x) << (2 * (6 - k));
-                }
-                out.push(c);
-                i += 7;
-            }
-        }
     }
 
     /// Appends the packet to `out`.
@@ -279,8 +269,52 @@ impl TransportCcFeedback {
 
     /// The encoded length in bytes.
     pub fn encoded_len(&self) -> usize {
-        let delta_bytes: usize = self.deltas.iter().map(|d| usize::from(symbol(*d))).sum();
-        (20 + 2 * self.chunks().len() + delta_bytes).div_ceil(4) * 4
+        self.encoded_len_with(&mut EncodeScratch::default())
+    }
+
+    /// [`TransportCcFeedback::encoded_len`] with reusable scratch space: counts the chunks
+    /// without writing them.
+    fn encoded_len_with(&self, scratch: &mut EncodeScratch) -> usize {
+        self.symbols_into(&mut scratch.symbols);
+        let mut chunks = 0;
+        walk_chunks(&scratch.symbols, |_, _| chunks += 1);
+        let delta_bytes: usize = scratch.symbols.iter().map(|&s| usize::from(s)).sum();
+        // Header (12) + base, count, reference time and feedback count (8), padded to words.
+        (20 + 2 * chunks + delta_bytes).div_ceil(4) * 4
+    }
+}
+
+/// A packet chunk: a run of `.0` equal symbols, or a vector of 14 one-bit or 7 two-bit symbols
+/// (the last one may cover fewer).
+#[derive(Clone, Copy, Debug)]
+enum Chunk {
+    Run(usize),
+    OneBit,
+    TwoBit,
+}
+
+/// Splits the status symbols into chunks, calling `f(first symbol, chunk)` for each in order:
+/// run lengths for runs, one-bit vectors where no large delta is near, two-bit vectors
+/// otherwise. Shared by the encoder and the length count so the two always agree.
+fn walk_chunks(sym: &[u8], mut f: impl FnMut(usize, Chunk)) {
+    let n = sym.len();
+    let mut i = 0;
+    while i < n {
+        let s = sym[i];
+        let mut run = 1;
+        while i + run < n && sym[i + run] == s && run < 0x1fff {
+            run += 1;
+        }
+        if run >= 14 || run == n - i || (s == 2 && run >= 7) {
+            f(i, Chunk::Run(run));
+            i += run;
+        } else if sym[i..n.min(i + 14)].iter().all(|&x| x <= 1) {
+            f(i, Chunk::OneBit);
+            i += 14;
+        } else {
+            f(i, Chunk::TwoBit);
+            i += 7;
+        }
     }
 }
 
@@ -347,6 +381,19 @@ impl TwccBuilder {
             packet.encode_with(out, &mut self.scratch).expect("built feedback encodes");
         }
         self.packet = packet;
+    }
+
+    /// The number of bytes [`TwccBuilder::encode_into`] would write for these arrivals, worked
+    /// out without writing them; advances the feedback packet count the same way.
+    pub fn encoded_len(&mut self, base_seq: u16, arrivals: &[Option<i64>]) -> usize {
+        let mut packet = std::mem::take(&mut self.packet);
+        let (mut start, mut len) = (0, 0);
+        while start < arrivals.len() {
+            start += self.fill(base_seq, arrivals, start, &mut packet);
+            len += packet.encoded_len_with(&mut self.scratch);
+        }
+        self.packet = packet;
+        len
     }
 
     /// Fills `fb` with the next packet, covering `arrivals[start..]` as far as it fits; returns

@@ -121,6 +121,32 @@ fn encode_into_writes_the_bytes_of_build_and_encode() {
 }
 
 #[test]
+fn encoded_len_is_the_length_encode_into_writes() {
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    // Two builders in step: one sizes each report, the other encodes it. The sizes, and the
+    // feedback counts they leave behind, must agree report after report.
+    let (ssrc, media) = (rng.random(), rng.random());
+    let (mut sized, mut encoded) = (TwccBuilder::new(ssrc, media), TwccBuilder::new(ssrc, media));
+    let mut out = Vec::new();
+    let mut several = 0;
+    for case in 0..2000 {
+        let max_len = rng.random_range(64..1500);
+        sized.max_len = max_len;
+        encoded.max_len = max_len;
+        let n = rng.random_range(1..600);
+        let arrivals = random_arrivals(&mut rng, n);
+        let base: u16 = rng.random();
+        let count = encoded.fb_pkt_count;
+        out.clear();
+        encoded.encode_into(base, &arrivals, &mut out);
+        assert_eq!(sized.encoded_len(base, &arrivals), out.len(), "case {case}");
+        assert_eq!(sized.fb_pkt_count, encoded.fb_pkt_count, "case {case}");
+        several += usize::from(encoded.fb_pkt_count.wrapping_sub(count) > 1);
+    }
+    assert!(several > 100, "only {several} reports needed several feedback packets");
+}
+
+#[test]
 fn rfc8888_round_trips_random_reports() {
     let mut rng = Pcg64Mcg::seed_from_u64(2);
     for _ in 0..2000 {
