@@ -392,42 +392,46 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-/// The minimum of the last `len` samples, kept as they arrive (a monotonic queue) instead of
-/// scanned on every packet: amortised O(1) per sample, and the same value as the minimum over
-/// the window, since the samples (durations in s) are never NaN or -0.0.
+/// The minimum of the last `len` samples, kept as they arrive instead of scanned on every
+/// packet: a ring of the samples and their minimum, rescanned only when the minimum leaves the
+/// window. The same value as the minimum over the window, since the samples (durations in s) are
+/// never NaN or -0.0.
 #[derive(Clone, Debug)]
 struct MinWindow {
-    len: u64,
-    /// Samples pushed so far; the window holds those numbered `pushed - len ..`.
-    pushed: u64,
-    /// `(number, sample)` of the samples that can still be the window's minimum: numbers
-    /// increasing, samples strictly increasing, the minimum first.
-    candidates: VecDeque<(u64, f64)>,
+    len: usize,
+    /// The last `len` samples; once full, `next` is the oldest, overwritten by the next push.
+    samples: Vec<f64>,
+    next: usize,
+    /// The smallest of `samples` (meaningless while empty).
+    min: f64,
 }
 
 impl MinWindow {
     fn new(len: usize) -> Self {
         let len = len.max(1);
-        MinWindow { len: len as u64, pushed: 0, candidates: VecDeque::with_capacity(len + 1) }
+        MinWindow { len, samples: Vec::with_capacity(len), next: 0, min: f64::INFINITY }
     }
 
     /// Appends `x`, keeping the last `len` samples.
     fn push(&mut self, x: f64) {
-        // A sample no smaller than `x` and older than it can no longer be the minimum.
-        while self.candidates.back().is_some_and(|&(_, v)| v >= x) {
-            self.candidates.pop_back();
+        if self.samples.len() < self.len {
+            self.samples.push(x);
+            self.min = self.min.min(x);
+            return;
         }
-        self.candidates.push_back((self.pushed, x));
-        self.pushed += 1;
-        // The oldest candidate leaves once `len` newer samples followed it.
-        if self.candidates.front().is_some_and(|&(n, _)| n + self.len < self.pushed) {
-            self.candidates.pop_front();
+        let old = std::mem::replace(&mut self.samples[self.next], x);
+        self.next = if self.next + 1 == self.len { 0 } else { self.next + 1 };
+        if x <= self.min {
+            self.min = x;
+        } else if old == self.min {
+            // The minimum left and `x` is larger: the new one is among the others.
+            self.min = self.samples.iter().copied().fold(f64::INFINITY, f64::min);
         }
     }
 
     /// The smallest of the last `len` samples, once there is one.
     fn min(&self) -> Option<f64> {
-        self.candidates.front().map(|&(_, v)| v)
+        (!self.samples.is_empty()).then_some(self.min)
     }
 }
 
@@ -1036,7 +1040,7 @@ mod tests {
                 all.push(x);
                 let scanned = all[all.len().saturating_sub(len)..].iter().copied().reduce(f64::min);
                 assert_eq!(window.min().map(f64::to_bits), scanned.map(f64::to_bits), "len {len}");
-                assert!(window.candidates.len() <= len);
+                assert!(window.samples.len() <= len);
             }
         }
     }
