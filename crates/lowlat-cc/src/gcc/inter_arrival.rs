@@ -17,6 +17,26 @@
 //!
 //! libwebrtc uses one 5 ms constant for the group length (`kSendTimeGroupLength`) and another for
 //! the burst gap (`kBurstDeltaThreshold`); both are `burst_time` here.
+//!
+//! [`MeanGroups`] is the Zhuge artifact's grouping instead (`group_mean_times`, on in
+//! [`GccConfig::artifact`]): transys-project/zhuge, ns-3.34-diff/src/bitrate-ctrl/model/
+//! `packet-sender-udp.cc`, `PacketSenderUdp::OnSocketRecv_sender`, which groups the reported
+//! packets before `GccController::processFeedback` sees them:
+//! - A packet sent more than `burst_time` (the artifact: `> 10000` us) after the current group's
+//!   first packet opens a new group; there is no burst merging.
+//! - A group's send and arrival times are the means of its packets' (integer microseconds: the
+//!   sums over the packet count, `m_curr_frame_TxTime / m_curr_pkts_in_frame`); the very first
+//!   packet counts in the first group's packet count but not in its sums (`m_firstFeedback`
+//!   sets `m_curr_pkts_in_frame = 1` and leaves the sums at 0), so the first sample is off.
+//! - When a group closes and it is not the first, the deltas between it and the group before are
+//!   one sample, each truncated to whole milliseconds (`GccController::processFeedback`:
+//!   `l_inter_departure/1000`, `l_inter_arrival/1000` on integers); a negative arrival delta is
+//!   kept (no reordering test). The sample's clock (trendline x, threshold time) is the arrival
+//!   of the closed group's last packet, in whole ms (`m_prev_RxTime`, `l_arrival_time/1000`).
+//! - A packet sent before the current group's first is ignored, and so is one sent more than
+//!   `group_max_span` (20 frame intervals: `20 * m_interval * 1000` us) after it; the group's
+//!   start does not move then, so after such a gap in the reported send times every later packet
+//!   is ignored too and the delay-based part stops for good, as in the artifact.
 
 use super::GccConfig;
 use lowlat_core::Time;
@@ -36,6 +56,10 @@ pub(super) struct GroupDelta {
     pub send_delta_ms: f64,
     /// Arrival time of the newer group minus that of the older, ms.
     pub arrival_delta_ms: f64,
+    /// The sample's time on the packets' clock, ms (trendline x, threshold updates): libwebrtc
+    /// the arrival of the packet that opened the next group; the artifact the arrival of the
+    /// closed group's last packet.
+    pub at_ms: f64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -95,7 +119,11 @@ impl InterArrival {
                 return None;
             }
             self.reordered = 0;
-            sample = Some(GroupDelta { send_delta_ms: delta_ms(cur.send, prev.send), arrival_delta_ms });
+            sample = Some(GroupDelta {
+                send_delta_ms: delta_ms(cur.send, prev.send),
+                arrival_delta_ms,
+                at_ms: arrival.as_nanos() as f64 / 1e6,
+            });
         }
         self.prev = Some(cur);
         self.current = Some(Group::new(send, arrival));
@@ -116,6 +144,80 @@ impl InterArrival {
         arrival_delta - send_delta < 0.0
             && arrival_delta <= burst_ms
             && delta_ms(arrival, cur.first_arrival) < cfg.burst_max_duration.as_secs_f64() * 1e3
+    }
+}
+
+/// Sums of one artifact group, integer microseconds.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    send_us: u64,
+    arrival_us: u64,
+    packets: u64,
+}
+
+impl Sums {
+    /// (mean send, mean arrival), us, truncated as the artifact's integer division.
+    fn means(&self) -> (i64, i64) {
+        let n = self.packets.max(1);
+        ((self.send_us / n) as i64, (self.arrival_us / n) as i64)
+    }
+}
+
+fn micros(t: Time) -> u64 {
+    t.as_nanos() / 1000
+}
+
+/// The Zhuge artifact's grouping (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub(super) struct MeanGroups {
+    /// First send time of the current group, us (None before the first packet).
+    start_us: Option<u64>,
+    /// Groups closed so far (`m_group_id`).
+    closed: u64,
+    cur: Sums,
+    prev: Sums,
+    /// Arrival of the last packet taken, us (`m_prev_RxTime`).
+    last_arrival_us: u64,
+}
+
+impl MeanGroups {
+    /// Adds one reported packet in report order; returns a sample when it closes a group that has
+    /// a predecessor (the artifact calls `processFeedback` exactly then).
+    pub fn on_packet(&mut self, cfg: &GccConfig, send: Time, arrival: Time) -> Option<GroupDelta> {
+        let (send_us, arrival_us) = (micros(send), micros(arrival));
+        let Some(start) = self.start_us else {
+            // The first packet: counted, but not summed (the artifact's `m_firstFeedback`).
+            self.start_us = Some(send_us);
+            self.cur = Sums { packets: 1, ..Sums::default() };
+            self.last_arrival_us = arrival_us;
+            return None;
+        };
+        let span_us = micros(Time::ZERO + cfg.group_max_span);
+        if !(send_us == start || (send_us > start && send_us - start <= span_us)) {
+            return None;
+        }
+        let mut sample = None;
+        if send_us - start > micros(Time::ZERO + cfg.burst_time) {
+            if self.closed > 0 {
+                let (cur_send, cur_arrival) = self.cur.means();
+                let (prev_send, prev_arrival) = self.prev.means();
+                // Integer division truncates towards zero, as C++'s on int64 / uint64.
+                sample = Some(GroupDelta {
+                    send_delta_ms: ((cur_send - prev_send) / 1000) as f64,
+                    arrival_delta_ms: ((cur_arrival - prev_arrival) / 1000) as f64,
+                    at_ms: (self.last_arrival_us / 1000) as f64,
+                });
+            }
+            self.prev = self.cur;
+            self.closed += 1;
+            self.cur = Sums::default();
+            self.start_us = Some(send_us);
+        }
+        self.cur.send_us += send_us;
+        self.cur.arrival_us += arrival_us;
+        self.cur.packets += 1;
+        self.last_arrival_us = arrival_us;
+        sample
     }
 }
 
@@ -161,5 +263,62 @@ mod tests {
         assert!(delta_ms(first_group.complete, first_group.first_arrival) < 100.0);
         assert!(delta_ms(first_group.complete, first_group.first_arrival) >= 96.0);
         assert_eq!(samples, 0, "one closed group has no predecessor to give a sample");
+    }
+
+    #[test]
+    fn artifact_groups_by_10_ms_of_send_time_with_mean_times_in_whole_ms() {
+        // packet-sender-udp.cc OnSocketRecv_sender, held against hand-computed means.
+        let cfg = GccConfig::artifact();
+        let mut g = MeanGroups::default();
+        let mut on = |send: f64, arrival: f64| g.on_packet(&cfg, at(send), at(arrival));
+        // Group 0: sent 1000, 1004, 1010 ms (10 ms after the first is not more than 10).
+        assert_eq!(on(1000.0, 1050.0), None);
+        assert_eq!(on(1004.0, 1055.0), None);
+        assert_eq!(on(1010.0, 1061.0), None);
+        // 1012 opens group 1; group 0 has no predecessor, so no sample.
+        assert_eq!(on(1012.0, 1070.0), None);
+        assert_eq!(on(1020.0, 1080.0), None);
+        // 1030 closes group 1 against group 0, whose first packet counts but is not summed:
+        // group 0's means are 2014000 / 3 = 671333 us sent and 2116000 / 3 = 705333 us arrived;
+        // group 1's 1016000 and 1075000 us. Deltas truncated to whole ms; the clock is the
+        // arrival of group 1's last packet.
+        let d = on(1030.0, 1085.0).unwrap();
+        assert_eq!(d, GroupDelta { send_delta_ms: 344.0, arrival_delta_ms: 369.0, at_ms: 1080.0 });
+        assert_eq!(on(1035.0, 1090.0), None);
+        // 1041 closes group 2 (1030, 1035): means 1032.5 and 1087.5 ms against 1016 and 1075:
+        // 16.5 -> 16 and 12.5 -> 12 (libwebrtc's last-packet times would give 15 and 10).
+        let d = on(1041.0, 1093.5).unwrap();
+        assert_eq!(d, GroupDelta { send_delta_ms: 16.0, arrival_delta_ms: 12.0, at_ms: 1090.0 });
+        // Sent before the group's first: ignored (it changes no mean below).
+        assert_eq!(on(1020.0, 1094.0), None);
+        // An earlier arrival is kept: group 3 (1041, 1045) means 1043 and 1076.75 ms against
+        // 1032.5 and 1087.5: 10.5 -> 10 and -10.75 -> -10 (towards zero, as C++ integers).
+        assert_eq!(on(1045.0, 1060.0), None);
+        let d = on(1060.0, 1100.0).unwrap();
+        assert_eq!(d, GroupDelta { send_delta_ms: 10.0, arrival_delta_ms: -10.0, at_ms: 1060.0 });
+    }
+
+    #[test]
+    fn artifact_grouping_stops_for_good_after_a_gap_over_the_span() {
+        // A packet sent more than 20 frame intervals (800 ms) after the group's first is skipped
+        // and the group start stays: every later packet is skipped too.
+        let cfg = GccConfig::artifact();
+        let mut g = MeanGroups::default();
+        for k in 0..10 {
+            g.on_packet(&cfg, at(12.0 * f64::from(k)), at(50.0 + 12.0 * f64::from(k)));
+        }
+        let start = g.start_us;
+        assert_eq!(start, Some(108_000));
+        // 800 ms after the start is still within the span (and opens a group) ...
+        let mut h = g.clone();
+        assert!(h.on_packet(&cfg, at(908.0), at(960.0)).is_some());
+        // ... 801 ms is not, nor is anything after it.
+        let mut samples = 0;
+        for k in 0..100 {
+            let send = 909.0 + 12.0 * f64::from(k);
+            samples += usize::from(g.on_packet(&cfg, at(send), at(send + 50.0)).is_some());
+        }
+        assert_eq!(samples, 0);
+        assert_eq!(g.start_us, start);
     }
 }

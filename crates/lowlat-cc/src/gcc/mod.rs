@@ -58,7 +58,7 @@ mod trendline;
 use crate::{FeedbackReport, RateController, SentPacket};
 use aimd::Aimd;
 use detector::Detector;
-use inter_arrival::InterArrival;
+use inter_arrival::{GroupDelta, InterArrival, MeanGroups};
 use kalman::Kalman;
 use loss_based::LossBased;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
@@ -231,8 +231,23 @@ pub struct GccConfig {
     pub aimd_once_per_rtt: bool,
     /// 0: goog_cc's feedback-only RTT (step 1 above); n > 0: the smallest `now - send time` of the
     /// last n received packets (the artifact's `SenderBasedController::getCurrentRTT`, `ntab =
-    /// 15`, over its one record per packet group).
+    /// 15`, over its one record per packet group: with `update_per_group`, one a group here too).
     pub rtt_min_packets: u32,
+    /// The Zhuge artifact's packet grouping (`inter_arrival.rs`, [`GccConfig::artifact`]):
+    /// groups by send time alone (`burst_time`, the artifact's 10 ms), each group's mean send and
+    /// arrival times, deltas in whole ms (false: libwebrtc's `InterArrivalDelta`).
+    pub group_mean_times: bool,
+    /// With `group_mean_times`: a reported packet sent more than this after the current group's
+    /// first is ignored, and so is every later one (the artifact's `20 * m_interval` ms, its
+    /// frame interval 40 ms at the paper's 25 fps: 800 ms).
+    pub group_max_span: Duration,
+    /// The receive-rate record, the RTT record and AIMD run once per closed packet group, with
+    /// the packet that opened the next group (the artifact's `OnSocketRecv_sender` calls
+    /// `processFeedback` only then: `sender-based-controller.cc` records that packet with the
+    /// bytes of every packet since the previous record, sent within the last second
+    /// (`intvl_pseudo_size`), and `gcc-controller.cc` decides on AIMD); false: at every report,
+    /// as libwebrtc.
+    pub update_per_group: bool,
 }
 
 impl Default for GccConfig {
@@ -304,6 +319,9 @@ impl Default for GccConfig {
             loss_based: true,
             aimd_once_per_rtt: false,
             rtt_min_packets: 0,
+            group_mean_times: false,
+            group_max_span: Duration::from_millis(800),
+            update_per_group: false,
         }
     }
 }
@@ -373,6 +391,9 @@ crate::tunable!(GccConfig {
     loss_based,
     aimd_once_per_rtt,
     rtt_min_packets,
+    group_mean_times,
+    group_max_span,
+    update_per_group,
 });
 
 impl GccConfig {
@@ -404,6 +425,7 @@ impl GccConfig {
             ("probe_wait", self.probe_wait),
             ("probe_duration", self.probe_duration),
             ("reduce_interval_min", self.reduce_interval_min),
+            ("group_max_span", self.group_max_span),
         ] {
             above_up_to(key, d, zero, MAX_INTERVAL)?;
         }
@@ -506,11 +528,19 @@ impl GccConfig {
     /// - `initial_probes` empty (no probe controller in the artifact: it starts at its minimum
     ///   and increases).
     /// - `loss_based` false, `aimd_once_per_rtt` true, `rtt_min_packets` 15 (see each field).
+    /// - Its grouping (`packet-sender-udp.cc` `PacketSenderUdp::OnSocketRecv_sender`):
+    ///   `group_mean_times` with `burst_time` 10 ms (`(TxTime - m_groupstart_TxTime) > 10000`)
+    ///   and `group_max_span` 800 ms (`20 * m_interval * 1000` us at its 40 ms frame interval),
+    ///   `update_per_group` (see each field and `inter_arrival.rs`).
+    /// - `stream_timeout` an hour: the artifact never restarts its grouping or detector (no
+    ///   `kStreamTimeOut`); an hour is longer than any of its runs.
     ///
-    /// Not taken (rules, not constants): its grouping (packets sent within 10 ms of the group's
-    /// first, each group's mean send and arrival times, no arrival-burst merging,
-    /// `OnSocketRecv_sender`); its 5 s initialisation and start at the minimum rate (the
-    /// scenario's start rate applies); its receive rate kept while under a second of history.
+    /// Not taken (rules, not constants): its 5 s initialisation and start at the minimum rate (the
+    /// scenario's start rate applies), and the first group's `processFeedback`, which only
+    /// initialises (`m_lastTimeCalcValid`); its receive rate kept while under a second of
+    /// history; its record history's 500 ms limit (`m_historyLengthUs`, which the 15 newest
+    /// records of 10 ms groups stay within); the trendline's slope set to 0, not kept, when every
+    /// point of the window has one arrival millisecond.
     pub fn artifact() -> GccConfig {
         GccConfig {
             throughput_window: Duration::from_secs(1),
@@ -523,6 +553,11 @@ impl GccConfig {
             loss_based: false,
             aimd_once_per_rtt: true,
             rtt_min_packets: 15,
+            group_mean_times: true,
+            burst_time: Duration::from_millis(10),
+            group_max_span: Duration::from_millis(800),
+            update_per_group: true,
+            stream_timeout: Duration::from_secs(3600),
             ..GccConfig::default()
         }
     }
@@ -546,6 +581,7 @@ impl GccConfig {
         Ok(Gcc {
             cfg: self.clone(),
             inter_arrival: InterArrival::default(),
+            mean_groups: MeanGroups::default(),
             trend: Trendline::default(),
             kalman: Kalman::new(self),
             detector: Detector::new(self),
@@ -559,6 +595,7 @@ impl GccConfig {
             sorted: Vec::new(),
             packet_rtts: VecDeque::new(),
             last_aimd_update: None,
+            pending: Vec::new(),
         })
     }
 }
@@ -590,6 +627,8 @@ pub enum AimdState {
 pub struct Gcc {
     cfg: GccConfig,
     inter_arrival: InterArrival,
+    /// The artifact's grouping (`group_mean_times`).
+    mean_groups: MeanGroups,
     trend: Trendline,
     kalman: Kalman,
     detector: Detector,
@@ -611,6 +650,8 @@ pub struct Gcc {
     packet_rtts: VecDeque<f64>,
     /// When AIMD last ran (`aimd_once_per_rtt`).
     last_aimd_update: Option<Time>,
+    /// `(send time, bytes)` of the packets reported since the last record (`update_per_group`).
+    pending: Vec<(Time, u64)>,
 }
 
 impl Gcc {
@@ -675,46 +716,131 @@ impl Gcc {
         if self.feedback_rtts.len() > FEEDBACK_RTT_WINDOW {
             self.feedback_rtts.pop_front();
         }
-        let n = self.cfg.rtt_min_packets as usize;
-        if n == 0 {
+        if self.cfg.rtt_min_packets == 0 {
             self.aimd.rtt = self.feedback_rtts.iter().sum::<f64>() / self.feedback_rtts.len() as f64;
-        } else {
-            // The artifact's getCurrentRTT: the smallest RTT among the newest records.
+        } else if !self.cfg.update_per_group {
             for p in report.packets.iter().filter(|p| p.arrival.is_some()) {
-                self.packet_rtts.push_back((now - p.sent.send_time).as_secs_f64());
-                if self.packet_rtts.len() > n {
-                    self.packet_rtts.pop_front();
-                }
+                self.record_rtt(now - p.sent.send_time);
             }
-            self.aimd.rtt = self.packet_rtts.iter().copied().fold(f64::INFINITY, f64::min);
         }
         Some(min_rtt)
     }
 
-    /// Step 3: grouping, filter, detector over the report's packets in arrival order.
-    fn detect(&mut self, now: Time, report: &FeedbackReport) {
+    /// The artifact's getCurrentRTT (`rtt_min_packets` > 0): the smallest RTT among the newest
+    /// records.
+    fn record_rtt(&mut self, rtt: Duration) {
+        let n = self.cfg.rtt_min_packets as usize;
+        if n == 0 {
+            return;
+        }
+        self.packet_rtts.push_back(rtt.as_secs_f64());
+        if self.packet_rtts.len() > n {
+            self.packet_rtts.pop_front();
+        }
+        self.aimd.rtt = self.packet_rtts.iter().copied().fold(f64::INFINITY, f64::min);
+    }
+
+    /// A feedback gap over `stream_timeout` restarts the grouping, the filter and the detector.
+    fn restart_after_gap(&mut self, now: Time) {
         if self.last_feedback.is_some_and(|t| now - t > self.cfg.stream_timeout) {
             self.inter_arrival.reset();
+            self.mean_groups = MeanGroups::default();
             self.trend = Trendline::default();
             self.kalman = Kalman::new(&self.cfg);
             self.detector = Detector::new(&self.cfg);
         }
         self.last_feedback = Some(now);
+    }
+
+    /// One received packet into the grouping (libwebrtc's or the artifact's).
+    fn group(&mut self, send: Time, arrival: Time) -> Option<GroupDelta> {
+        if self.cfg.group_mean_times {
+            self.mean_groups.on_packet(&self.cfg, send, arrival)
+        } else {
+            self.inter_arrival.on_packet(&self.cfg, send, arrival)
+        }
+    }
+
+    /// One group sample through the filter and the detector.
+    fn on_sample(&mut self, g: GroupDelta) {
+        let d_ms = g.arrival_delta_ms - g.send_delta_ms;
+        let trend = match self.cfg.estimator {
+            DelayEstimator::Trendline => self.trend.update(&self.cfg, d_ms, g.at_ms),
+            DelayEstimator::Kalman => self.kalman.update(&self.cfg, d_ms, g.arrival_delta_ms),
+        };
+        self.detector.detect(&self.cfg, trend, g.send_delta_ms, g.at_ms);
+    }
+
+    /// Step 3: grouping, filter, detector over the report's packets in arrival order.
+    fn detect(&mut self, now: Time, report: &FeedbackReport) {
+        self.restart_after_gap(now);
         self.sorted.clear();
         self.sorted.extend(
             report.packets.iter().filter_map(|p| p.arrival.map(|a| (a, p.sent.send_time, p.sent.size.0))),
         );
         self.sorted.sort_by_key(|x| x.0);
-        for &(arrival, send, _) in &self.sorted {
-            let Some(g) = self.inter_arrival.on_packet(&self.cfg, send, arrival) else { continue };
-            let d_ms = g.arrival_delta_ms - g.send_delta_ms;
-            let arrival_ms = arrival.as_nanos() as f64 / 1e6;
-            let trend = match self.cfg.estimator {
-                DelayEstimator::Trendline => self.trend.update(&self.cfg, d_ms, arrival_ms),
-                DelayEstimator::Kalman => self.kalman.update(&self.cfg, d_ms, g.arrival_delta_ms),
-            };
-            self.detector.detect(&self.cfg, trend, g.send_delta_ms, arrival_ms);
+        for i in 0..self.sorted.len() {
+            let (arrival, send, _) = self.sorted[i];
+            if let Some(g) = self.group(send, arrival) {
+                self.on_sample(g);
+            }
         }
+    }
+
+    /// Adds `bytes` received at `at` to the receive-rate window and drops what left it.
+    fn push_arrival(&mut self, at: Time, bytes: u64) {
+        self.arrivals.push_back((at, bytes));
+        self.arrival_bytes += bytes;
+        let newest = self.arrivals.back().map_or(at, |a| a.0);
+        while let Some(&(t, size)) = self.arrivals.front() {
+            if newest - t <= self.cfg.throughput_window {
+                break;
+            }
+            self.arrivals.pop_front();
+            self.arrival_bytes -= size;
+        }
+    }
+
+    /// `update_per_group`: the artifact's order. Each report's packets in report (sequence)
+    /// order, as `OnSocketRecv_sender` walks `recvtime_hist`; every packet's bytes wait for the
+    /// next record (lost ones too with `throughput_counts_lost`); a packet that closes a group
+    /// is recorded (receive rate, RTT), its sample goes through the filter and the detector, and
+    /// AIMD may run (`GccController::processFeedback`).
+    fn on_feedback_per_group(&mut self, now: Time, report: &FeedbackReport) {
+        let min_rtt = self.update_rtt(now, report);
+        if self.cfg.loss_based {
+            let lost = report.packets.iter().filter(|p| p.arrival.is_none()).count() as u64;
+            let rtt = min_rtt.unwrap_or(Duration::ZERO);
+            self.loss.on_feedback(&self.cfg, lost, report.packets.len() as u64, rtt, now);
+        }
+        if min_rtt.is_some() {
+            self.restart_after_gap(now);
+        }
+        for p in &report.packets {
+            if p.arrival.is_some() || self.cfg.throughput_counts_lost {
+                self.pending.push((p.sent.send_time, p.sent.size.0));
+            }
+            let Some(arrival) = p.arrival else { continue };
+            let Some(g) = self.group(p.sent.send_time, arrival) else { continue };
+            // `intvl_pseudo_size`: the packets since the last record sent within the last
+            // second (the artifact's literal 1 s, the same second as its receive-rate window).
+            let window = self.cfg.throughput_window;
+            let bytes: u64 =
+                self.pending.iter().filter(|&&(sent, _)| now - sent < window).map(|&(_, b)| b).sum();
+            self.pending.clear();
+            self.push_arrival(arrival, bytes);
+            self.record_rtt(now - p.sent.send_time);
+            self.on_sample(g);
+            if self.update_delay_based(now, None) && self.cfg.loss_based {
+                self.loss.on_delay_based(&self.cfg, self.aimd.rate);
+            }
+        }
+        if let Some(p) = self.prober.on_feedback(&self.cfg, report) {
+            if self.update_delay_based(now, Some(p)) && self.cfg.loss_based {
+                self.loss.on_delay_based(&self.cfg, self.aimd.rate);
+            }
+        }
+        self.prober.on_estimate(&self.cfg, self.target_bps(), now);
     }
 
     /// Step 4: libwebrtc's `DelayBasedBwe::MaybeUpdateEstimate`; true when the estimate updated.
@@ -782,6 +908,10 @@ impl RateController for Gcc {
 
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
         if report.packets.is_empty() {
+            return;
+        }
+        if self.cfg.update_per_group {
+            self.on_feedback_per_group(now, report);
             return;
         }
         let min_rtt = self.update_rtt(now, report);

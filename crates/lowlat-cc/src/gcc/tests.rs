@@ -321,21 +321,70 @@ fn artifact_runs_aimd_once_per_clamped_rtt_unless_reducing_further() {
 }
 
 #[test]
-fn artifact_rtt_is_the_smallest_of_the_last_15_packets() {
-    // getCurrentRTT: the minimum of the newest ntab = 15 records' rttUs.
+fn artifact_rtt_is_the_smallest_of_the_last_15_group_records() {
+    // getCurrentRTT: the minimum of the newest ntab = 15 records' rttUs, and processFeedback
+    // records one packet per closed group (the one that opened the next group).
     let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
-    let now = Time::from_secs(1);
-    // 20 packets, packet i sent (20 + i) ms before `now`: the last 15 in report order
-    // (i = 5..19) have RTTs of 25..39 ms; the 20..24 ms ones are older records.
-    let packets = (0..20u64)
-        .map(|i| {
-            let sent =
-                SentPacket { seq: i, size: Bytes(1200), send_time: now - Duration::from_millis(20 + i) };
-            PacketResult { sent, arrival: Some(sent.send_time + Duration::from_millis(10)), ecn: 0 }
-        })
-        .collect();
-    art.on_feedback(now, &FeedbackReport { packets, report_time: now });
-    assert!((art.aimd.rtt - 0.025).abs() < 1e-9, "{}", art.aimd.rtt);
+    let base = Time::from_secs(1);
+    let mut seq = 0u64;
+    // Group k: 3 packets sent 2 ms apart from base + 20k ms, reported together 100 ms after its
+    // first was sent (group 5: 50 ms after).
+    for k in 0..20u64 {
+        let first = base + Duration::from_millis(20 * k);
+        let packets = (0..3u64)
+            .map(|i| {
+                let sent = SentPacket { seq, size: Bytes(1200), send_time: first + Duration::from_millis(2 * i) };
+                seq += 1;
+                PacketResult { sent, arrival: Some(sent.send_time + Duration::from_millis(10)), ecn: 0 }
+            })
+            .collect();
+        let now = first + Duration::from_millis(if k == 5 { 50 } else { 100 });
+        art.on_feedback(now, &FeedbackReport { packets, report_time: now });
+    }
+    // Records: the first packets of groups 2..19, each 100 ms (group 5's 50 ms); the newest 15
+    // (groups 5..19) hold the 50 ms one. Per packet the newest 15 (groups 15..19) would give 96 ms.
+    assert!((art.aimd.rtt - 0.050).abs() < 1e-9, "{}", art.aimd.rtt);
+    let mut per_packet = GccConfig { update_per_group: false, ..artifact(Bitrate::mbps(1)) }.build().unwrap();
+    per_packet.aimd.rtt = 0.0;
+    seq = 0;
+    for k in 0..20u64 {
+        let first = base + Duration::from_millis(20 * k);
+        let packets = (0..3u64)
+            .map(|i| {
+                let sent = SentPacket { seq, size: Bytes(1200), send_time: first + Duration::from_millis(2 * i) };
+                seq += 1;
+                PacketResult { sent, arrival: Some(sent.send_time + Duration::from_millis(10)), ecn: 0 }
+            })
+            .collect();
+        let now = first + Duration::from_millis(if k == 5 { 50 } else { 100 });
+        per_packet.on_feedback(now, &FeedbackReport { packets, report_time: now });
+    }
+    assert!((per_packet.aimd.rtt - 0.096).abs() < 1e-9, "{}", per_packet.aimd.rtt);
+}
+
+#[test]
+fn artifact_records_once_per_closed_group_with_the_bytes_since_the_last_record() {
+    // OnSocketRecv_sender calls processFeedback only when a packet opens a new 10 ms send-time
+    // group; the record carries every byte since the previous record (intvl_pseudo_size).
+    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
+    let mut seq = 0u64;
+    let mut t = Time::from_secs(1);
+    // One packet every 2 ms, each in its own report 30 ms after sending: groups of 6 packets
+    // (0, 2, .., 10 ms: 10 ms is not more than 10 after the first), one every 12 ms.
+    while t < Time::from_secs(3) {
+        let sent = SentPacket { seq, size: Bytes(1000), send_time: t };
+        seq += 1;
+        let packets = vec![PacketResult { sent, arrival: Some(t + Duration::from_millis(30)), ecn: 0 }];
+        art.on_feedback(t + Duration::from_millis(30), &FeedbackReport { packets, report_time: t });
+        t += Duration::from_millis(2);
+    }
+    // The last second of arrivals holds one record per 12 ms, not one per 2 ms ...
+    let records = art.arrivals.len();
+    assert!((83..=85).contains(&records), "{records} records");
+    // ... each with the 6 packets' bytes since the previous one: the rate is still 4 Mbit/s.
+    assert!(art.arrivals.iter().skip(1).all(|&(_, b)| b == 6000), "{:?}", art.arrivals);
+    let tp = art.throughput().unwrap();
+    assert!((tp / 4e6 - 1.0).abs() < 0.02, "{tp}");
 }
 
 #[test]
