@@ -596,6 +596,8 @@ impl GccConfig {
             packet_rtts: VecDeque::new(),
             last_aimd_update: None,
             pending: Vec::new(),
+            sent_log: VecDeque::new(),
+            last_record_seq: None,
         })
     }
 }
@@ -650,8 +652,15 @@ pub struct Gcc {
     packet_rtts: VecDeque<f64>,
     /// When AIMD last ran (`aimd_once_per_rtt`).
     last_aimd_update: Option<Time>,
-    /// `(send time, bytes)` of the packets reported since the last record (`update_per_group`).
+    /// `(send time, bytes)` of the packets reported received since the last record
+    /// (`update_per_group` without `throughput_counts_lost`).
     pending: Vec<(Time, u64)>,
+    /// `(sequence, send time, bytes)` of the packets sent since the last record, at most a
+    /// throughput window old (`update_per_group` with `throughput_counts_lost`: the artifact's
+    /// `m_PacketTransitHistory`).
+    sent_log: VecDeque<(u64, Time, u64)>,
+    /// The sequence number of the last record (`m_lastRecvSequence`).
+    last_record_seq: Option<u64>,
 }
 
 impl Gcc {
@@ -802,10 +811,13 @@ impl Gcc {
     }
 
     /// `update_per_group`: the artifact's order. Each report's packets in report (sequence)
-    /// order, as `OnSocketRecv_sender` walks `recvtime_hist`; every packet's bytes wait for the
-    /// next record (lost ones too with `throughput_counts_lost`); a packet that closes a group
-    /// is recorded (receive rate, RTT), its sample goes through the filter and the detector, and
-    /// AIMD may run (`GccController::processFeedback`).
+    /// order, as `OnSocketRecv_sender` walks `recvtime_hist`; a packet that closes a group is
+    /// recorded (receive rate, RTT), its sample goes through the filter and the detector, and
+    /// AIMD may run (`GccController::processFeedback`). The record's bytes: with
+    /// `throughput_counts_lost` every packet *sent* since the previous record (up to and with
+    /// this one, sent within the last second: `intvl_pseudo_size` over the sender's
+    /// `m_PacketTransitHistory`), whether or not a report named it; without, the received ones
+    /// reported since.
     fn on_feedback_per_group(&mut self, now: Time, report: &FeedbackReport) {
         let min_rtt = self.update_rtt(now, report);
         if self.cfg.loss_based {
@@ -816,18 +828,31 @@ impl Gcc {
         if min_rtt.is_some() {
             self.restart_after_gap(now);
         }
+        let counts_lost = self.cfg.throughput_counts_lost;
         for p in &report.packets {
-            if p.arrival.is_some() || self.cfg.throughput_counts_lost {
+            let Some(arrival) = p.arrival else { continue };
+            if !counts_lost {
                 self.pending.push((p.sent.send_time, p.sent.size.0));
             }
-            let Some(arrival) = p.arrival else { continue };
             let Some(g) = self.group(p.sent.send_time, arrival) else { continue };
-            // `intvl_pseudo_size`: the packets since the last record sent within the last
-            // second (the artifact's literal 1 s, the same second as its receive-rate window).
+            // Only packets sent within the last second count (the artifact's literal 1 s, the
+            // same second as its receive-rate window).
             let window = self.cfg.throughput_window;
-            let bytes: u64 =
-                self.pending.iter().filter(|&&(sent, _)| now - sent < window).map(|&(_, b)| b).sum();
+            let bytes: u64 = if counts_lost {
+                let (seq, last) = (p.sent.seq, self.last_record_seq);
+                let mut sum = 0;
+                while let Some(&(s, sent, b)) = self.sent_log.front().filter(|e| e.0 <= seq) {
+                    if last.is_none_or(|l| s > l) && now - sent < window {
+                        sum += b;
+                    }
+                    self.sent_log.pop_front();
+                }
+                sum
+            } else {
+                self.pending.iter().filter(|&&(sent, _)| now - sent < window).map(|&(_, b)| b).sum()
+            };
             self.pending.clear();
+            self.last_record_seq = Some(p.sent.seq);
             self.push_arrival(arrival, bytes);
             self.record_rtt(now - p.sent.send_time);
             self.on_sample(g);
@@ -902,8 +927,16 @@ impl RateController for Gcc {
         "gcc"
     }
 
-    fn on_packet_sent(&mut self, _now: Time, packet: &SentPacket) {
+    fn on_packet_sent(&mut self, now: Time, packet: &SentPacket) {
         self.prober.on_packet_sent(&self.cfg, packet);
+        if self.cfg.update_per_group && self.cfg.throughput_counts_lost {
+            // Older packets can never count in a record (it takes the last second's): dropped,
+            // which also bounds the log when no group closes.
+            while self.sent_log.front().is_some_and(|&(_, t, _)| now - t >= self.cfg.throughput_window) {
+                self.sent_log.pop_front();
+            }
+            self.sent_log.push_back((packet.seq, packet.send_time, packet.size.0));
+        }
     }
 
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {

@@ -254,9 +254,10 @@ fn artifact_receive_rate_counts_lost_bytes_over_one_second() {
         let mut seq = 0u64;
         let mut t = Time::ZERO;
         while t < Time::from_secs(3) {
-            let packets = (0..10)
+            let packets: Vec<_> = (0..10)
                 .map(|_| {
                     let sent = SentPacket { seq, size: Bytes(1200), send_time: t };
+                    gcc.on_packet_sent(t, &sent);
                     seq += 1;
                     t += Duration::from_millis(10);
                     let arrival = (seq % 5 != 0).then(|| sent.send_time + Duration::from_millis(50));
@@ -373,6 +374,7 @@ fn artifact_records_once_per_closed_group_with_the_bytes_since_the_last_record()
     // (0, 2, .., 10 ms: 10 ms is not more than 10 after the first), one every 12 ms.
     while t < Time::from_secs(3) {
         let sent = SentPacket { seq, size: Bytes(1000), send_time: t };
+        art.on_packet_sent(t, &sent);
         seq += 1;
         let packets = vec![PacketResult { sent, arrival: Some(t + Duration::from_millis(30)), ecn: 0 }];
         art.on_feedback(t + Duration::from_millis(30), &FeedbackReport { packets, report_time: t });
@@ -385,6 +387,22 @@ fn artifact_records_once_per_closed_group_with_the_bytes_since_the_last_record()
     assert!(art.arrivals.iter().skip(1).all(|&(_, b)| b == 6000), "{:?}", art.arrivals);
     let tp = art.throughput().unwrap();
     assert!((tp / 4e6 - 1.0).abs() < 0.02, "{tp}");
+    // The bytes are those *sent* (the sender's transit history), so a report naming one packet
+    // in three (the artifact AP's sampled reports) gives the same rate.
+    let mut sampled = artifact(Bitrate::mbps(1)).build().unwrap();
+    let (mut seq, mut t) = (0u64, Time::from_secs(1));
+    while t < Time::from_secs(3) {
+        let sent = SentPacket { seq, size: Bytes(1000), send_time: t };
+        sampled.on_packet_sent(t, &sent);
+        if seq % 3 == 0 {
+            let packets = vec![PacketResult { sent, arrival: Some(t + Duration::from_millis(30)), ecn: 0 }];
+            sampled.on_feedback(t + Duration::from_millis(30), &FeedbackReport { packets, report_time: t });
+        }
+        seq += 1;
+        t += Duration::from_millis(2);
+    }
+    let tp = sampled.throughput().unwrap();
+    assert!((tp / 4e6 - 1.0).abs() < 0.02, "sampled {tp}");
 }
 
 #[test]
