@@ -131,9 +131,23 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   rate in every state (``ChangeBitrate``, ``ClampBitrate``); no loss-based part
   (``UpdatePacketsLost`` is commented out) and no probing, so from 0.5 Mbit/s it climbs at 8 %/s
   (a constant 40 Mbit/s link: 36 Mbit/s after 56 s). The trendline, detector, threshold, 8 %/s
-  and the link-capacity estimate are libwebrtc's (same constants). Not taken: its grouping
-  (10 ms of send time, each group's mean times; lowlat keeps libwebrtc's 5 ms with burst
-  merging). ``--gcc libwebrtc``: lowlat's goog_cc (probing, loss-based part, 500 ms window).
+  and the link-capacity estimate are libwebrtc's (same constants). Its grouping
+  (``packet-sender-udp.cc`` ``PacketSenderUdp::OnSocketRecv_sender``, which groups the reported
+  packets before ``processFeedback`` sees them; lowlat-cc's ``gcc/inter_arrival.rs``): a
+  reported packet sent more than 10 ms after its group's first opens a new group, with no burst
+  merging (``burst_time``); each group's mean send and mean arrival time (integer microseconds;
+  the first packet of the run counts in its group's count but not in its sums) give the deltas to
+  the group before, each truncated to whole milliseconds, negative arrival deltas kept, and the
+  sample's clock is the closed group's last arrival in whole ms (``group_mean_times``); a packet
+  sent more than 20 frame intervals (800 ms) after the group's first is skipped and, as the
+  group's start then never moves, so is every later one: the delay-based part stops for the rest
+  of the run (``group_max_span``; it happened once in the W1+W2 runs, GCC+CoDel on
+  ``rest-wifi_14`` at 223 s, where no packet sent in 2.15 s got through, costing that run 0.6 %
+  of its throughput); and ``processFeedback`` runs only when a group closes, so the receive-rate
+  record (with the bytes of every packet *sent* since the previous record, from the sender's
+  transit history), the RTT record (the smallest of the last 15 is the RTT) and AIMD happen
+  once per group (``update_per_group``). No stream time-out. ``--gcc libwebrtc``: lowlat's
+  goog_cc (probing, loss-based part, 500 ms window).
 - Loss repair: the artifact's sender (``--policy=rtx``, ``RTXOnlyPolicy``, ``--ddl=1000``):
   the GCC flows run with ``repair = "timeout"`` (:mod:`lowlat_media::timeout_rtx` cites each
   rule): the receiver acknowledges every packet (``PacketReceiverUdp::ReplyACK``); the sender,
@@ -177,22 +191,34 @@ artifact's repair, GCC+Zhuge / GCC+FIFO throughput (300 s, one seed):
 ``xu4g_0`` 0.78, ``xu4g_2`` 1.23, ``xu5g_0`` 0.46, ``xu5g_2`` 0.84, ``xu5g_4`` 0.98,
 ``pitree4g_0`` 0.42, ``pitree4g_10`` 0.73 (paced: 1.13, 0.63, 0.09, 0.21, 0.86, 0.09, 0.11),
 with many more retransmissions (GCC+FIFO on ``xu5g_0``: 216 315). ``--unpaced`` is not the
-default because it makes every GCC scheme here much worse on W1+W2, the artifact's own GCC port
-not being modelled with it: with the encoder share, frames later than 400 ms 0.069 (GCC+FIFO)
-and 0.051 (GCC+Zhuge; -27 %), RTT above 200 ms 0.049 and 0.033, throughput 13.0 and
-7.7 Mbit/s (paced: 0.032 and 0.032, 0.025 and 0.011, 5.6 and 4.8 Mbit/s; one seed).
+default because it made every GCC scheme here much worse on W1+W2 with lowlat's goog_cc: with
+the encoder share, frames later than 400 ms 0.069 (GCC+FIFO) and 0.051 (GCC+Zhuge; -27 %), RTT
+above 200 ms 0.049 and 0.033, throughput 13.0 and 7.7 Mbit/s (paced: 0.032 and 0.032, 0.025 and
+0.011, 5.6 and 4.8 Mbit/s; one seed). With the artifact's GCC and its grouping the gap is small
+(W1+W2, one seed, unpaced against paced): late frames 0.0342 and 0.0311 (-9 %) against 0.0303
+and 0.0315, RTT above 200 ms 0.0327 and 0.0166 against 0.0274 and 0.0129, throughput 5.9 and
+3.9 Mbit/s against 5.1 and 3.9; the default is left paced (a decision about the evaluation, not
+made here). The artifact's sender keeps no send queue (``SendFrame`` schedules ``SendPacket`` at
+once, which hands every queued packet to the socket), so it neither discards stale packets, as
+lowlat's pacer does after 2 s of queue, nor speeds up to drain them, as libwebrtc's does:
+``--unpaced`` is its model (the pacer never holds a packet then), so no pacer rule is added.
 
 ``--gcc-zhuge-queue fifo`` runs GCC+Zhuge over the FIFO instead (no CoDel drops to repair).
 
-Deliberate differences: the project's Copa and video model, and of the artifact's GCC
+Deliberate differences: the project's Copa and video model. Of the artifact's GCC
 (``gcc-controller.cc``, ``sender-based-controller.cc``, ``PacketSenderUdp::OnSocketRecv_sender``)
-its packet grouping, which ``--gcc artifact`` does not take: it groups packets by send time alone
-(10 ms) with each group's mean arrival, so predicted arrivals that run backwards after a dip read
-as a falling delay, where libwebrtc's grouping drops them as reordered (hence lowlat's in-order
-reports, ``lowlat_assist::zhuge``). Its other rules are the preset's (GCC above); ``--gcc
-libwebrtc`` differs further: a 500 ms receive rate of received bytes only, probing, goog_cc's
-loss-based part (feedback-only mode, once a second). Both cut to 0.85 x the receive rate on
-over-use and recover at 8 %/s.
+``--gcc artifact`` takes every rule but its 5 s initialisation at the minimum rate and the first
+group's initialising ``processFeedback`` (``GccConfig::artifact`` lists them). Its AP reports one
+sampled packet a millisecond with an independent prediction, which may run backwards after a
+dip; here the AP reports every packet, in order (``lowlat_assist::zhuge``; the artifact's grouping
+would average such backward arrivals, not drop them as libwebrtc's does). With the artifact's
+own schedule (the scenario key ``bottleneck.zhuge.in_band = "sampled"``, not a ``reproduce``
+option) the artifact's GCC reads the same receive rate (its records count the packets sent, not
+those reported): W1+W2, GCC+Zhuge against GCC+FIFO, RTT above 200 ms 0.0132 vs 0.0274 (-52 %),
+late frames 0.0334 vs 0.0303 (+10 %), throughput 4112 vs 5060 kbit/s (0.81). ``--gcc
+libwebrtc`` differs further: libwebrtc's 5 ms grouping with burst merging, a 500 ms receive rate
+of received bytes only, probing, goog_cc's loss-based part (feedback-only mode, once a second).
+Both cut to 0.85 x the receive rate on over-use and recover at 8 %/s.
 
 Where the results depart from the paper, and why (see ``gcc_rate_timeline.png`` and
 ``abw_drop_timeline.png``). Figures with every default above (the artifact's queues, Copa and
@@ -202,7 +228,23 @@ default; the first bullet has the artifact's), measured with ``lowlat reproduce 
 pooled: ratios averaged over the 16 traces, late frames pooled over their frames; the trace runs
 use one seed whatever ``--seeds``):
 
-- *With the artifact's GCC* (the default ``--gcc artifact``, same command, ``--seeds 1``):
+- *With the artifact's GCC and its grouping* (the default ``--gcc artifact``, ``lowlat reproduce
+  zhuge --traces <the 16 files> --no-plots``): GCC+Zhuge against GCC+FIFO on W1+W2: RTT above
+  200 ms 0.0129 vs 0.0274 (-53 %); late frames (the artifact's accounting) 0.0315 vs 0.0303
+  (+4 %; GCC+CoDel 0.0324); throughput 3898 vs 5060 kbit/s (0.77; GCC+CoDel 4955). Late frames by
+  cause (given up / repaired / waited / queued): GCC+FIFO 396 / 121 / 92 / 2841, GCC+Zhuge 1479 /
+  1177 / 622 / 302. ABW drop (k = 10, 5 seeds, the artifact's statistic): GCC+Zhuge 1.00 vs GCC
+  2.05 s (-51 %; before the grouping 1.43 vs 3.05 s). The grouping raises both schemes'
+  throughput (GCC+FIFO by 26 %, GCC+Zhuge by 18 %), so it does not close the gap. Its two parts
+  apart (W1+W2, GCC+Zhuge / GCC+FIFO): the groups and mean times alone (records and AIMD per
+  report) 3843 vs 5220 kbit/s (0.74), late frames -4 %, RTT -56 %; the records and AIMD once per
+  group alone (libwebrtc's 5 ms groups with burst merging) 3685 vs 3831 (0.96), late +9 %, RTT
+  -55 %. Neither is a condition to drop: the artifact has both. Unpaced (``--unpaced``, the
+  artifact's sender, see "Pacing"), with the grouping: RTT above 200 ms 0.0166 vs 0.0327
+  (-49 %), late frames 0.0311 vs 0.0342 (-9 %), throughput 3936 vs 5899 kbit/s (0.67; before the
+  grouping -46 %, -13 %, 4612 vs 7620 kbit/s, 0.61).
+- *With the artifact's GCC before its grouping was modelled* (libwebrtc's 5 ms groups with
+  burst merging, records and AIMD per report; same command, ``--seeds 1``):
   GCC+Zhuge against GCC+FIFO on W1+W2: RTT above 200 ms 0.0103 vs 0.0238 (-57 %); late frames (the
   artifact's accounting) 0.0299 vs 0.0284 (+5 %); P99 RTT 197 vs 1369 ms; throughput 3312 vs 4031
   kbit/s (0.82; per trace 0.66-1.14), both below goog_cc's (4818 vs 5606): without probing it
@@ -504,8 +546,9 @@ CONDITIONS: dict[str, Any] = {
     # device's 2 B PPP header is not counted (nor is it for the GCC flows' packets).
     "copa_packet_size": "1488 B",
     # GCC: the artifact's own port (src/bitrate-ctrl/model/congestion-control/gcc-controller.cc,
-    # sender-based-controller.cc; lowlat's cc_params.gcc.variant = "artifact", GccConfig::artifact
-    # lists each rule with its source).
+    # sender-based-controller.cc, and its grouping in packet-sender-udp.cc OnSocketRecv_sender;
+    # lowlat's cc_params.gcc.variant = "artifact", GccConfig::artifact lists each rule with its
+    # source). Its group_max_span, 20 frame intervals (20 * m_interval ms), is 800 ms at this fps.
     "gcc": "artifact",
     # ABW drop, (run seconds, drop from, drop to): GCC's runs (gcc-static-exp.conf: --duration=200,
     # static-exp/traces/k*-3600..4400, ktrace_gen_all.sh) and Copa's (tcp-static-exp.conf:

@@ -33,8 +33,10 @@
 //! [`GccConfig::artifact`] (scenario key `cc_params.gcc.variant = "artifact"`) switches to the
 //! rules of the Zhuge artifact's GCC port where they differ: a 1 s receive rate counting lost
 //! bytes and capped by the rate, the throughput cap lowering a held rate, AIMD once per clamped
-//! RTT, the RTT as the smallest of the last 15 packets', no loss-based part, no probing, no 5 kbit/s
-//! backoff term, the additive increase per (RTT + 100 ms). Each is a field, off by default.
+//! RTT, the RTT as the smallest of the last 15 records', no loss-based part, no probing, no 5 kbit/s
+//! backoff term, the additive increase per (RTT + 100 ms), and its grouping: 10 ms send-time
+//! groups with mean times and whole-ms deltas (`inter_arrival.rs`, `MeanGroups`), the records
+//! and AIMD once per closed group. Each is a field, off by default.
 //!
 //! Deliberate differences from libwebrtc (besides those in each file's header):
 //! - Throughput ("acknowledged bitrate") is the bytes received over the last `throughput_window`
