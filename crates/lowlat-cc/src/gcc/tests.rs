@@ -325,41 +325,32 @@ fn artifact_runs_aimd_once_per_clamped_rtt_unless_reducing_further() {
 fn artifact_rtt_is_the_smallest_of_the_last_15_group_records() {
     // getCurrentRTT: the minimum of the newest ntab = 15 records' rttUs, and processFeedback
     // records one packet per closed group (the one that opened the next group).
-    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
-    let base = Time::from_secs(1);
-    let mut seq = 0u64;
-    // Group k: 3 packets sent 2 ms apart from base + 20k ms, reported together 100 ms after its
+    // Group k: 3 packets sent 2 ms apart from 1 s + 20k ms, reported together 100 ms after its
     // first was sent (group 5: 50 ms after).
-    for k in 0..20u64 {
-        let first = base + Duration::from_millis(20 * k);
-        let packets = (0..3u64)
-            .map(|i| {
-                let sent = SentPacket { seq, size: Bytes(1200), send_time: first + Duration::from_millis(2 * i) };
-                seq += 1;
-                PacketResult { sent, arrival: Some(sent.send_time + Duration::from_millis(10)), ecn: 0 }
-            })
-            .collect();
-        let now = first + Duration::from_millis(if k == 5 { 50 } else { 100 });
-        art.on_feedback(now, &FeedbackReport { packets, report_time: now });
-    }
+    let feed = |gcc: &mut Gcc| {
+        let mut seq = 0u64;
+        for k in 0..20u64 {
+            let first = Time::from_secs(1) + Duration::from_millis(20 * k);
+            let packets = (0..3u64)
+                .map(|i| {
+                    let send_time = first + Duration::from_millis(2 * i);
+                    let sent = SentPacket { seq, size: Bytes(1200), send_time };
+                    seq += 1;
+                    PacketResult { sent, arrival: Some(send_time + Duration::from_millis(10)), ecn: 0 }
+                })
+                .collect();
+            let now = first + Duration::from_millis(if k == 5 { 50 } else { 100 });
+            gcc.on_feedback(now, &FeedbackReport { packets, report_time: now });
+        }
+    };
+    let mut art = artifact(Bitrate::mbps(1)).build().unwrap();
+    feed(&mut art);
     // Records: the first packets of groups 2..19, each 100 ms (group 5's 50 ms); the newest 15
-    // (groups 5..19) hold the 50 ms one. Per packet the newest 15 (groups 15..19) would give 96 ms.
+    // (groups 5..19) hold the 50 ms one.
     assert!((art.aimd.rtt - 0.050).abs() < 1e-9, "{}", art.aimd.rtt);
+    // Per packet, the newest 15 packets (groups 15..19) give 96 ms.
     let mut per_packet = GccConfig { update_per_group: false, ..artifact(Bitrate::mbps(1)) }.build().unwrap();
-    per_packet.aimd.rtt = 0.0;
-    seq = 0;
-    for k in 0..20u64 {
-        let first = base + Duration::from_millis(20 * k);
-        let packets = (0..3u64)
-            .map(|i| {
-                let sent = SentPacket { seq, size: Bytes(1200), send_time: first + Duration::from_millis(2 * i) };
-                seq += 1;
-                PacketResult { sent, arrival: Some(sent.send_time + Duration::from_millis(10)), ecn: 0 }
-            })
-            .collect();
-        let now = first + Duration::from_millis(if k == 5 { 50 } else { 100 });
-        per_packet.on_feedback(now, &FeedbackReport { packets, report_time: now });
-    }
+    feed(&mut per_packet);
     assert!((per_packet.aimd.rtt - 0.096).abs() < 1e-9, "{}", per_packet.aimd.rtt);
 }
 
