@@ -207,8 +207,9 @@ lowlat's pacer does after 2 s of queue, nor speeds up to drain them, as libwebrt
 
 Deliberate differences: the project's Copa and video model. Of the artifact's GCC
 (``gcc-controller.cc``, ``sender-based-controller.cc``, ``PacketSenderUdp::OnSocketRecv_sender``)
-``--gcc artifact`` takes every rule but its 5 s initialisation at the minimum rate and the first
-group's initialising ``processFeedback`` (``GccConfig::artifact`` lists them). Its AP reports one
+``--gcc artifact`` takes every rule but a few minor ones that ``GccConfig::artifact`` lists (its
+5 s initialisation at the minimum rate, the first group's initialising ``processFeedback``, its
+16-bit packet ids' wrap every 65 536 packets). Its AP reports one
 sampled packet a millisecond with an independent prediction, which may run backwards after a
 dip; here the AP reports every packet, in order (``lowlat_assist::zhuge``; the artifact's grouping
 would average such backward arrivals, not drop them as libwebrtc's does). With the artifact's

@@ -542,7 +542,8 @@ impl GccConfig {
     /// initialises (`m_lastTimeCalcValid`); its receive rate kept while under a second of
     /// history; its record history's 500 ms limit (`m_historyLengthUs`, which the 15 newest
     /// records of 10 ms groups stay within); the trendline's slope set to 0, not kept, when every
-    /// point of the window has one arrival millisecond.
+    /// point of the window has one arrival millisecond; its 16-bit packet ids (`IPIDCounter %
+    /// 65536`), whose wrap leaves one record in 65 536 packets without bytes.
     pub fn artifact() -> GccConfig {
         GccConfig {
             throughput_window: Duration::from_secs(1),
