@@ -243,7 +243,11 @@ use one seed whatever ``--seeds``):
   -55 %. Neither is a condition to drop: the artifact has both. Unpaced (``--unpaced``, the
   artifact's sender, see "Pacing"), with the grouping: RTT above 200 ms 0.0166 vs 0.0327
   (-49 %), late frames 0.0311 vs 0.0342 (-9 %), throughput 3936 vs 5899 kbit/s (0.67; before the
-  grouping -46 %, -13 %, 4612 vs 7620 kbit/s, 0.61).
+  grouping -46 %, -13 %, 4612 vs 7620 kbit/s, 0.61). Per family on the whole shipped set
+  (``--traces ../shared/traces/zhuge --no-plots``), GCC+Zhuge / GCC+FIFO throughput: C1 0.88
+  (14 807 vs 16 894 kbit/s), C2 0.75, C3 0.71, W1 0.72, W2 0.80, abc4g 0.88 (before the grouping
+  0.95, 0.81, 0.32, 0.76, 0.86, 0.89); RTT above 200 ms C2 0.018 vs 0.027, C3 0.025 vs 0.031,
+  abc4g 0.055 vs 0.158; late frames C3 0.040 vs 0.027 (worse), the others within 0.003.
 - *With the artifact's GCC before its grouping was modelled* (libwebrtc's 5 ms groups with
   burst merging, records and AIMD per report; same command, ``--seeds 1``):
   GCC+Zhuge against GCC+FIFO on W1+W2: RTT above 200 ms 0.0103 vs 0.0238 (-57 %); late frames (the
