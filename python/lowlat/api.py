@@ -127,6 +127,10 @@ def run(
     sim = _native.Simulation(
         src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
     )
+    keep = {name: name in wanted and not summary_only for name in SAMPLE_TABLES}
+    series = not summary_only
+    # Told before the run: what no table will show is not recorded (Zhuge's per-packet log).
+    sim.plan_tables(**keep, series=series, frames=series)
     controller.attach(sim)
     if pcap is not None:
         if str(pcap).strip() == "" or Path(pcap).is_dir():
@@ -166,8 +170,6 @@ def run(
             bar.close()
     if pcap is not None:
         _write_atomically(Path(pcap), sim.take_pcap() or b"")
-    keep = {name: name in wanted and not summary_only for name in SAMPLE_TABLES}
-    series = not summary_only
     summary_json, flows, links, predictions, frames, sender_rtt = sim.finish(**keep, series=series, frames=series)
     return Result(
         json.loads(summary_json),

@@ -264,8 +264,10 @@ impl FortuneTeller {
     /// As [`FortuneTeller::predict`], without remembering anything (a prediction made only to be
     /// logged, which the artifact does not make).
     pub fn peek(&mut self, now: Time, ahead: Bytes, head_wait: Duration) -> Prediction {
-        let rate = self.tx_rate(now);
-        let tx = self.tx_interval(now);
+        // `tx_rate` and `tx_interval` at once (one `advance`: this runs per packet).
+        self.advance(now);
+        let rate = self.last_rate.max(self.cfg.min_rate);
+        let tx = self.last_interval;
         let drain = |bytes: u64| rate.transmit_time(Bytes(bytes)).unwrap_or(Duration::ZERO);
         let q_long = match self.cfg.burst_rule {
             BurstRule::JoinAggregate { within } => {
