@@ -366,6 +366,11 @@ struct OutOfBand {
     tokens: VecDeque<(Time, Duration)>,
     /// When each history entry (increase or token) was added, over the last two windows.
     entries: VecDeque<Time>,
+    /// How many of the first `entries` are known to be out of the last window (`t + expiry <=`
+    /// the `now` of the latest [`OutOfBand::sample`], `older_at`): the split moves forward with
+    /// time, so each ACK looks only at the entries that left the window since the one before.
+    older: usize,
+    older_at: Time,
     /// ACKs held: `(release, packet)`, in arrival order (release times never decrease).
     held: VecDeque<(Time, Packet)>,
     /// The previous ACK's arrival and release (`None` before the first ACK).
@@ -571,6 +576,7 @@ impl OutOfBand {
         }
         while self.entries.front().is_some_and(|&t| t + cfg.scale_window <= now) {
             self.entries.pop_front();
+            self.older = self.older.saturating_sub(1);
         }
     }
 
@@ -615,7 +621,15 @@ impl OutOfBand {
         }
         // Fewer entries in the last window than in the one before: the flow slowed down, and so
         // should the delay the ACKs signal.
-        let split = self.entries.partition_point(|&t| t + cfg.expiry <= now);
+        if now < self.older_at {
+            // Time went back (never in a run): count again.
+            self.older = 0;
+        }
+        self.older_at = now;
+        while self.entries.get(self.older).is_some_and(|&t| t + cfg.expiry <= now) {
+            self.older += 1;
+        }
+        let split = self.older;
         let (previous, current) = (split as u64, (self.entries.len() - split) as u64);
         if previous > current && previous > 0 {
             d = Duration(d.as_nanos() * current / previous);
