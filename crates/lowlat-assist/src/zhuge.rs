@@ -848,6 +848,13 @@ impl Middlebox for Zhuge {
     fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
         self.out.pop_front()
     }
+
+    /// `on_transmitted` feeds the Fortune Teller and the prediction log only; ACK holding and the
+    /// feedback built read neither, and the teller is read only from `on_enqueue` and
+    /// `handle_timeout` (test `hearing_of_transmissions_late_changes_nothing`).
+    fn hears_transmissions_late(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -1013,6 +1020,106 @@ mod tests {
         assert_eq!(stats.share_within_10ms(), Some(within as f64 / log.len() as f64));
         assert!(bare.predictions().is_empty());
         assert_eq!(bare.prediction_stats(), stats);
+    }
+
+    #[test]
+    fn hearing_of_transmissions_late_changes_nothing() {
+        // An in-band flow and an out-of-band one whose ACKs are held, in each report schedule: one
+        // AP hears of each transmission's end at once, the other only before its next enqueue,
+        // drop or timeout (or at the end), with the same finish times and queue states. Every
+        // verdict, timeout, released ACK, report and prediction must be the same.
+        for in_band in [
+            InBandReports::PerPacket { interval: Duration::from_millis(1) },
+            InBandReports::Sampled { delay: Duration::from_millis(1) },
+        ] {
+            let mut cfg = ZhugeConfig { in_band, ..ZhugeConfig::default() };
+            cfg.ack_hold.warmup = Duration::ZERO;
+            let roles = [FlowRole::InBand(InBandFormat::TransportCc), FlowRole::OutOfBand];
+            let mut now_ap = Zhuge::new(cfg.clone(), &roles, stream(7, "z"));
+            let mut late_ap = Zhuge::new(cfg, &roles, stream(7, "z"));
+            assert!(late_ap.hears_transmissions_late());
+            let mut late: Vec<(Time, Packet, QueueState)> = Vec::new();
+            let mut out: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            let mut next = |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            // What the queue calls: the late AP first hears of the transmissions that ended.
+            let flush = |z: &mut Zhuge, late: &mut Vec<(Time, Packet, QueueState)>| {
+                for (at, p, q) in late.drain(..) {
+                    z.on_transmitted(at, &p, &q);
+                }
+            };
+            let (mut queued, mut sent, mut t) = (0u64, 0u64, Time::ZERO);
+            let mut seq = [0u64; 2];
+            for _ in 0..4_000 {
+                t += Duration::from_micros(50 + next(400));
+                let q = QueueState {
+                    bytes: Bytes(1200 * queued.saturating_sub(sent + 1)),
+                    packets: 0,
+                    rate: Bitrate::mbps(10),
+                    busy: queued > sent,
+                    head_since: (queued > sent).then_some(t - Duration::from_micros(100)),
+                };
+                let event = next(4);
+                match event {
+                    0 | 1 => {
+                        let f = next(2) as usize;
+                        let mut p = Packet::new(queued, FlowId(f as u32), Bytes(1200), seq[f], t);
+                        seq[f] += 1;
+                        let mut p2 = p;
+                        flush(&mut late_ap, &mut late);
+                        let v = (now_ap.on_enqueue(t, &mut p, &q), late_ap.on_enqueue(t, &mut p2, &q));
+                        out[0].push(format!("enq {:?}", v.0));
+                        out[1].push(format!("enq {:?}", v.1));
+                        if next(10) == 0 {
+                            flush(&mut late_ap, &mut late);
+                            now_ap.on_drop(t, &p, &q);
+                            late_ap.on_drop(t, &p2, &q);
+                        } else {
+                            queued += 1;
+                        }
+                    }
+                    2 if sent < queued => {
+                        let p = Packet::new(sent, FlowId(0), Bytes(1200), 0, t);
+                        now_ap.on_transmitted(t, &p, &q);
+                        late.push((t, p, q));
+                        sent += 1;
+                    }
+                    _ => {
+                        let mut ack = Packet::new(1 << 40, FlowId(1), Bytes(60), 0, t);
+                        ack.kind = PacketKind::Feedback;
+                        let mut ack2 = ack;
+                        out[0].push(format!("rev {:?}", now_ap.on_reverse(t, &mut ack)));
+                        out[1].push(format!("rev {:?}", late_ap.on_reverse(t, &mut ack2)));
+                    }
+                }
+                for (i, z) in [&mut now_ap, &mut late_ap].into_iter().enumerate() {
+                    if z.poll_timeout().is_some_and(|d| d <= t) {
+                        if i == 1 {
+                            flush(z, &mut late);
+                        }
+                        z.handle_timeout(t, &q);
+                    }
+                    out[i].push(format!("timeout {:?}", z.poll_timeout()));
+                    while let Some((dir, p)) = z.poll_inject(t) {
+                        out[i].push(format!("inject {dir:?} {}", p.seq));
+                    }
+                    while let Some(fb) = z.poll_feedback(t) {
+                        out[i].push(format!("feedback {} {:?}", fb.flow.0, fb.payload));
+                    }
+                }
+            }
+            flush(&mut late_ap, &mut late);
+            assert_eq!(out[0], out[1]);
+            assert!(out[0].iter().any(|l| l.starts_with("feedback")), "reports were built");
+            assert!(out[0].iter().any(|l| l.starts_with("inject")), "ACKs were held and released");
+            assert_eq!(now_ap.predictions(), late_ap.predictions());
+            assert!(now_ap.predictions().len() > 1_000);
+        }
     }
 
     fn out_of_band(accumulate: bool) -> (OutOfBand, AckHoldConfig, Rng) {
