@@ -102,8 +102,9 @@ def run(
 
     ``tables``: which of the per-sample tables (:data:`SAMPLE_TABLES`: ``"predictions"``,
     ``"sender_rtt"``, one row per packet or ACK) to build; default all. A run that does not read
-    one saves building it (millions of rows at 100 Mbit/s); the summary and the other tables are
-    the same, and reading a table left out raises an error naming it.
+    one saves building it (millions of rows at 100 Mbit/s), and the run is told before it starts
+    (without ``"predictions"`` Zhuge keeps no per-packet log: 40 B a packet); the summary and the
+    other tables are the same, and reading a table left out raises an error naming it.
 
     ``summary_only``: build no table at all, the flow and link series and the frames included
     (what a sweep that keeps summary metrics reads; about a tenth of an RMCAT run's time went to
