@@ -102,8 +102,9 @@ def run(
 
     ``tables``: which of the per-sample tables (:data:`SAMPLE_TABLES`: ``"predictions"``,
     ``"sender_rtt"``, one row per packet or ACK) to build; default all. A run that does not read
-    one saves building it (millions of rows at 100 Mbit/s); the summary and the other tables are
-    the same, and reading a table left out raises an error naming it.
+    one saves building it (millions of rows at 100 Mbit/s), and the run is told before it starts
+    (without ``"predictions"`` Zhuge keeps no per-packet log: 40 B a packet); the summary and the
+    other tables are the same, and reading a table left out raises an error naming it.
 
     ``summary_only``: build no table at all, the flow and link series and the frames included
     (what a sweep that keeps summary metrics reads; about a tenth of an RMCAT run's time went to
@@ -127,6 +128,10 @@ def run(
     sim = _native.Simulation(
         src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
     )
+    keep = {name: name in wanted and not summary_only for name in SAMPLE_TABLES}
+    series = not summary_only
+    # Told before the run: what no table will show is not recorded (Zhuge's per-packet log).
+    sim.plan_tables(**keep, series=series, frames=series)
     controller.attach(sim)
     if pcap is not None:
         if str(pcap).strip() == "" or Path(pcap).is_dir():
@@ -166,8 +171,6 @@ def run(
             bar.close()
     if pcap is not None:
         _write_atomically(Path(pcap), sim.take_pcap() or b"")
-    keep = {name: name in wanted and not summary_only for name in SAMPLE_TABLES}
-    series = not summary_only
     summary_json, flows, links, predictions, frames, sender_rtt = sim.finish(**keep, series=series, frames=series)
     return Result(
         json.loads(summary_json),

@@ -18,5 +18,6 @@ pub use fast_ack::FastAck;
 pub use fortune_teller::{BurstRule, FortuneTeller, FortuneTellerConfig, Prediction};
 pub use scone::{CapacitySource, SconeAp, SconeConfig, SconeMode, SconeSignal};
 pub use zhuge::{
-    AckHoldConfig, FlowRole, InBandFormat, InBandReports, PredictionRecord, Zhuge, ZhugeConfig, ZhugeVariant,
+    AckHoldConfig, FlowRole, InBandFormat, InBandReports, PredictionRecord, PredictionStats, Zhuge,
+    ZhugeConfig, ZhugeVariant,
 };

@@ -290,6 +290,45 @@ pub struct PredictionRecord {
     pub actual: Duration,
 }
 
+impl PredictionRecord {
+    /// |predicted - actual| in milliseconds (the figure the summary's accuracy is made of).
+    pub fn abs_error_ms(&self) -> f64 {
+        (self.predicted.as_nanos() as f64 - self.actual.as_nanos() as f64).abs() * 1e-6
+    }
+}
+
+/// What the summary says of the predictions, kept as they are made whether or not the log is
+/// (so a run that leaves the log out reports the same figures).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PredictionStats {
+    /// Predictions logged (or that would have been: at most [`ZhugeConfig::log_limit`], as the
+    /// log).
+    pub count: u64,
+    /// The sum of their [`PredictionRecord::abs_error_ms`], added in log order.
+    pub abs_error_sum_ms: f64,
+    /// How many were within 10 ms of the actual delay.
+    pub within_10ms: u64,
+}
+
+impl PredictionStats {
+    fn add(&mut self, r: &PredictionRecord) {
+        let e = r.abs_error_ms();
+        self.count += 1;
+        self.abs_error_sum_ms += e;
+        self.within_10ms += u64::from(e <= 10.0);
+    }
+
+    /// The mean absolute error in ms (`None` before the first prediction).
+    pub fn mae_ms(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.abs_error_sum_ms / self.count as f64)
+    }
+
+    /// The share within 10 ms (`None` before the first prediction).
+    pub fn share_within_10ms(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.within_10ms as f64 / self.count as f64)
+    }
+}
+
 /// A sampled packet waiting for its report (the artifact's `Sendback`).
 #[derive(Clone, Copy, Debug)]
 struct Sample {
@@ -327,6 +366,11 @@ struct OutOfBand {
     tokens: VecDeque<(Time, Duration)>,
     /// When each history entry (increase or token) was added, over the last two windows.
     entries: VecDeque<Time>,
+    /// How many of the first `entries` are known to be out of the last window (`t + expiry <=`
+    /// the `now` of the latest [`OutOfBand::sample`], `older_at`): the split moves forward with
+    /// time, so each ACK looks only at the entries that left the window since the one before.
+    older: usize,
+    older_at: Time,
     /// ACKs held: `(release, packet)`, in arrival order (release times never decrease).
     held: VecDeque<(Time, Packet)>,
     /// The previous ACK's arrival and release (`None` before the first ACK).
@@ -350,6 +394,12 @@ pub struct Zhuge {
     /// Predictions of packets still in the queue, in queue order: `(packet id, arrival, predicted)`.
     in_queue: VecDeque<(u64, Time, Duration)>,
     log: Vec<PredictionRecord>,
+    /// Whether the records themselves are kept ([`Zhuge::without_log`]); `stats` always are.
+    keep_log: bool,
+    stats: PredictionStats,
+    /// ACKs held over all flows (none: nothing to look for when asked for a timeout or a packet,
+    /// which the driver does at every event of the AP's link).
+    held: usize,
     next_report: Option<Time>,
     /// Built feedback waiting to be polled.
     out: VecDeque<BuiltFeedback>,
@@ -382,6 +432,9 @@ impl Zhuge {
             rng,
             in_queue: VecDeque::new(),
             log: Vec::new(),
+            keep_log: true,
+            stats: PredictionStats::default(),
+            held: 0,
             next_report: None,
             out: VecDeque::new(),
             scratch: Vec::new(),
@@ -394,9 +447,25 @@ impl Zhuge {
         &self.cfg
     }
 
-    /// The predictions logged so far, with the delays the packets had.
+    /// The same Zhuge keeping no per-packet record of its predictions ([`Zhuge::predictions`]
+    /// stays empty; [`Zhuge::prediction_stats`] and everything Zhuge does are the same): for a
+    /// driver that will not read the log, which grows by a record per packet (40 B; a 300 s run
+    /// at 60 Mbit/s logs 1.5 million).
+    pub fn without_log(mut self) -> Zhuge {
+        self.keep_log = false;
+        self
+    }
+
+    /// The predictions logged so far, with the delays the packets had (empty
+    /// [`Zhuge::without_log`]).
     pub fn predictions(&self) -> &[PredictionRecord] {
         &self.log
+    }
+
+    /// The count and accuracy of the predictions logged so far (or that would have been, without
+    /// the log), in the order they were logged.
+    pub fn prediction_stats(&self) -> PredictionStats {
+        self.stats
     }
 
     /// Client feedback packets dropped so far (their content is replaced by the AP's own).
@@ -507,6 +576,7 @@ impl OutOfBand {
         }
         while self.entries.front().is_some_and(|&t| t + cfg.scale_window <= now) {
             self.entries.pop_front();
+            self.older = self.older.saturating_sub(1);
         }
     }
 
@@ -551,7 +621,15 @@ impl OutOfBand {
         }
         // Fewer entries in the last window than in the one before: the flow slowed down, and so
         // should the delay the ACKs signal.
-        let split = self.entries.partition_point(|&t| t + cfg.expiry <= now);
+        if now < self.older_at {
+            // Time went back (never in a run): count again.
+            self.older = 0;
+        }
+        self.older_at = now;
+        while self.entries.get(self.older).is_some_and(|&t| t + cfg.expiry <= now) {
+            self.older += 1;
+        }
+        let split = self.older;
         let (previous, current) = (split as u64, (self.entries.len() - split) as u64);
         if previous > current && previous > 0 {
             d = Duration(d.as_nanos() * current / previous);
@@ -600,14 +678,16 @@ impl Middlebox for Zhuge {
     fn on_enqueue(&mut self, now: Time, pkt: &mut Packet, queue: &QueueState) -> Verdict {
         self.teller.on_backlog(now, Self::backlog(queue));
         let head_wait = Self::head_wait(now, queue);
-        // Every arrival goes behind the in-band samples waiting for their report.
-        for f in &mut self.flows {
-            if let FlowState::InBand(InBand { sample: Some(x), .. }) = f {
-                x.behind += pkt.size as u64;
-            }
-        }
         let data = pkt.kind == PacketKind::Data;
         let per_packet = matches!(self.cfg.in_band, InBandReports::PerPacket { .. });
+        if !per_packet {
+            // Every arrival goes behind the in-band samples waiting for their report.
+            for f in &mut self.flows {
+                if let FlowState::InBand(InBand { sample: Some(x), .. }) = f {
+                    x.behind += pkt.size as u64;
+                }
+            }
+        }
         // The predictions the artifact makes (and remembers) at arrival; others are only logged.
         let acts = data
             && match self.flows.get(pkt.flow.index()) {
@@ -620,7 +700,7 @@ impl Middlebox for Zhuge {
         } else {
             self.teller.peek(now, queue.bytes, head_wait)
         };
-        if self.log.len() < self.cfg.log_limit {
+        if self.stats.count < self.cfg.log_limit as u64 {
             self.in_queue.push_back((pkt.id, now, p.total));
         }
         self.teller.on_backlog(now, Bytes(Self::backlog(queue).0 + pkt.size as u64));
@@ -683,13 +763,17 @@ impl Middlebox for Zhuge {
         // still queued before it.)
         while let Some((id, arrival, predicted)) = self.in_queue.pop_front() {
             if id == pkt.id {
-                self.log.push(PredictionRecord {
+                let r = PredictionRecord {
                     flow: pkt.flow,
                     seq: pkt.seq,
                     arrival,
                     predicted,
                     actual: now - arrival,
-                });
+                };
+                self.stats.add(&r);
+                if self.keep_log {
+                    self.log.push(r);
+                }
                 break;
             }
         }
@@ -714,6 +798,7 @@ impl Middlebox for Zhuge {
                     return Verdict::Pass;
                 }
                 s.held.push_back((release, *pkt));
+                self.held += 1;
                 Verdict::Consume
             }
             _ => Verdict::Pass,
@@ -728,6 +813,9 @@ impl Middlebox for Zhuge {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
+        if self.held == 0 {
+            return self.next_report;
+        }
         let held = self
             .flows
             .iter()
@@ -743,9 +831,13 @@ impl Middlebox for Zhuge {
     }
 
     fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)> {
+        if self.held == 0 {
+            return None;
+        }
         for f in &mut self.flows {
             if let FlowState::OutOfBand(s) = f {
                 if s.held.front().is_some_and(|h| h.0 <= now) {
+                    self.held -= 1;
                     return s.held.pop_front().map(|h| (Direction::Reverse, h.1));
                 }
             }
@@ -755,6 +847,13 @@ impl Middlebox for Zhuge {
 
     fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
         self.out.pop_front()
+    }
+
+    /// `on_transmitted` feeds the Fortune Teller and the prediction log only; ACK holding and the
+    /// feedback built read neither, and the teller is read only from `on_enqueue` and
+    /// `handle_timeout` (test `hearing_of_transmissions_late_changes_nothing`).
+    fn hears_transmissions_late(&self) -> bool {
+        true
     }
 }
 
@@ -892,6 +991,135 @@ mod tests {
             assert!((at_us - want_us).abs() <= 125, "report {k}: {at_us} us, want {want_us} us");
         }
         assert_eq!(sampled_at[1].0, 4, "the packet at 1 ms, after the first report");
+    }
+
+    #[test]
+    fn the_running_figures_are_the_logs_and_stay_without_it() {
+        let run = |z: Zhuge| {
+            let mut z = z;
+            // A queue that grows then drains: predictions off by varying amounts, some over 10 ms.
+            for i in 0..200u64 {
+                let q = queue(if i < 100 { i * 3_000 } else { (200 - i) * 3_000 });
+                z.on_enqueue(Time::from_millis(i), &mut data(i), &q);
+                z.on_transmitted(Time::from_millis(i) + Duration::from_micros(300 * (i % 70)), &data(i), &q);
+            }
+            z
+        };
+        let cfg = ZhugeConfig { log_limit: 150, ..ZhugeConfig::default() };
+        let roles = [FlowRole::InBand(InBandFormat::TransportCc)];
+        let logged = run(Zhuge::new(cfg.clone(), &roles, stream(5, "z")));
+        let bare = run(Zhuge::new(cfg, &roles, stream(5, "z")).without_log());
+        let log = logged.predictions();
+        assert_eq!(log.len(), 150, "the log stops at its limit");
+        let stats = logged.prediction_stats();
+        assert_eq!(stats.count, 150);
+        let mae = log.iter().map(PredictionRecord::abs_error_ms).sum::<f64>() / log.len() as f64;
+        assert_eq!(stats.mae_ms(), Some(mae));
+        let within = log.iter().filter(|r| r.abs_error_ms() <= 10.0).count();
+        assert!(within > 0 && within < log.len(), "both kinds present: {within}");
+        assert_eq!(stats.share_within_10ms(), Some(within as f64 / log.len() as f64));
+        assert!(bare.predictions().is_empty());
+        assert_eq!(bare.prediction_stats(), stats);
+    }
+
+    #[test]
+    fn hearing_of_transmissions_late_changes_nothing() {
+        // An in-band flow and an out-of-band one whose ACKs are held, in each report schedule: one
+        // AP hears of each transmission's end at once, the other only before its next enqueue,
+        // drop or timeout (or at the end), with the same finish times and queue states. Every
+        // verdict, timeout, released ACK, report and prediction must be the same.
+        for in_band in [
+            InBandReports::PerPacket { interval: Duration::from_millis(1) },
+            InBandReports::Sampled { delay: Duration::from_millis(1) },
+        ] {
+            let mut cfg = ZhugeConfig { in_band, ..ZhugeConfig::default() };
+            cfg.ack_hold.warmup = Duration::ZERO;
+            let roles = [FlowRole::InBand(InBandFormat::TransportCc), FlowRole::OutOfBand];
+            let mut now_ap = Zhuge::new(cfg.clone(), &roles, stream(7, "z"));
+            let mut late_ap = Zhuge::new(cfg, &roles, stream(7, "z"));
+            assert!(late_ap.hears_transmissions_late());
+            let mut late: Vec<(Time, Packet, QueueState)> = Vec::new();
+            let mut out: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            let mut next = |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            // What the queue calls: the late AP first hears of the transmissions that ended.
+            let flush = |z: &mut Zhuge, late: &mut Vec<(Time, Packet, QueueState)>| {
+                for (at, p, q) in late.drain(..) {
+                    z.on_transmitted(at, &p, &q);
+                }
+            };
+            let (mut queued, mut sent, mut t) = (0u64, 0u64, Time::ZERO);
+            let mut seq = [0u64; 2];
+            for _ in 0..4_000 {
+                t += Duration::from_micros(50 + next(400));
+                let q = QueueState {
+                    bytes: Bytes(1200 * queued.saturating_sub(sent + 1)),
+                    packets: 0,
+                    rate: Bitrate::mbps(10),
+                    busy: queued > sent,
+                    head_since: (queued > sent).then_some(t - Duration::from_micros(100)),
+                };
+                let event = next(4);
+                match event {
+                    0 | 1 => {
+                        let f = next(2) as usize;
+                        let mut p = Packet::new(queued, FlowId(f as u32), Bytes(1200), seq[f], t);
+                        seq[f] += 1;
+                        let mut p2 = p;
+                        flush(&mut late_ap, &mut late);
+                        let v = (now_ap.on_enqueue(t, &mut p, &q), late_ap.on_enqueue(t, &mut p2, &q));
+                        out[0].push(format!("enq {:?}", v.0));
+                        out[1].push(format!("enq {:?}", v.1));
+                        if next(10) == 0 {
+                            flush(&mut late_ap, &mut late);
+                            now_ap.on_drop(t, &p, &q);
+                            late_ap.on_drop(t, &p2, &q);
+                        } else {
+                            queued += 1;
+                        }
+                    }
+                    2 if sent < queued => {
+                        let p = Packet::new(sent, FlowId(0), Bytes(1200), 0, t);
+                        now_ap.on_transmitted(t, &p, &q);
+                        late.push((t, p, q));
+                        sent += 1;
+                    }
+                    _ => {
+                        let mut ack = Packet::new(1 << 40, FlowId(1), Bytes(60), 0, t);
+                        ack.kind = PacketKind::Feedback;
+                        let mut ack2 = ack;
+                        out[0].push(format!("rev {:?}", now_ap.on_reverse(t, &mut ack)));
+                        out[1].push(format!("rev {:?}", late_ap.on_reverse(t, &mut ack2)));
+                    }
+                }
+                for (i, z) in [&mut now_ap, &mut late_ap].into_iter().enumerate() {
+                    if z.poll_timeout().is_some_and(|d| d <= t) {
+                        if i == 1 {
+                            flush(z, &mut late);
+                        }
+                        z.handle_timeout(t, &q);
+                    }
+                    out[i].push(format!("timeout {:?}", z.poll_timeout()));
+                    while let Some((dir, p)) = z.poll_inject(t) {
+                        out[i].push(format!("inject {dir:?} {}", p.seq));
+                    }
+                    while let Some(fb) = z.poll_feedback(t) {
+                        out[i].push(format!("feedback {} {:?}", fb.flow.0, fb.payload));
+                    }
+                }
+            }
+            flush(&mut late_ap, &mut late);
+            assert_eq!(out[0], out[1]);
+            assert!(out[0].iter().any(|l| l.starts_with("feedback")), "reports were built");
+            assert!(out[0].iter().any(|l| l.starts_with("inject")), "ACKs were held and released");
+            assert_eq!(now_ap.predictions(), late_ap.predictions());
+            assert!(now_ap.predictions().len() > 1_000);
+        }
     }
 
     fn out_of_band(accumulate: bool) -> (OutOfBand, AckHoldConfig, Rng) {

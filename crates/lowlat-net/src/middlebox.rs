@@ -73,6 +73,18 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
     /// Woken at the time it asked for, with the queue's state.
     fn handle_timeout(&mut self, _now: Time, _queue: &QueueState) {}
 
+    /// Whether it may hear of a transmission's end after the instant it happened: at the next
+    /// call the queue makes to it ([`Middlebox::on_enqueue`], [`Middlebox::on_drop`],
+    /// [`Middlebox::handle_timeout`]) or when the run ends, still with the finish time as `now`
+    /// and the queue as it was then. True only for a middlebox whose [`Middlebox::on_reverse`],
+    /// [`Middlebox::poll_inject`], [`Middlebox::poll_feedback`] and [`Middlebox::poll_timeout`]
+    /// do not depend on what [`Middlebox::on_transmitted`] records: its link could then complete
+    /// transmissions lazily, as a link without a middlebox does (one wake-up per packet fewer).
+    /// Default false.
+    fn hears_transmissions_late(&self) -> bool {
+        false
+    }
+
     /// When it next wants to be woken.
     fn poll_timeout(&self) -> Option<Time> {
         None

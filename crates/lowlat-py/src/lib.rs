@@ -190,6 +190,23 @@ impl Simulation {
         Ok(())
     }
 
+    /// Says before the run which per-sample tables `finish` will build, so that nothing records
+    /// the others (Zhuge's per-packet prediction log); the summary is the same.
+    #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true))]
+    fn plan_tables(
+        &mut self,
+        predictions: bool,
+        sender_rtt: bool,
+        series: bool,
+        frames: bool,
+    ) -> PyResult<()> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?
+            .plan_tables(lowlat_sim::Tables { predictions, sender_rtt, series, frames })
+            .map_err(PyRuntimeError::new_err)
+    }
+
     /// Records every packet the endpoints send from now on as a pcap (`take_pcap` returns it).
     fn capture_pcap(&mut self) -> PyResult<()> {
         self.inner

@@ -5,8 +5,10 @@
 //! `cargo run --release -p lowlat-sim --example digest_runs -- LIST`
 //!
 //! Each line of LIST: `FILE [cc=CC] [queue=Q] [rtt_ms=R] [jitter_ms=J] [seconds=S] [seed=N]
-//! [slice_ms=M]` (`slice_ms`: advance in slices of M ms, as the Python runner does, instead of
-//! in one go); `#` starts a comment.
+//! [slice_ms=M] [predictions=off]` (`slice_ms`: advance in slices of M ms, as the Python runner
+//! does, instead of in one go; `predictions=off`: the run is told before it starts that the
+//! predictions table will not be read, as `lowlat.run(..., tables=[...])` does, so Zhuge keeps no
+//! log and the table is empty); `#` starts a comment.
 
 use lowlat_core::{Duration, Time};
 use lowlat_sim::{Column, RunResult, Scenario, Simulation, Table};
@@ -48,7 +50,7 @@ fn main() {
         let mut words = line.split_whitespace();
         let file = words.next().expect("a file");
         let mut sc = Scenario::from_file(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
-        let (mut rtt, mut jitter, mut slice) = (None, 0.0, None);
+        let (mut rtt, mut jitter, mut slice, mut predictions) = (None, 0.0, None, true);
         for w in words {
             let (k, v) = w.split_once('=').expect("key=value");
             match k {
@@ -59,6 +61,7 @@ fn main() {
                 "seconds" => sc.duration = Duration::from_secs_f64(v.parse().unwrap()),
                 "seed" => sc.seed = v.parse().unwrap(),
                 "slice_ms" => slice = Some(v.parse::<u64>().unwrap()),
+                "predictions" => predictions = v != "off",
                 _ => panic!("unknown key {k}"),
             }
         }
@@ -67,6 +70,8 @@ fn main() {
         }
         let started = std::time::Instant::now();
         let mut sim = Simulation::new(sc);
+        let tables = lowlat_sim::Tables { predictions, ..lowlat_sim::Tables::default() };
+        sim.plan_tables(tables).expect("before the run");
         match slice {
             Some(ms) => {
                 let mut t = Time::ZERO;
@@ -78,7 +83,7 @@ fn main() {
             None => sim.advance(sim.end()),
         }
         let events = sim.events();
-        let r = sim.finish();
+        let r = sim.finish_with(tables);
         let wall = started.elapsed().as_secs_f64();
         println!("{:016x} {line}  (events {events}, {wall:.3} s)", digest(&r));
     }

@@ -454,6 +454,23 @@ impl Simulation {
         Ok(())
     }
 
+    /// Says, before the run starts, which per-sample tables [`Simulation::finish_with`] will be
+    /// asked for, so that nothing records the others: today Zhuge's prediction log (a record
+    /// per packet) when `tables.predictions` is false. The summary and every other table are the
+    /// same; a table planned out comes back empty. Errors once the run has started.
+    pub fn plan_tables(&mut self, tables: crate::results::Tables) -> Result<(), String> {
+        if self.events() > 0 {
+            return Err("tables can only be planned before the run starts".into());
+        }
+        if self.scenario.assist == "zhuge" {
+            // The same middlebox built afresh (nothing has reached it yet), with or without the log.
+            if let Some(mb) = crate::assist::assist_middlebox_logging(&self.scenario, tables.predictions) {
+                self.links[self.bottleneck as usize].set_middlebox(mb);
+            }
+        }
+        Ok(())
+    }
+
     /// Drives every link the plain way from now on: woken for each packet it delivers, none quiet
     /// and none handing on ahead (see [`Simulation::find_quiet_links`]). Results are the same;
     /// only the event count grows. For tests that check exactly that; call before the run
@@ -654,9 +671,13 @@ impl Simulation {
 
     /// What the middlebox at the bottleneck's site (the access point) releases or builds now:
     /// released packets continue from the site, built feedback starts there towards its sender.
-    fn drain_site(&mut self, now: Time) {
+    /// Returns whether anything came out (if nothing did, the site's link still wants to be woken
+    /// when it last said; the caller reschedules it otherwise).
+    fn drain_site(&mut self, now: Time) -> bool {
         let b = self.bottleneck as usize;
+        let mut any = false;
         while let Some((dir, mut pkt)) = self.links[b].poll_inject(now) {
+            any = true;
             match dir {
                 Direction::Forward => self.links[b].inject_forward(now, pkt),
                 Direction::Reverse => {
@@ -667,6 +688,7 @@ impl Simulation {
             }
         }
         while let Some(fb) = self.links[b].poll_feedback(now) {
+            any = true;
             let mut pkt = Packet::new(self.next_packet_id, fb.flow, fb.size, 0, now);
             self.next_packet_id += 1;
             pkt.kind = PacketKind::Feedback;
@@ -675,7 +697,7 @@ impl Simulation {
             self.assist_payloads.insert(pkt.id, fb.payload);
             self.next_hop(now, pkt);
         }
-        self.wakeups.set(Target::Link(self.bottleneck), self.links[b].poll_timeout());
+        any
     }
 
     /// The hop of flow `flow`'s reverse path that ends at the site (its reverse link).
@@ -690,9 +712,12 @@ impl Simulation {
         if pkt.kind == PacketKind::Feedback {
             let path = self.flows[pkt.flow.index()].reverse;
             if path.get(pkt.hop) == Some(self.reverse) {
-                let verdict = self.links[self.bottleneck as usize].handle_reverse(now, &mut pkt);
+                let b = self.bottleneck;
+                let verdict = self.links[b as usize].handle_reverse(now, &mut pkt);
                 if verdict != Verdict::Pass {
+                    // A packet taken or dropped changes what the middlebox waits for.
                     self.drain_site(now);
+                    self.wakeups.set(Target::Link(b), self.links[b as usize].poll_timeout());
                     return;
                 }
             }
@@ -722,8 +747,9 @@ impl Simulation {
             self.hand_ahead(link);
         }
         self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
-        if link == self.bottleneck && self.links[link as usize].middlebox().is_some() {
-            self.drain_site(now);
+        if link == self.bottleneck && self.links[link as usize].middlebox().is_some() && self.drain_site(now)
+        {
+            self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
         }
     }
 

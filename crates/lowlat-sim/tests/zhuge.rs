@@ -406,3 +406,42 @@ fn gcc_zhuge_keeps_gcc_fifos_rate_through_200_ms_capacity_dips() {
     eprintln!("10-40 s: GCC+FIFO {fifo:.0} kbit/s, GCC+Zhuge {zhuge:.0} kbit/s");
     assert!(zhuge >= 0.9 * fifo, "GCC+Zhuge {zhuge} kbit/s vs GCC+FIFO {fifo} kbit/s");
 }
+
+#[test]
+fn a_run_that_plans_the_prediction_table_out_keeps_no_log_and_the_same_results() {
+    // An in-band GCC flow and an out-of-band Copa flow whose ACKs the AP holds, across the drop.
+    let copa = r#"
+[[flows]]
+id = "copa"
+kind = "rtp-video"
+cc = "copa"
+fps = 24
+rmin = "300 kbit/s"
+rmax = "8 Mbit/s"
+access = { delay = "19 ms" }
+"#;
+    let toml = ap_scenario("zhuge", 10.0, &format!("{}{copa}", video("gcc", "gcc")), 24);
+    let logged = Simulation::new(scenario(&toml)).run();
+    let mut sim = Simulation::new(scenario(&toml));
+    sim.plan_tables(lowlat_sim::Tables { predictions: false, ..lowlat_sim::Tables::default() }).unwrap();
+    let planned = sim.run();
+    let body = |r: &lowlat_sim::RunResult| {
+        let keep = |l: &&str| !l.starts_with("  \"wall_s\":");
+        r.summary_json().lines().filter(keep).map(str::to_owned).collect::<Vec<_>>()
+    };
+    assert_eq!(body(&logged), body(&planned), "the summary (prediction figures included) is the same");
+    let rows = |r: &lowlat_sim::RunResult| match r.predictions.columns.first().map(|c| &c.1) {
+        Some(Column::Str(v)) => v.len(),
+        _ => 0,
+    };
+    assert!(rows(&logged) > 10_000, "the log holds a prediction per packet: {}", rows(&logged));
+    assert_eq!(rows(&planned), 0, "nothing logged");
+    assert_eq!(logged.summary.assist.as_ref().map(|a| a.predictions), Some(rows(&logged) as u64));
+    for (a, b) in [(&logged.flow_series, &planned.flow_series), (&logged.frames, &planned.frames)] {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+    // Only before the run starts.
+    let mut sim = Simulation::new(scenario(&toml));
+    sim.advance(Time::from_millis(10));
+    assert!(sim.plan_tables(lowlat_sim::Tables::default()).is_err());
+}
