@@ -274,7 +274,7 @@ def test_the_artifacts_copa_runs_over_its_tcp():
 def test_the_artifacts_zhuge_holds_a_copy_of_each_ack_and_passes_the_original():
     cap = {"rate": "10 Mbit/s"}
     sc = zhuge.scenario("Copa+Zhuge", cap, False, 8.0, 1, copa="artifact")
-    assert sc["bottleneck"]["zhuge"] == {"ack_copy": True}
+    assert sc["bottleneck"]["zhuge"] == {"in_band": "sampled", "ack_copy": True}
     assert "zhuge" not in zhuge.scenario("Copa", cap, False, 8.0, 1)["bottleneck"]
     # Holding a copy leaves the ACK clock as no holding at all would, bit for bit.
     never = zhuge.scenario("Copa+Zhuge", cap, False, 8.0, 1, copa="artifact", zhuge_ack_copy=False)
@@ -282,7 +282,20 @@ def test_the_artifacts_zhuge_holds_a_copy_of_each_ack_and_passes_the_original():
     copied, unheld = ({k: v for k, v in lowlat.run(x, progress=False, tables=[]).summary.items() if k not in ("wall_s", "events")} for x in (sc, never))
     assert copied == unheld
     held = zhuge.scenario("Copa+Zhuge", cap, False, 8.0, 1, copa="artifact", zhuge_ack_copy=False)
-    assert "zhuge" not in held["bottleneck"]
+    assert "ack_copy" not in held["bottleneck"]["zhuge"]
+
+
+def test_the_reproduction_reports_in_band_as_the_artifacts_ap_one_sampled_packet_a_millisecond():
+    cap = {"rate": "2 Mbit/s"}
+    sampled = zhuge.scenario("GCC+Zhuge", cap, False, 30.0, 1)
+    assert sampled["bottleneck"]["zhuge"]["in_band"] == "sampled"
+    per_packet = zhuge.scenario("GCC+Zhuge", cap, False, 30.0, 1, zhuge_in_band="per-packet")
+    with pytest.raises(ValueError, match="zhuge_in_band"):
+        zhuge.scenario("GCC+Zhuge", cap, False, 6.0, 1, zhuge_in_band="every")
+    # The artifact's GCC counts every packet sent between two reported ones, so one sampled
+    # packet a millisecond carries the whole rate: it climbs as with every packet reported.
+    a, b = (lowlat.run(x, progress=False, tables=[]).summary["flows"][0] for x in (sampled, per_packet))
+    assert a["throughput_kbps"] > 0.9 * b["throughput_kbps"] > 0
 
 
 def test_after_giving_up_several_frames_at_once_the_decoder_steps_back_as_the_artifacts():

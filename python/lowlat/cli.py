@@ -326,6 +326,14 @@ def build_parser() -> argparse.ArgumentParser:
         "a frame's missing packets resent after srtt + 4 deviations; nack: WebRTC's NACK/RTX)",
     )
     q.add_argument(
+        "--in-band",
+        choices=["sampled", "per-packet"],
+        default="sampled",
+        help="Zhuge's in-band reports to the GCC sender: sampled (default, the artifact's: the first packet arriving "
+        "while no sample waits, reported alone 1 ms later) or per-packet (every packet's prediction, every 1 ms; "
+        "the one to use with --gcc libwebrtc, whose receive rate counts only reported packets)",
+    )
+    q.add_argument(
         "--unpaced",
         action="store_true",
         help="send each GCC frame at once over a 1 Gbit/s access link, as the artifact's sender (default: GCC's pacing "
@@ -530,6 +538,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             gcc_zhuge_queue=args.gcc_zhuge_queue,
             copa=args.copa,
             gcc=args.gcc,
+            in_band=args.in_band,
             repair=args.repair,
             paced=not args.unpaced,
             **common,

@@ -175,11 +175,15 @@ its queue drops later (the report leaves when the packet arrives), so GCC's loss
 Zhuge is always 0, and ``processFeedback`` counts every packet sent between two reported ones
 into the acknowledged rate (``intvl_pseudo_size``). The receiver's own ``NetState`` is gated by
 ``GameClient::wirtc``, which nothing initialises (so whether it is also sent is undefined); its
-per-packet ACKs always reach the sender unchanged (the AP handles only TCP ACKs). Here the AP's
-reports cover every packet (``in_band = "per-packet"``, see ``lowlat_assist::zhuge``) and leave
-every 1 ms, so only a packet the queue drops within that millisecond is reported lost: CoDel drops
-at the head, after its 5 ms target, so GCC's loss input under Zhuge is 0 here too (no report with
-a loss on ``rest-wifi_0`` or ``pitree4g_0``).
+per-packet ACKs always reach the sender unchanged (the AP handles only TCP ACKs). Here the AP
+does the same (``--in-band sampled``, the default: ``bottleneck.zhuge.in_band = "sampled"``, see
+``lowlat_assist::zhuge``), and the artifact's GCC counts every packet sent since the last record
+(``--gcc artifact``), so one report a millisecond carries the whole rate. ``--in-band
+per-packet`` reports every packet's prediction, every 1 ms (the schedule to use with ``--gcc
+libwebrtc``, whose receive rate counts only the packets reported: sampled, it stays near one
+packet a millisecond); only a packet the queue drops within that millisecond is reported lost
+there: CoDel drops at the head, after its 5 ms target, so GCC's loss input under Zhuge is 0 with
+either schedule (no report with a loss on ``rest-wifi_0`` or ``pitree4g_0``).
 
 **Pacing.** The artifact's sender does not pace (``m_pacing`` false: a frame leaves in one burst
 at the sender's 1 Gbit/s link); here the GCC flows pace at 2.5 x their target unless
@@ -211,12 +215,11 @@ Deliberate differences: the project's Copa and video model. Of the artifact's GC
 5 s initialisation at the minimum rate, the first group's initialising ``processFeedback``, its
 16-bit packet ids' wrap every 65 536 packets). Its AP reports one
 sampled packet a millisecond with an independent prediction, which may run backwards after a
-dip; here the AP reports every packet, in order (``lowlat_assist::zhuge``; the artifact's grouping
-would average such backward arrivals, not drop them as libwebrtc's does). With the artifact's
-own schedule (the scenario key ``bottleneck.zhuge.in_band = "sampled"``, not a ``reproduce``
-option) the artifact's GCC reads the same receive rate (its records count the packets sent, not
-those reported): W1+W2, GCC+Zhuge against GCC+FIFO, RTT above 200 ms 0.0132 vs 0.0274 (-52 %),
-late frames 0.0334 vs 0.0303 (+10 %), throughput 4112 vs 5060 kbit/s (0.81). ``--gcc
+dip and which the artifact's grouping averages (libwebrtc's would drop it as reordered):
+``--in-band sampled``, the default, does the same. ``--in-band per-packet`` reports every
+packet, in order (``lowlat_assist::zhuge``); figures with it: W1+W2, GCC+Zhuge against
+GCC+FIFO, RTT above 200 ms 0.0129 vs 0.0274 (-53 %), late frames 0.0315 vs 0.0303 (+4 %),
+throughput 3898 vs 5060 kbit/s (0.77). ``--gcc
 libwebrtc`` differs further: libwebrtc's 5 ms grouping with burst merging, a 500 ms receive rate
 of received bytes only, probing, goog_cc's loss-based part (feedback-only mode, once a second).
 Both cut to 0.85 x the receive rate on over-use and recover at 8 %/s.
@@ -566,7 +569,15 @@ CONDITIONS: dict[str, Any] = {
     # the Copa sender acts on passes at once (the copy acknowledges nothing new).
     # scenario(..., zhuge_ack_copy=False) holds the ACK itself, as the paper describes.
     "zhuge_ack_copy": True,
+    # Zhuge's in-band reports (bottleneck.zhuge.in_band): network-queue-zhuge.cc samples the first
+    # data packet arriving while no sample waits and Sendback reports it alone 1 ms later, with
+    # the queue as it is then minus what arrived after it ("sampled"). The artifact's GCC counts
+    # every packet sent between two reported ones into its receive rate, so one report a
+    # millisecond carries the whole rate; "per-packet" reports every packet's prediction.
+    "zhuge_in_band": "sampled",
 }
+#: Zhuge's in-band report schedules (``bottleneck.zhuge.in_band``).
+IN_BAND = ("sampled", "per-packet")
 WIRED_ONE_WAY_MS = CONDITIONS["access_ms"]
 HOP_MS = CONDITIONS["last_hop_ms"]
 
@@ -586,6 +597,7 @@ def scenario(
     encoder_share: float = CONDITIONS["encoder_share"],
     gcc: str = CONDITIONS["gcc"],
     zhuge_ack_copy: bool = CONDITIONS["zhuge_ack_copy"],
+    zhuge_in_band: str = CONDITIONS["zhuge_in_band"],
 ) -> dict[str, Any]:
     """The scenario of one run of scheme ``label`` (see :data:`SCHEMES`) under the paper's
     conditions (:data:`CONDITIONS`); ``cellular`` picks CoDel for the "fifo/codel" schemes;
@@ -597,7 +609,8 @@ def scenario(
     keeps GCC's pacer (2.5 x its target) where the artifact's sender sends each frame at once;
     ``encoder_share`` is the share of GCC's target its encoder produces (the artifact's 0.85 x
     1000 / 1024; 1: the target); ``zhuge_ack_copy`` holds a copy of each ACK and passes the
-    original (the artifact's wiring) where false holds the ACK itself; ``gcc`` is the GCC schemes'
+    original (the artifact's wiring) where false holds the ACK itself; ``zhuge_in_band`` is the
+    AP's in-band report schedule ("sampled", the artifact's, or "per-packet"); ``gcc`` is the GCC schemes'
     GCC: "artifact" (the Zhuge artifact's port, ``cc_params.gcc.variant``) or "libwebrtc"
     (lowlat's default)."""
     c = CONDITIONS
@@ -616,8 +629,10 @@ def scenario(
     }
     if wifi:
         bottleneck["wifi"] = {}
-    if assist == "zhuge" and zhuge_ack_copy:
-        bottleneck["zhuge"] = {"ack_copy": True}
+    if zhuge_in_band not in IN_BAND:
+        raise ValueError(f"zhuge_in_band: got {zhuge_in_band!r}, expected one of {', '.join(IN_BAND)}")
+    if assist == "zhuge":
+        bottleneck["zhuge"] = {"in_band": zhuge_in_band, **({"ack_copy": True} if zhuge_ack_copy else {})}
     return {
         "name": f"zhuge-{label}",
         "duration": f"{seconds} s",
@@ -775,6 +790,8 @@ class TraceRun:
     paced: bool = CONDITIONS["paced"]
     #: The GCC schemes' GCC ("artifact" or "libwebrtc").
     gcc: str = CONDITIONS["gcc"]
+    #: Zhuge's in-band report schedule ("sampled" or "per-packet").
+    in_band: str = CONDITIONS["zhuge_in_band"]
 
 
 @dataclass(frozen=True)
@@ -794,6 +811,8 @@ class DropRun:
     paced: bool = CONDITIONS["paced"]
     #: The GCC schemes' GCC ("artifact" or "libwebrtc").
     gcc: str = CONDITIONS["gcc"]
+    #: Zhuge's in-band report schedule ("sampled" or "per-packet").
+    in_band: str = CONDITIONS["zhuge_in_band"]
 
 
 def _mean_mbps(path: str, trace_format: str) -> float:
@@ -1018,7 +1037,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         cap = trace_capacity(spec.trace, spec.trace_format)
         wifi = spec.wifi_ap and spec.family.startswith("W")
         sc = scenario(
-            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc
+            spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band
         )
         # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
         r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
@@ -1084,7 +1103,7 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
         }
         queue = None if spec.queue == "own" else spec.queue
         seconds, _, _ = abw_run(spec.scheme)
-        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc)
+        sc = scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band)
         r = run(sc, progress=False, tables=["sender_rtt"])
         row.update(durations_after(r, spec.drop_s))
         _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
@@ -1189,7 +1208,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
     drop = spec.drop_s
     cap = {"schedule": [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}, {"at": f"{drop} s", "rate": f"{top / spec.k:.6g} Mbit/s"}]}
     seconds, _, _ = abw_run(spec.scheme)
-    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc), progress=False, tables=[]).flow_series
+    fs = run(scenario(spec.scheme, cap, False, seconds, spec.seed, cellular=True, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band), progress=False, tables=[]).flow_series
     fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop - 2) & (fs["t_s"] < drop + 8)].copy()
     fs["rtt_ms"] = fs["owd_ms"] + WIRED_ONE_WAY_MS + HOP_MS
     return {"series": fs[["t_s", "rtt_ms", "send_kbps", "recv_kbps"]]}
@@ -1198,6 +1217,7 @@ def drop_window(spec: DropRun) -> dict[str, Any]:
 def drop_timeline(
     k: int, seed: int, out: Path, runner: Runner, copa: str = "artifact",
     repair: str = CONDITIONS["repair"], paced: bool = CONDITIONS["paced"], gcc: str = CONDITIONS["gcc"],
+    in_band: str = CONDITIONS["zhuge_in_band"],
 ) -> tuple[float, pd.DataFrame, pd.DataFrame]:
     """One ABW-drop run of each of :data:`ABW_SCHEMES` (factor ``k``, ``seed``'s drop instant),
     as the grid ``abw-drop-timeline`` in ``out``: ``(drop_s, series, rows)`` with the network RTT
@@ -1205,7 +1225,7 @@ def drop_timeline(
     instant: each scheme's series is shifted to it), and the runs' rows (their ``error``)."""
     u = random.Random(seed).uniform(144.0, 176.0)
     drop = drop_instant("GCC+FIFO", u)
-    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa, repair=repair, paced=paced, gcc=gcc) for scheme in ABW_SCHEMES]
+    specs = [DropRun(k, scheme, drop_instant(scheme, u), seed, copa=copa, repair=repair, paced=paced, gcc=gcc, in_band=in_band) for scheme in ABW_SCHEMES]
     rows, data = run_grid(out, "abw-drop-timeline", drop_window, specs, runner, "abw drop timeline", data=["series"])
     parts = []
     for spec, fs in zip(specs, data["series"]):
@@ -1262,7 +1282,7 @@ def rate_series(spec: TraceRun) -> dict[str, Any]:
 
     cap = trace_capacity(spec.trace, spec.trace_format)
     sc = scenario(
-        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc
+        spec.scheme, cap, spec.wifi_ap and spec.family.startswith("W"), spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band
     )
     r = run(sc, progress=False, tables=[])
     fs = r.flow_series[r.flow_series["flow"] == "video"]
@@ -1407,6 +1427,7 @@ def reproduce(
     repair: str = CONDITIONS["repair"],
     paced: bool = CONDITIONS["paced"],
     gcc: str = CONDITIONS["gcc"],
+    in_band: str = CONDITIONS["zhuge_in_band"],
     log: Callable[[str], None] = print,
     backend: str = "local",
     address: str | None = None,
@@ -1421,19 +1442,23 @@ def reproduce(
     ``repair``: the GCC flows' loss repair ("timeout", the artifact's; "nack": WebRTC's);
     ``paced``: GCC's own pacing instead of the artifact's frame-at-once sending;
     ``gcc``: the GCC schemes' GCC, "artifact" (the Zhuge artifact's ``gcc-controller.cc``, which
-    its evaluation ran) or "libwebrtc" (lowlat's goog_cc)."""
+    its evaluation ran) or "libwebrtc" (lowlat's goog_cc);
+    ``in_band``: Zhuge's in-band reports, "sampled" (the artifact's: one sampled packet a
+    millisecond) or "per-packet" (every packet's prediction, every millisecond)."""
     check_seconds(seconds)
+    if in_band not in IN_BAND:
+        raise ValueError(f"in_band: got {in_band!r}, expected one of {', '.join(IN_BAND)}")
     copa_params("Copa", copa)  # a bad variant is refused before any run
     gcc_params(gcc)
     ks = ks or ABW_KS
     given = digest(f for _, f in find_traces(traces)) if traces else None
-    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, repair=repair, paced=paced, gcc=gcc, traces=traces, traces_digest=given)
+    options = dict(seconds=seconds, ks=ks, seed=seed, seeds=seeds, trace_format=trace_format, wifi_ap=wifi_ap, gcc_zhuge_queue=gcc_zhuge_queue, copa=copa, repair=repair, paced=paced, gcc=gcc, in_band=in_band, traces=traces, traces_digest=given)
     out = results_folder(out_dir, "zhuge", force, options)
     runner = Runner(jobs, backend, address, progress)
     found = family_traces(out, traces, seed, seconds)
     started = time.perf_counter()
     specs = [
-        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa, repair, paced, gcc)
+        TraceRun(fam, str(f), s[0], run_seconds(f, trace_format, seconds), seed, trace_format, wifi_ap, gcc_zhuge_queue, copa, repair, paced, gcc, in_band)
         for fam, f in found
         for s in SCHEMES
     ]
@@ -1455,7 +1480,7 @@ def reproduce(
         # One draw per k in GCC's range, placed alike in each scheme's own (Copa: 20-52 s).
         draws = {k: rng.uniform(144.0, 176.0) for k in ks}
         dspecs += [
-            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced, gcc) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
+            DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced, gcc, in_band) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
         ]
     drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop", cost=drop_cost)
     written.append(write_csv(drows, out / "abw_drop.csv"))
@@ -1470,7 +1495,7 @@ def reproduce(
             written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
         written.append(plot_drop(drows, out / "abw_drop.png"))
         k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced, gcc)
+        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced, gcc, in_band)
         figure_rows.append(("abw drop timeline", trows))
         written.append(write_csv(series, out / "abw_drop_timeline.csv"))
         written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
