@@ -12,7 +12,6 @@
 //! that of its last 10 srtt of RTT samples once per update, which a scan of the history made about
 //! 4 % of a Copa run's instructions).
 
-use std::collections::VecDeque;
 
 /// Whether the filter keeps the largest or the smallest value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,8 +110,47 @@ impl WindowedFilter {
 /// of the samples costs O(n). Values are never NaN.
 #[derive(Clone, Debug, Default)]
 pub struct SuffixExtrema {
-    mins: VecDeque<(u64, f64)>,
-    maxs: VecDeque<(u64, f64)>,
+    mins: Monotonic,
+    maxs: Monotonic,
+}
+
+/// One monotonic queue: a vector whose front is `head` (popping the front moves it; the dead
+/// part is dropped once it is half the vector), cheaper per sample than a `VecDeque`'s ring.
+#[derive(Clone, Debug, Default)]
+struct Monotonic {
+    items: Vec<(u64, f64)>,
+    head: usize,
+}
+
+impl Monotonic {
+    /// Appends `(t, v)` after dropping the newest samples that `v` supersedes (`drop(kept, v)`),
+    /// then forgets the samples taken more than `keep` before `t`.
+    #[inline]
+    fn push(&mut self, t: u64, v: f64, keep: u64, drop: impl Fn(f64, f64) -> bool) {
+        while self.items.len() > self.head && drop(self.items[self.items.len() - 1].1, v) {
+            self.items.pop();
+        }
+        self.items.push((t, v));
+        // The sample just added is never forgotten (`t + keep >= t`), so the loop stops there.
+        while self.items[self.head].0 + keep < t {
+            self.head += 1;
+        }
+        if self.head >= 64 && 2 * self.head >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+    }
+
+    fn live(&self) -> &[(u64, f64)] {
+        &self.items[self.head..]
+    }
+
+    /// The value of the first sample taken after `from` (`None`: the first of all).
+    fn first_after(&self, from: Option<u64>) -> Option<f64> {
+        let live = self.live();
+        let i = from.map_or(0, |f| live.partition_point(|&(t, _)| t <= f));
+        live.get(i).map(|&(_, v)| v)
+    }
 }
 
 impl SuffixExtrema {
@@ -124,41 +162,26 @@ impl SuffixExtrema {
     /// Adds `v` taken at `t` (not before earlier samples), then forgets the samples taken more
     /// than `keep` before `t` (never the one just added).
     pub fn push(&mut self, t: u64, v: f64, keep: u64) {
-        while self.mins.back().is_some_and(|&(_, m)| m >= v) {
-            self.mins.pop_back();
-        }
-        self.mins.push_back((t, v));
-        while self.maxs.back().is_some_and(|&(_, m)| m <= v) {
-            self.maxs.pop_back();
-        }
-        self.maxs.push_back((t, v));
-        while self.mins.front().is_some_and(|&(s, _)| s + keep < t) {
-            self.mins.pop_front();
-        }
-        while self.maxs.front().is_some_and(|&(s, _)| s + keep < t) {
-            self.maxs.pop_front();
-        }
+        self.mins.push(t, v, keep, |kept, v| kept >= v);
+        self.maxs.push(t, v, keep, |kept, v| kept <= v);
     }
 
     /// The time of the newest sample (`None`: none yet).
     pub fn newest(&self) -> Option<u64> {
-        self.mins.back().map(|&(t, _)| t)
+        self.mins.live().last().map(|&(t, _)| t)
     }
 
     /// `(min, max)` of the samples kept that were taken after `from` (`None`: all of them);
     /// `None` if there is none.
     pub fn after(&self, from: Option<u64>) -> Option<(f64, f64)> {
-        let first = |q: &VecDeque<(u64, f64)>| match from {
-            None => q.front().map(|&(_, v)| v),
-            Some(f) => q.get(q.partition_point(|&(t, _)| t <= f)).map(|&(_, v)| v),
-        };
-        Some((first(&self.mins)?, first(&self.maxs)?))
+        Some((self.mins.first_after(from)?, self.maxs.first_after(from)?))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::VecDeque;
 
     /// The exact windowed best, for comparison.
     fn exact(samples: &[(u64, f64)], t: u64, window: u64, keep: Keep) -> f64 {
@@ -224,8 +247,13 @@ mod tests {
             let mut t = next(1_000);
             for _ in 0..2_000 {
                 t += next(40); // equal times too
-                // Few distinct values: ties between kept samples are common.
-                let v = if case % 2 == 0 { next(20) as f64 / 4.0 } else { next(1 << 20) as f64 * 1e-7 };
+                let v = match case % 3 {
+                    // Few distinct values: ties between kept samples are common.
+                    0 => next(20) as f64 / 4.0,
+                    1 => next(1 << 20) as f64 * 1e-7,
+                    // Rising (a growing queue): the minima keep every sample until it ages out.
+                    _ => (t / 8) as f64,
+                };
                 ext.push(t, v, keep);
                 history.push_back((t, v));
                 while history.len() > 1 && history.front().is_some_and(|&(s, _)| s + keep < t) {

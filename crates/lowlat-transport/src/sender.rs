@@ -828,7 +828,14 @@ impl Sender {
         } else {
             None
         };
-        [self.loss_time, self.pto_time(), self.rto_at, pacer].into_iter().flatten().min()
+        // The earliest of the timers set (written out: an iterator over four options cost a
+        // tenth of the call, which the simulator makes after every event of the flow).
+        let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        earliest(earliest(self.loss_time, self.pto_time()), earliest(self.rto_at, pacer))
     }
 
     /// The controller's current window.
