@@ -272,7 +272,13 @@ mod tests {
             if next(3) > 0 || model.is_empty() {
                 // Now and then the receiver has nothing to send.
                 let due = next(5) > 0;
-                assert_eq!(ring.push_with(pushed, |f| { *f = frame(pushed); due }), due);
+                assert_eq!(
+                    ring.push_with(pushed, |f| {
+                        *f = frame(pushed);
+                        due
+                    }),
+                    due
+                );
                 if due {
                     model.push_back((pushed, frame(pushed)));
                     pushed += 1;

@@ -12,7 +12,6 @@
 //! that of its last 10 srtt of RTT samples once per update, which a scan of the history made about
 //! 4 % of a Copa run's instructions).
 
-
 /// Whether the filter keeps the largest or the smallest value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Keep {
