@@ -136,14 +136,8 @@ impl Receiver {
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        match (frame.ranges.as_mut_slice(), self.ranges.as_slice()) {
-            // The common case, packets in order: one range where the frame had one.
-            ([to], [from]) => *to = *from,
-            _ => {
-                frame.ranges.clear();
-                frame.ranges.extend_from_slice(&self.ranges);
-            }
-        }
+        frame.ranges.clear();
+        frame.ranges.extend_from_slice(&self.ranges);
         frame.ack_delay = now - self.largest_at;
         frame.ecn = self.ecn.any().then_some(self.ecn);
         let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
