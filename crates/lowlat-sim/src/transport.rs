@@ -33,7 +33,11 @@ impl AckRing {
             self.head = 0;
             self.slots.push((0, AckFrame::default()));
         }
-        let i = (self.head + self.len) % self.slots.len();
+        // (head < slots and len < slots here: one subtraction wraps, where `%` divides per ACK.)
+        let mut i = self.head + self.len;
+        if i >= self.slots.len() {
+            i -= self.slots.len();
+        }
         let slot = &mut self.slots[i];
         if !fill(&mut slot.1) {
             return false;
@@ -59,7 +63,10 @@ impl AckRing {
     }
 
     fn pop(&mut self) {
-        self.head = (self.head + 1) % self.slots.len();
+        self.head += 1;
+        if self.head == self.slots.len() {
+            self.head = 0;
+        }
         self.len -= 1;
     }
 
@@ -235,4 +242,62 @@ pub fn with_ack<R>(mailbox: &AckMailbox, id: u64, f: impl FnOnce(&AckFrame) -> R
 /// A new mailbox for one flow.
 pub fn mailbox() -> AckMailbox {
     Arc::new(Mutex::new(AckRing::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_transport::AckRanges;
+
+    /// The ring in place gives what a queue of frames gives: frames taken by id in order, older
+    /// ones (lost ACK packets) dropped, across growth and wrap-around.
+    #[test]
+    fn the_ack_ring_behaves_as_a_queue_of_frames() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let frame = |id: u64| AckFrame {
+            ranges: AckRanges::from_slice(&[(id, id + 1)]),
+            ack_delay: lowlat_core::Duration(id),
+            ecn: None,
+        };
+        let mut ring = AckRing::default();
+        let mut model: VecDeque<(u64, AckFrame)> = VecDeque::new();
+        let (mut pushed, mut taken) = (0u64, 0u64);
+        for _ in 0..20_000 {
+            if next(3) > 0 || model.is_empty() {
+                // Now and then the receiver has nothing to send.
+                let due = next(5) > 0;
+                assert_eq!(
+                    ring.push_with(pushed, |f| {
+                        *f = frame(pushed);
+                        due
+                    }),
+                    due
+                );
+                if due {
+                    model.push_back((pushed, frame(pushed)));
+                    pushed += 1;
+                }
+            } else {
+                // An ACK packet arrives; some before it were lost on the way.
+                let id = taken + next(3);
+                while model.front().is_some_and(|(i, _)| *i < id) {
+                    model.pop_front();
+                }
+                let want = model.front().filter(|(i, _)| *i == id).map(|(_, f)| f.clone());
+                if want.is_some() {
+                    model.pop_front();
+                }
+                assert_eq!(ring.take(id).cloned(), want, "id {id}");
+                taken = id + 1;
+            }
+            assert_eq!(ring.len(), model.len());
+        }
+        assert!(pushed > 5_000 && taken > 1_000, "{pushed} pushed, {taken} taken");
+    }
 }

@@ -109,35 +109,59 @@ impl TransportVideoSender {
     }
 
     fn on_ack(&mut self, now: Time, frame: &AckFrame) {
-        self.sender.on_ack(now, frame);
-        if self.sender.rtt().has_sample() {
-            self.metrics.rtt.push(self.sender.rtt().latest());
-            self.metrics.rtt_at.push(now);
-        }
-        self.collect_lost();
+        on_ack_parts(&mut self.sender, &mut self.metrics, &mut self.resend, now, frame);
     }
 
     fn collect_lost(&mut self) {
-        while let Some(l) = self.sender.pop_lost() {
-            self.resend.push_back(l);
-        }
-        self.skip_delivered();
+        collect_lost(&mut self.sender, &mut self.resend);
     }
 
-    /// Drops from the front of the resend queue the packets delivered meanwhile (under TCP's
-    /// recovery a late original repairs its loss; see [`Sender::still_lost`]).
     fn skip_delivered(&mut self) {
-        while self.resend.front().is_some_and(|&(tag, _)| !self.sender.still_lost(tag)) {
-            self.resend.pop_front();
-        }
+        skip_delivered(&self.sender, &mut self.resend);
+    }
+}
+
+/// An ACK frame for the sender (its fields, so that the frame can be read in the mailbox while
+/// they change).
+fn on_ack_parts(
+    sender: &mut Sender,
+    metrics: &mut MediaMetrics,
+    resend: &mut VecDeque<(u64, Bytes)>,
+    now: Time,
+    frame: &AckFrame,
+) {
+    sender.on_ack(now, frame);
+    if sender.rtt().has_sample() {
+        metrics.rtt.push(sender.rtt().latest());
+        metrics.rtt_at.push(now);
+    }
+    collect_lost(sender, resend);
+}
+
+/// Moves the packets the sender declared lost to the resend queue.
+fn collect_lost(sender: &mut Sender, resend: &mut VecDeque<(u64, Bytes)>) {
+    while let Some(l) = sender.pop_lost() {
+        resend.push_back(l);
+    }
+    skip_delivered(sender, resend);
+}
+
+/// Drops from the front of the resend queue the packets delivered meanwhile (under TCP's
+/// recovery a late original repairs its loss; see [`Sender::still_lost`]).
+fn skip_delivered(sender: &Sender, resend: &mut VecDeque<(u64, Bytes)>) {
+    while resend.front().is_some_and(|&(tag, _)| !sender.still_lost(tag)) {
+        resend.pop_front();
     }
 }
 
 impl Endpoint for TransportVideoSender {
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
-        // The frame is read where it lies in the mailbox (no copy), under the mailbox's lock.
-        let mailbox = std::sync::Arc::clone(&self.mailbox);
-        crate::transport::with_ack(&mailbox, pkt.app, |frame| self.on_ack(now, frame));
+        // The frame is read where it lies in the mailbox (no copy), under the mailbox's lock
+        // (taken through the field, not a clone of the mailbox's `Arc` per ACK).
+        let mut mailbox = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+        if let Some(frame) = mailbox.take(pkt.app) {
+            on_ack_parts(&mut self.sender, &mut self.metrics, &mut self.resend, now, frame);
+        }
     }
 
     fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
@@ -221,6 +245,9 @@ pub struct TransportVideoReceiver {
     seen_packets: usize,
     start: Time,
     fps: f64,
+    /// The capture time of the frame whose packet came last: `(frame, time)` (a frame's packets
+    /// mostly arrive together, and the time costs a float conversion).
+    last_capture: Option<(u64, Time)>,
 }
 
 impl TransportVideoReceiver {
@@ -236,6 +263,7 @@ impl TransportVideoReceiver {
             seen_packets: 0,
             start,
             fps: media.source.fps,
+            last_capture: None,
         }
     }
 }
@@ -271,7 +299,14 @@ impl Endpoint for TransportVideoReceiver {
         }
         bits[word] |= bit;
         self.seen_packets += 1;
-        let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
+        let capture = match self.last_capture {
+            Some((f, t)) if f == frame => t,
+            _ => {
+                let t = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
+                self.last_capture = Some((frame, t));
+                t
+            }
+        };
         let done_before = self.assembler.completed.len();
         self.assembler.on_packet(now, frame, count, capture);
         if self.assembler.completed.len() > done_before {
