@@ -203,43 +203,48 @@ impl Wakeups {
     /// Moves the entry at `i` up to its place, fixing `pos` of every entry it passes and its own.
     #[inline]
     fn sift_up(&mut self, mut i: usize) {
-        let e = self.heap[i];
+        // Slices borrowed once: the indices below are then checked against their lengths only.
+        let heap = self.heap.as_mut_slice();
+        let pos = self.pos.as_mut_slice();
+        let e = heap[i];
         while i > 0 {
             let parent = (i - 1) / 2;
-            let p = self.heap[parent];
+            let p = heap[parent];
             if !e.before(&p) {
                 break;
             }
-            self.heap[i] = p;
-            self.pos[p.slot as usize] = i as u32;
+            heap[i] = p;
+            pos[p.slot as usize] = i as u32;
             i = parent;
         }
-        self.heap[i] = e;
-        self.pos[e.slot as usize] = i as u32;
+        heap[i] = e;
+        pos[e.slot as usize] = i as u32;
     }
 
     /// Moves the entry at `i` down to its place, fixing `pos` of every entry it passes and its own.
     #[inline]
     fn sift_down(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        let n = self.heap.len();
+        let heap = self.heap.as_mut_slice();
+        let pos = self.pos.as_mut_slice();
+        let e = heap[i];
         loop {
             let left = 2 * i + 1;
-            if left >= n {
-                break;
-            }
-            let right = left + 1;
-            let child = if right < n && self.heap[right].before(&self.heap[left]) { right } else { left };
-            let c = self.heap[child];
+            // `get` rather than a length test and an index: each child is read once, and the
+            // compiler knows the chosen one is in bounds when it is written back.
+            let Some(&l) = heap.get(left) else { break };
+            let (child, c) = match heap.get(left + 1) {
+                Some(&r) if r.before(&l) => (left + 1, r),
+                _ => (left, l),
+            };
             if !c.before(&e) {
                 break;
             }
-            self.heap[i] = c;
-            self.pos[c.slot as usize] = i as u32;
+            heap[i] = c;
+            pos[c.slot as usize] = i as u32;
             i = child;
         }
-        self.heap[i] = e;
-        self.pos[e.slot as usize] = i as u32;
+        heap[i] = e;
+        pos[e.slot as usize] = i as u32;
     }
 }
 
