@@ -335,10 +335,12 @@ mod tests {
         matches_a_naive_queue(8, false);
     }
 
-    /// Tree sizes that are and are not powers of two, down to a single slot.
+    /// Queues of a few to over a hundred components, down to two.
     #[test]
     fn matches_a_naive_queue_at_every_size() {
-        for (seed, links, endpoints) in [(11, 1, 1), (12, 2, 1), (13, 3, 4), (14, 8, 8), (15, 13, 20), (16, 40, 90)] {
+        for (seed, links, endpoints) in
+            [(11, 1, 1), (12, 2, 1), (13, 3, 4), (14, 8, 8), (15, 13, 20), (16, 40, 90)]
+        {
             matches_a_naive_queue_with(seed, false, links, endpoints);
             matches_a_naive_queue_with(seed + 100, true, links, endpoints);
         }
