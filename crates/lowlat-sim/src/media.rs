@@ -141,12 +141,76 @@ const PADDING: u64 = u64::MAX;
 /// (the builders are the scenario registry's, [`crate::scenario::registry`]).
 pub use crate::scenario::registry::rate_controller as controller;
 
+/// The earlier of two optional instants (`None`: never).
+#[inline]
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// A sender's rate controller, with its pacing rate remembered between the calls that may change
+/// it. The sender reads the pacing rate several times per packet (each `poll_transmit` and
+/// `poll_timeout`), and some controllers work it out from several terms each time; between two
+/// calls that take the controller mutably it cannot change (a `RateController` reads no clock,
+/// and `pacing_rate` takes `&self`). Every mutable call goes through [`Controller::get_mut`],
+/// which forgets the remembered rate (there is no `DerefMut`, so no other way compiles). An
+/// external controller's state is changed through its handle, from outside: never remembered.
+#[derive(Debug)]
+struct Controller {
+    cc: Box<dyn RateController>,
+    /// The pacing rate plus one as last read; 0: not known (`AtomicU64` only because endpoints
+    /// must be `Sync`; relaxed loads and stores are plain moves).
+    pacing: std::sync::atomic::AtomicU64,
+    /// Whether the rate may be remembered (not an external controller).
+    cacheable: bool,
+}
+
+impl Controller {
+    fn new(cc: Box<dyn RateController>, cacheable: bool) -> Controller {
+        Controller { cc, pacing: std::sync::atomic::AtomicU64::new(0), cacheable }
+    }
+
+    /// The controller, for a call that may change it: the remembered pacing rate is dropped.
+    #[inline]
+    fn get_mut(&mut self) -> &mut dyn RateController {
+        *self.pacing.get_mut() = 0;
+        &mut *self.cc
+    }
+
+    /// [`RateController::pacing_rate`], read once per change of the controller.
+    #[inline]
+    fn pacing_rate(&self) -> Bitrate {
+        use std::sync::atomic::Ordering::Relaxed;
+        let known = self.pacing.load(Relaxed);
+        if known != 0 {
+            return Bitrate(known - 1);
+        }
+        let rate = self.cc.pacing_rate();
+        if self.cacheable {
+            // u64::MAX + 1 does not fit: such a rate is read afresh every time.
+            self.pacing.store(rate.as_bps().wrapping_add(1), Relaxed);
+        }
+        rate
+    }
+}
+
+impl std::ops::Deref for Controller {
+    type Target = dyn RateController;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.cc
+    }
+}
+
 /// The sending side of a video flow.
 #[derive(Debug)]
 pub struct RtpSender {
     source: VideoSource,
     pacer: Pacer,
-    cc: Box<dyn RateController>,
+    cc: Controller,
     /// The driver's handle when `cc` is an external controller.
     external: Option<ExternalHandle>,
     stop: Time,
@@ -214,7 +278,7 @@ impl RtpSender {
         RtpSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),
             pacer: Pacer::new(PacerConfig { mtu_payload: mtu, burst, ..PacerConfig::default() }),
-            cc,
+            cc: Controller::new(cc, external.is_none()),
             external,
             stop,
             pause: media.pause,
@@ -323,7 +387,7 @@ impl RtpSender {
         let sent = SentPacket { seq: self.next_seq, size, send_time: now };
         self.next_seq += 1;
         self.history.push_back(sent);
-        self.cc.on_packet_sent(now, &sent);
+        self.cc.get_mut().on_packet_sent(now, &sent);
         sent
     }
 
@@ -351,8 +415,8 @@ impl RtpSender {
             self.metrics.rtt_at.push(now);
         }
         self.last_now = now;
-        self.cc.on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
-        self.cc.on_feedback(now, &self.report);
+        self.cc.get_mut().on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
+        self.cc.get_mut().on_feedback(now, &self.report);
     }
 
     fn next_frame_time(&self) -> Option<Time> {
@@ -395,8 +459,8 @@ impl Endpoint for RtpSender {
     fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
         if let AssistFeedback::Signal(signal) = feedback {
             self.last_now = now;
-            self.cc.on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
-            self.cc.on_network_signal(now, signal);
+            self.cc.get_mut().on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
+            self.cc.get_mut().on_network_signal(now, signal);
             return;
         }
         if let AssistFeedback::Report { report_time, arrivals } = feedback {
@@ -421,7 +485,7 @@ impl Endpoint for RtpSender {
 
     fn handle_timeout(&mut self, now: Time) {
         self.last_now = now;
-        self.cc.handle_timeout(now);
+        self.cc.get_mut().handle_timeout(now);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
@@ -514,7 +578,9 @@ impl Endpoint for RtpSender {
             self.pacer.poll_timeout(rate)
         };
         let rtx = self.timeout_rtx.as_ref().and_then(TimeoutRetransmitter::poll_timeout);
-        [self.next_frame_time(), send, self.cc.poll_timeout(), rtx].into_iter().flatten().min()
+        // Written out rather than `[..].into_iter().flatten().min()`, which the compiler does not
+        // always flatten into comparisons (it ran at ~470 instructions a call).
+        earliest(earliest(self.next_frame_time(), send), earliest(self.cc.poll_timeout(), rtx))
     }
 }
 
@@ -642,7 +708,7 @@ impl Endpoint for RtpReceiver {
 
     fn poll_timeout(&self) -> Option<Time> {
         let nack = self.nack.as_ref().and_then(NackRequester::poll_timeout);
-        [self.collector.poll_timeout(), nack].into_iter().flatten().min()
+        earliest(self.collector.poll_timeout(), nack)
     }
 
     fn last_payload(&self) -> Option<&[u8]> {
