@@ -199,7 +199,8 @@ pub struct Link {
     middlebox: Option<Box<dyn Middlebox>>,
     aqm_drops_seen: u64,
     stats: LinkStats,
-    /// Completes transmissions lazily (see the module docs): no middlebox.
+    /// Completes transmissions lazily (see the module docs): no middlebox, or one that hears of
+    /// transmissions late.
     lazy_completion: bool,
     /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
     eager: bool,
@@ -234,8 +235,10 @@ impl Link {
 
     /// Puts a middlebox at this link's queue.
     pub fn set_middlebox(&mut self, middlebox: Box<dyn Middlebox>) {
-        // The middlebox hears of each transmission's end when it happens.
-        self.lazy_completion = false;
+        // A middlebox that must hear of each transmission's end when it happens makes the link
+        // complete transmissions eagerly (one wake-up per packet more); one that may hear of it
+        // at its next call (Middlebox::hears_transmissions_late: Zhuge) keeps the lazy path.
+        self.lazy_completion = middlebox.hears_transmissions_late();
         self.eager = false;
         self.middlebox = Some(middlebox);
     }
