@@ -232,8 +232,17 @@ default; the first bullet has the artifact's), measured with ``lowlat reproduce 
 pooled: ratios averaged over the 16 traces, late frames pooled over their frames; the trace runs
 use one seed whatever ``--seeds``):
 
-- *With the artifact's GCC and its grouping* (the default ``--gcc artifact``, ``lowlat reproduce
-  zhuge --traces <the 16 files> --no-plots``): GCC+Zhuge against GCC+FIFO on W1+W2: RTT above
+- *The defaults* (``--gcc artifact`` with its grouping, ``--in-band sampled``; ``lowlat reproduce
+  zhuge --traces ../shared/traces/zhuge --no-plots``, one seed; the ABW drop k = 10 over 5 seeds):
+  GCC+Zhuge against GCC+FIFO on W1+W2: RTT above 200 ms 0.0132 vs 0.0274 (-52 %); late frames
+  (the artifact's accounting) 0.0334 vs 0.0303 (+10 %; by cause, given up / repaired / waited /
+  queued: 1482 / 1184 / 635 / 498 against 396 / 121 / 92 / 2841); throughput 4112 vs 5060 kbit/s
+  (0.81). ABW drop, the artifact's statistic: GCC+Zhuge 1.01 vs GCC 2.05 s (-51 %), Copa+Zhuge
+  2.01 vs Copa 2.63 s (-24 %). Per family, GCC+Zhuge / GCC+FIFO throughput: C1 0.86, C2 0.81,
+  C3 0.76, W1 0.78, W2 0.83, abc4g 0.84; RTT above 200 ms lower with Zhuge in every family
+  (abc4g 0.055 vs 0.158). The next bullet has the same with ``--in-band per-packet``.
+- *With the artifact's GCC and its grouping, every packet reported* (``--in-band per-packet``,
+  the default before the artifact's sampled reports; same command): GCC+Zhuge against GCC+FIFO on W1+W2: RTT above
   200 ms 0.0129 vs 0.0274 (-53 %); late frames (the artifact's accounting) 0.0315 vs 0.0303
   (+4 %; GCC+CoDel 0.0324); throughput 3898 vs 5060 kbit/s (0.77; GCC+CoDel 4955). Late frames by
   cause (given up / repaired / waited / queued): GCC+FIFO 396 / 121 / 92 / 2841, GCC+Zhuge 1479 /
