@@ -436,13 +436,7 @@ mod tests {
         let cfg = FortuneTellerConfig { frame_interval: Duration::from_millis(4), ..exact() };
         let w = cfg.window_slots();
         let mut ft = FortuneTeller::new(cfg);
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = lowlat_core::rng::below(1, "teller-test");
         let mut pattern: Vec<Option<u64>> = Vec::new();
         let (mut reads, mut idle_reads) = (0, 0);
         while pattern.len() < 3_000 {

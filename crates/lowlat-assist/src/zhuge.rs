@@ -1040,13 +1040,7 @@ mod tests {
             assert!(late_ap.hears_transmissions_late());
             let mut late: Vec<(Time, Packet, QueueState)> = Vec::new();
             let mut out: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-            let mut next = |n: u64| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x % n
-            };
+            let mut next = lowlat_core::rng::below(1, "late-ap-test");
             // What the queue calls: the late AP first hears of the transmissions that ended.
             let flush = |z: &mut Zhuge, late: &mut Vec<(Time, Packet, QueueState)>| {
                 for (at, p, q) in late.drain(..) {

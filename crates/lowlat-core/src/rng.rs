@@ -38,6 +38,19 @@ pub fn stream(seed: u64, name: &str) -> Rng {
     Rng::from_seed(bytes)
 }
 
+/// Uniform 64-bit words from the stream of `name` (seed `seed`): the random input of property
+/// tests and tools, from the generator the components use.
+pub fn words(seed: u64, name: &str) -> impl FnMut() -> u64 {
+    let mut r = stream(seed, name);
+    move || rand::Rng::random(&mut r)
+}
+
+/// Uniform integers in `0..n` (`n` > 0) from the stream of `name` (seed `seed`), as [`words`].
+pub fn below(seed: u64, name: &str) -> impl FnMut(u64) -> u64 {
+    let mut r = stream(seed, name);
+    move |n| rand::Rng::random_range(&mut r, 0..n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

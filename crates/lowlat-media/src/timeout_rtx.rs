@@ -806,13 +806,7 @@ mod tests {
         // A sender driven at random (a fixed generator): frames of 1-40 packets sent over time,
         // ACKs mostly in order with some lost, dispersion changes, retransmissions and pacer
         // flushes. After every change that recomputes the schedule it must equal a full scan.
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut rnd = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = lowlat_core::rng::below(1, "timeout-rtx-test");
         let mut s = TimeoutRetransmitter::new(TimeoutRtxConfig::default());
         let (mut now, mut seq, mut frame) = (Time::ZERO, 0u64, 0u64);
         let mut in_flight: VecDeque<(u64, u16, u64)> = VecDeque::new();

@@ -304,15 +304,13 @@ mod bucket_tests {
     /// per bucket, over random samples of every magnitude (1 ns to hours, and the extremes).
     #[test]
     fn bucket_counts_read_as_hdrhistogram_reads_every_sample() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut word = lowlat_core::rng::words(1, "histogram-test");
         for round in 0..40u64 {
             let mut h = NsHistogram::new();
             let mut one = Histogram::<u64>::new(3).unwrap();
             let n = 1 + (round * 997) % 30_000;
             for i in 0..n {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = word();
                 let v = match (x >> 58) % 8 {
                     0 => 0,
                     1 => i % 3000,

@@ -253,13 +253,7 @@ mod tests {
     /// ones (lost ACK packets) dropped, across growth and wrap-around.
     #[test]
     fn the_ack_ring_behaves_as_a_queue_of_frames() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = lowlat_core::rng::below(1, "ack-ring-test");
         let frame = |id: u64| AckFrame {
             ranges: AckRanges::from_slice(&[(id, id + 1)]),
             ack_delay: lowlat_core::Duration(id),

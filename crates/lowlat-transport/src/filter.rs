@@ -232,13 +232,7 @@ mod tests {
     /// `tcp_detected` loop, which they replace), on random samples, ages and query times.
     #[test]
     fn suffix_extrema_equal_a_scan_of_the_history() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = lowlat_core::rng::below(1, "suffix-extrema-test");
         for case in 0..200 {
             let keep = 1 + next(2_000);
             let mut ext = SuffixExtrema::new();

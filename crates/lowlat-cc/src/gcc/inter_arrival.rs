@@ -238,12 +238,10 @@ mod tests {
     #[test]
     fn delta_ms_is_the_exact_signed_difference_whatever_the_width() {
         let wide = |a: u64, b: u64| (i128::from(a) - i128::from(b)) as f64 / 1e6;
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut word = lowlat_core::rng::words(1, "delta-ms-test");
         let mut edges = vec![0, 1, 999_999, 1 << 52, (1 << 53) + 1, i64::MAX as u64, 1 << 63, u64::MAX];
         for _ in 0..2000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = word();
             edges.push(x >> (x % 40));
         }
         for &a in &edges {
