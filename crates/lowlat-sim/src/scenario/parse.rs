@@ -17,13 +17,19 @@ pub enum Format {
 }
 
 impl Scenario {
-    /// Reads and validates a scenario file.
+    /// Reads and validates a scenario file: TOML, or JSON when its name ends in `.json` (a
+    /// scenario built as a dict in Python and saved with `json.dump`).
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let label = path.display().to_string();
         let text = lowlat_net::trace::read_text_file(path)
             .map_err(|e| ScenarioError::new(&label, "", format!("cannot read the file: {e}")))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Scenario::parse(&text, Format::Toml, &label, &base)
+        let format = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            Format::Json
+        } else {
+            Format::Toml
+        };
+        Scenario::parse(&text, format, &label, &base)
     }
 
     /// Reads and validates a scenario given as text; `label` names it in errors, relative trace
