@@ -434,7 +434,11 @@ impl Endpoint for RtpSender {
             // A NACK may overtake reports held on the way (Zhuge out-of-band): take it alone.
             let id = pkt.app & !APP_NON_CC_FEEDBACK;
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            let msg = mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k));
+            // Usually the front one (`remove(0)` still runs a zero-length `wrap_copy`).
+            let msg = match mb.iter().position(|(i, _)| *i == id) {
+                Some(0) => mb.pop_front(),
+                k => k.and_then(|k| mb.remove(k)),
+            };
             drop(mb);
             match msg {
                 Some((_, RtcpMessage::Nack { lost, forward_delay })) => {
@@ -466,10 +470,14 @@ impl Endpoint for RtpSender {
         if let AssistFeedback::Report { report_time, arrivals } = feedback {
             // The receiver's own reports were dropped on the way: what they left in the mailbox
             // is stale (its NACKs and ACKs were not: they pass the AP).
-            self.mailbox
-                .lock()
-                .expect("the mailbox lock is never held across a panic")
-                .retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. } | RtcpMessage::Ack { .. }));
+            // Checked first: a report comes every few milliseconds, the receiver's reports every
+            // 100 ms or so, and `retain` costs several times the check per entry (the ACKs in
+            // flight).
+            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+            if mb.iter().any(|(_, m)| matches!(m, RtcpMessage::Report { .. })) {
+                mb.retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. } | RtcpMessage::Ack { .. }));
+            }
+            drop(mb);
             self.assisted = true;
             if let Some(t) = self.timeout_rtx.as_mut() {
                 t.on_assist_report();
