@@ -154,10 +154,18 @@ impl FeedbackCollector {
     /// The report due at `now`: every sequence number from the last report's end to the highest
     /// received, with its arrival time or `None` (lost). Sequence numbers below a previous report
     /// (late packets) are dropped.
+    #[inline]
     pub fn poll_report(&mut self, now: Time) -> Option<Vec<Arrival>> {
         if self.poll_timeout().is_none_or(|t| t > now) {
             return None;
         }
+        self.take_report(now)
+    }
+
+    /// [`FeedbackCollector::poll_report`] once due: kept out of line, as the receiver asks after
+    /// every packet and a report is due after dozens.
+    #[inline(never)]
+    fn take_report(&mut self, now: Time) -> Option<Vec<Arrival>> {
         self.last_report = now;
         self.pending.sort_unstable_by_key(|p| p.0);
         let highest = self.pending.last()?.0;

@@ -317,16 +317,57 @@ impl RtpSender {
     }
 
     /// Queues what the retransmission timer found due at `now`, ahead of new media.
+    #[inline]
     fn poll_timeout_rtx(&mut self, now: Time) {
+        if self.timeout_rtx.as_ref().and_then(TimeoutRetransmitter::poll_timeout).is_some_and(|due| due <= now) {
+            self.queue_timed_out(now);
+        }
+    }
+
+    /// [`RtpSender::poll_timeout_rtx`] once due (out of line: `poll_transmit` runs several
+    /// times per packet, a check is due far less often).
+    #[inline(never)]
+    fn queue_timed_out(&mut self, now: Time) {
         let Some(t) = self.timeout_rtx.as_mut() else { return };
-        if t.poll_timeout().is_some_and(|due| due <= now) {
-            self.rtx_batch.clear();
-            t.poll_retransmissions(now, &mut self.rtx_batch);
-            for p in &self.rtx_batch {
-                // No media sequence number here: the receiver knows a packet by frame and index.
-                self.pacer.enqueue_retransmission(now, 0, p);
+        self.rtx_batch.clear();
+        t.poll_retransmissions(now, &mut self.rtx_batch);
+        for p in &self.rtx_batch {
+            // No media sequence number here: the receiver knows a packet by frame and index.
+            self.pacer.enqueue_retransmission(now, 0, p);
+        }
+    }
+
+    /// Encodes and queues the frames captured up to `now` (out of line, as above: a frame per
+    /// dozens of polls).
+    #[inline(never)]
+    fn encode_frames(&mut self, now: Time) {
+        while self.next_frame_time().is_some_and(|t| t <= now) {
+            // The encoder gets what retransmissions leave of the target (libwebrtc subtracts its
+            // measured NACK rate as protection overhead).
+            let target = self.cc.target_bitrate();
+            let rtx = if self.sent_media.is_some() { self.rtx_rate(now) } else { Bitrate::ZERO };
+            self.source.set_target(Bitrate::bps(target.as_bps().saturating_sub(rtx.as_bps())));
+            if let Some(frame) = self.source.poll_frame(now) {
+                if self.pause.is_some_and(|(from, to)| (from..to).contains(&frame.capture_time)) {
+                    continue; // paused: the frame is never encoded
+                }
+                self.metrics.frames_sent += 1;
+                self.pacer.enqueue_frame(now, &frame);
             }
         }
+    }
+
+    /// A padding packet at `now` if the controller probes and the pacer is idle and allows it.
+    #[inline(never)]
+    fn poll_padding(&mut self, now: Time, rate: Bitrate) -> Option<Transmit> {
+        if self.pacer.is_empty()
+            && self.cc.can_send(now, self.padding_size)
+            && self.pacer.poll_padding(now, rate, self.padding_size)
+        {
+            let sent = self.record_sent(now, self.padding_size);
+            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: self.codepoint() });
+        }
+        None
     }
 
     /// Moves the retransmission-rate window to `now`, clearing the slots it passes.
@@ -497,19 +538,8 @@ impl Endpoint for RtpSender {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        while self.next_frame_time().is_some_and(|t| t <= now) {
-            // The encoder gets what retransmissions leave of the target (libwebrtc subtracts its
-            // measured NACK rate as protection overhead).
-            let target = self.cc.target_bitrate();
-            let rtx = if self.sent_media.is_some() { self.rtx_rate(now) } else { Bitrate::ZERO };
-            self.source.set_target(Bitrate::bps(target.as_bps().saturating_sub(rtx.as_bps())));
-            if let Some(frame) = self.source.poll_frame(now) {
-                if self.pause.is_some_and(|(from, to)| (from..to).contains(&frame.capture_time)) {
-                    continue; // paused: the frame is never encoded
-                }
-                self.metrics.frames_sent += 1;
-                self.pacer.enqueue_frame(now, &frame);
-            }
+        if self.next_frame_time().is_some_and(|t| t <= now) {
+            self.encode_frames(now);
         }
         self.last_now = now;
         self.poll_timeout_rtx(now);
@@ -553,13 +583,8 @@ impl Endpoint for RtpSender {
             };
             return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: self.codepoint() });
         }
-        if self.cc.wants_padding(now)
-            && self.pacer.is_empty()
-            && self.cc.can_send(now, self.padding_size)
-            && self.pacer.poll_padding(now, rate, self.padding_size)
-        {
-            let sent = self.record_sent(now, self.padding_size);
-            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: self.codepoint() });
+        if self.cc.wants_padding(now) {
+            return self.poll_padding(now, rate);
         }
         None
     }
@@ -684,34 +709,13 @@ impl Endpoint for RtpReceiver {
             let size = TimeoutRtxConfig::default().ack_size;
             return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
         }
-        self.lost.clear();
-        if self.nack.as_mut().is_some_and(|n| n.poll_nack(now, &mut self.lost)) {
-            let msg = lowlat_wire::GenericNack::from_lost(1, 2, &self.lost);
-            self.nack_bytes.clear();
-            // Invariant: a NACK of at least one and at most 1000 packets encodes.
-            msg.encode(&mut self.nack_bytes).expect("a NACK of 1 to 1000 packets encodes");
-            let size = Bytes(IP_UDP + self.nack_bytes.len() as u64);
-            let id = self.next_report_id;
-            self.next_report_id += 1;
-            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
-                id,
-                RtcpMessage::Nack { lost: self.lost.clone(), forward_delay: self.forward_delay },
-            ));
-            return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
+        if self.nack.is_some() {
+            if let Some(t) = self.poll_nack(now) {
+                return Some(t);
+            }
         }
-        let mut report = self.collector.poll_report(now)?;
-        if !self.encoder.carries_ecn() {
-            // Transport-cc has no ECN field: the marks are lost on the way back.
-            report.iter_mut().for_each(|a| a.ecn = 0);
-        }
-        let size = self.encoder.datagram_size(&report, now);
-        let id = self.next_report_id;
-        self.next_report_id += 1;
-        self.mailbox
-            .lock()
-            .expect("the mailbox lock is never held across a panic")
-            .push_back((id, RtcpMessage::Report { report_time: now, arrivals: report }));
-        Some(Transmit { size, seq: id, app: id, ecn: 0 })
+        let report = self.collector.poll_report(now)?;
+        Some(self.send_report(now, report))
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -737,6 +741,48 @@ impl Endpoint for RtpReceiver {
                 .unwrap_or(0),
             ..MediaMetrics::default()
         })
+    }
+}
+
+// The receiver's rarer sends, out of `poll_transmit`, which runs after every packet (usually to
+// send its ACK, or nothing).
+impl RtpReceiver {
+    /// The NACK due at `now`, if any (with `nack = true`).
+    #[inline(never)]
+    fn poll_nack(&mut self, now: Time) -> Option<Transmit> {
+        self.lost.clear();
+        if self.nack.as_mut().is_some_and(|n| n.poll_nack(now, &mut self.lost)) {
+            let msg = lowlat_wire::GenericNack::from_lost(1, 2, &self.lost);
+            self.nack_bytes.clear();
+            // Invariant: a NACK of at least one and at most 1000 packets encodes.
+            msg.encode(&mut self.nack_bytes).expect("a NACK of 1 to 1000 packets encodes");
+            let size = Bytes(IP_UDP + self.nack_bytes.len() as u64);
+            let id = self.next_report_id;
+            self.next_report_id += 1;
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
+                id,
+                RtcpMessage::Nack { lost: self.lost.clone(), forward_delay: self.forward_delay },
+            ));
+            return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
+        }
+        None
+    }
+
+    /// Sends the feedback `report` built at `now`.
+    #[inline(never)]
+    fn send_report(&mut self, now: Time, mut report: Vec<Arrival>) -> Transmit {
+        if !self.encoder.carries_ecn() {
+            // Transport-cc has no ECN field: the marks are lost on the way back.
+            report.iter_mut().for_each(|a| a.ecn = 0);
+        }
+        let size = self.encoder.datagram_size(&report, now);
+        let id = self.next_report_id;
+        self.next_report_id += 1;
+        self.mailbox
+            .lock()
+            .expect("the mailbox lock is never held across a panic")
+            .push_back((id, RtcpMessage::Report { report_time: now, arrivals: report }));
+        Transmit { size, seq: id, app: id, ecn: 0 }
     }
 }
 
