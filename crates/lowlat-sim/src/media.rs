@@ -639,6 +639,9 @@ pub struct RtpReceiver {
     /// With `repair = "timeout"`: duplicates and dispersion, and the ACKs to send.
     acks: Option<AckResponder>,
     pending_acks: VecDeque<RtcpMessage>,
+    /// The latest frame a packet arrived for and its capture time (none at first: frame ids
+    /// have 23 bits).
+    capture: (u64, Time),
 }
 
 impl RtpReceiver {
@@ -660,6 +663,7 @@ impl RtpReceiver {
             nack_bytes: Vec::with_capacity(256),
             acks: (media.repair == Repair::Timeout).then(AckResponder::default),
             pending_acks: VecDeque::new(),
+            capture: (u64::MAX, start),
         }
     }
 }
@@ -696,9 +700,12 @@ impl Endpoint for RtpReceiver {
             }
         }
         let (frame, count) = unpack(pkt.app);
-        // The capture clock is the source's: frame k is captured at start + k / fps.
-        let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
-        self.assembler.on_packet(now, frame, count, capture);
+        // The capture clock is the source's: frame k is captured at start + k / fps (worked out
+        // once per frame: its packets come together).
+        if self.capture.0 != frame {
+            self.capture = (frame, self.start + Duration::from_secs_f64(frame as f64 / self.fps));
+        }
+        self.assembler.on_packet(now, frame, count, self.capture.1);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
