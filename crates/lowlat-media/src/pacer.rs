@@ -68,12 +68,24 @@ pub struct Pacer {
     tokens: f64,
     last_refill: Time,
     discarded_packets: u64,
+    /// The rate of the last refill, as bits per second in `f64`, and the bucket's capacity at it,
+    /// bits: kept from refill to refill (the sender refills at every poll, and the rate seldom
+    /// changes; the `u64` to `f64` conversions cost more than the rest of a refill).
+    rate: Bitrate,
+    rate_bps: f64,
+    cap: f64,
+    /// `cfg.burst` in seconds.
+    burst_s: f64,
 }
 
 impl Pacer {
     /// An empty pacer.
     pub fn new(cfg: PacerConfig) -> Pacer {
         Pacer {
+            burst_s: cfg.burst.as_secs_f64(),
+            rate: Bitrate::ZERO,
+            rate_bps: 0.0,
+            cap: 0.0,
             cfg,
             queue: VecDeque::with_capacity(256),
             rtx: VecDeque::with_capacity(64),
@@ -120,9 +132,12 @@ impl Pacer {
     }
 
     fn refill(&mut self, now: Time, rate: Bitrate) {
-        let cap = rate.as_bps_f64() * self.cfg.burst.as_secs_f64();
-        self.tokens =
-            (self.tokens + rate.as_bps_f64() * (now - self.last_refill).as_secs_f64()).min(cap.max(0.0));
+        if rate != self.rate {
+            self.rate = rate;
+            self.rate_bps = rate.as_bps_f64();
+            self.cap = (self.rate_bps * self.burst_s).max(0.0);
+        }
+        self.tokens = (self.tokens + self.rate_bps * (now - self.last_refill).as_secs_f64()).min(self.cap);
         self.last_refill = now;
     }
 
@@ -185,7 +200,8 @@ impl Pacer {
         if rate == Bitrate::ZERO {
             return None;
         }
-        Some(self.last_refill + Duration::from_secs_f64(-self.tokens / rate.as_bps_f64()) + Duration(1))
+        let rate_bps = if rate == self.rate { self.rate_bps } else { rate.as_bps_f64() };
+        Some(self.last_refill + Duration::from_secs_f64(-self.tokens / rate_bps) + Duration(1))
     }
 
     /// Whether nothing waits.

@@ -154,25 +154,36 @@ impl FeedbackCollector {
     /// The report due at `now`: every sequence number from the last report's end to the highest
     /// received, with its arrival time or `None` (lost). Sequence numbers below a previous report
     /// (late packets) are dropped.
+    #[inline]
     pub fn poll_report(&mut self, now: Time) -> Option<Vec<Arrival>> {
         if self.poll_timeout().is_none_or(|t| t > now) {
             return None;
         }
+        self.take_report(now)
+    }
+
+    /// [`FeedbackCollector::poll_report`] once due: kept out of line, as the receiver asks after
+    /// every packet and a report is due after dozens.
+    #[inline(never)]
+    fn take_report(&mut self, now: Time) -> Option<Vec<Arrival>> {
         self.last_report = now;
         self.pending.sort_unstable_by_key(|p| p.0);
         let highest = self.pending.last()?.0;
         let mut out = Vec::with_capacity((highest + 1).saturating_sub(self.next_seq) as usize);
-        let mut it = self.pending.drain(..).filter(|p| p.0 >= self.next_seq).peekable();
-        for seq in self.next_seq..=highest {
-            match it.peek() {
-                Some(&(s, t, ecn)) if s == seq => {
-                    out.push(Arrival::received(seq, t, ecn));
-                    it.next();
-                }
-                _ => out.push(Arrival::lost(seq)),
+        // One pass over the sorted arrivals (from `next_seq`), the gaps reported lost. A second
+        // arrival of a sequence number already reported makes every later one lost, as a
+        // sequence-by-sequence walk that peeks at the arrivals does (it never gets past it).
+        let mut seq = self.next_seq;
+        for &(s, t, ecn) in self.pending.iter().filter(|p| p.0 >= self.next_seq) {
+            if s < seq {
+                break;
             }
+            out.extend((seq..s).map(Arrival::lost));
+            out.push(Arrival::received(s, t, ecn));
+            seq = s + 1;
         }
-        drop(it);
+        out.extend((seq..=highest).map(Arrival::lost));
+        self.pending.clear();
         self.next_seq = highest + 1;
         Some(out)
     }
@@ -326,6 +337,53 @@ mod tests {
             if k % 3 != 1 {
                 assert_eq!(enc.last_encoded(), &expected[..], "report {k}");
                 assert_eq!(enc.last_encoded(), &expected[..], "report {k}, asked twice");
+            }
+        }
+    }
+
+    /// The report as a walk over every sequence number peeking at the sorted arrivals (the
+    /// collector's first form), for the one-pass version to match.
+    fn walked_report(pending: &mut Vec<(u64, Time, u8)>, next_seq: &mut u64) -> Option<Vec<Arrival>> {
+        pending.sort_unstable_by_key(|p| p.0);
+        let highest = pending.last()?.0;
+        let mut out = Vec::new();
+        let mut it = pending.drain(..).filter(|p| p.0 >= *next_seq).peekable();
+        for seq in *next_seq..=highest {
+            match it.peek() {
+                Some(&(s, t, ecn)) if s == seq => {
+                    out.push(Arrival::received(seq, t, ecn));
+                    it.next();
+                }
+                _ => out.push(Arrival::lost(seq)),
+            }
+        }
+        drop(it);
+        *next_seq = highest + 1;
+        Some(out)
+    }
+
+    #[test]
+    fn reports_match_a_walk_over_every_sequence_number() {
+        // Random arrivals: reordered, lost, late (below an earlier report) and duplicated.
+        let mut rnd = lowlat_core::rng::below(3, "feedback-collector-test");
+        let mut c = FeedbackCollector::new(FeedbackSchedule::Interval(Duration::from_millis(10)));
+        let (mut pending, mut next_seq) = (Vec::new(), 0u64);
+        let mut seq = 0u64;
+        for k in 1..2_000u64 {
+            let now = Time::from_millis(k);
+            for _ in 0..rnd(4) {
+                seq += 1 + u64::from(rnd(6) == 0);
+                let s = match rnd(20) {
+                    0 => seq.saturating_sub(rnd(30)),
+                    1 => seq.saturating_sub(1),
+                    _ => seq,
+                };
+                let ecn = rnd(4) as u8;
+                c.on_packet_ecn(now, s, ecn);
+                pending.push((s, now, ecn));
+            }
+            if let Some(report) = c.poll_report(now) {
+                assert_eq!(Some(report), walked_report(&mut pending, &mut next_seq), "at {k} ms");
             }
         }
     }

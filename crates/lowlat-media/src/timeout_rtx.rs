@@ -294,10 +294,12 @@ impl TimeoutRetransmitter {
 
     /// The position of frame `id` in `frames`, or where it would go.
     fn find(&self, id: u64) -> Result<usize, usize> {
-        // Frames are sent in order: the newest is the likeliest.
+        // Frames are sent in order: the newest is the likeliest when sending, the oldest when
+        // acknowledged (the newest is being sent while its predecessor's ACKs come back).
         match self.frames.back() {
             Some(f) if f.id == id => Ok(self.frames.len() - 1),
             Some(f) if f.id < id => Err(self.frames.len()),
+            _ if self.frames.front().is_some_and(|f| f.id == id) => Ok(0),
             _ => self.frames.binary_search_by_key(&id, |f| f.id),
         }
     }
@@ -319,7 +321,7 @@ impl TimeoutRetransmitter {
             Err(at) => {
                 let mut f = self.spare.pop().unwrap_or_default();
                 f.id = packet.frame;
-                f.encoded = packet.enqueued;
+                f.encoded = Time::MAX; // set below
                 f.count = 0;
                 f.rebuild = false;
                 self.frames.insert(at, f);
@@ -327,11 +329,15 @@ impl TimeoutRetransmitter {
             }
         };
         let disp = self.dispersion.as_nanos();
-        let encoded = self.frames[at].encoded.min(packet.enqueued);
-        let (checkable, forget) =
-            (self.tick_at_or_after(encoded + self.cfg.min_age), self.tick_after(encoded + self.cfg.deadline));
+        // A frame's packets are queued together: its instants are worked out with its first.
+        if packet.enqueued < self.frames[at].encoded {
+            let encoded = packet.enqueued;
+            let (checkable, forget) =
+                (self.tick_at_or_after(encoded + self.cfg.min_age), self.tick_after(encoded + self.cfg.deadline));
+            let f = &mut self.frames[at];
+            (f.encoded, f.checkable, f.forget) = (encoded, checkable, forget);
+        }
         let f = &mut self.frames[at];
-        (f.encoded, f.checkable, f.forget) = (encoded, checkable, forget);
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
         let i = usize::from(packet.index);
         if f.packets.len() <= i {

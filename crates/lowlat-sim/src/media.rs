@@ -317,16 +317,57 @@ impl RtpSender {
     }
 
     /// Queues what the retransmission timer found due at `now`, ahead of new media.
+    #[inline]
     fn poll_timeout_rtx(&mut self, now: Time) {
+        if self.timeout_rtx.as_ref().and_then(TimeoutRetransmitter::poll_timeout).is_some_and(|due| due <= now) {
+            self.queue_timed_out(now);
+        }
+    }
+
+    /// [`RtpSender::poll_timeout_rtx`] once due (out of line: `poll_transmit` runs several
+    /// times per packet, a check is due far less often).
+    #[inline(never)]
+    fn queue_timed_out(&mut self, now: Time) {
         let Some(t) = self.timeout_rtx.as_mut() else { return };
-        if t.poll_timeout().is_some_and(|due| due <= now) {
-            self.rtx_batch.clear();
-            t.poll_retransmissions(now, &mut self.rtx_batch);
-            for p in &self.rtx_batch {
-                // No media sequence number here: the receiver knows a packet by frame and index.
-                self.pacer.enqueue_retransmission(now, 0, p);
+        self.rtx_batch.clear();
+        t.poll_retransmissions(now, &mut self.rtx_batch);
+        for p in &self.rtx_batch {
+            // No media sequence number here: the receiver knows a packet by frame and index.
+            self.pacer.enqueue_retransmission(now, 0, p);
+        }
+    }
+
+    /// Encodes and queues the frames captured up to `now` (out of line, as above: a frame per
+    /// dozens of polls).
+    #[inline(never)]
+    fn encode_frames(&mut self, now: Time) {
+        while self.next_frame_time().is_some_and(|t| t <= now) {
+            // The encoder gets what retransmissions leave of the target (libwebrtc subtracts its
+            // measured NACK rate as protection overhead).
+            let target = self.cc.target_bitrate();
+            let rtx = if self.sent_media.is_some() { self.rtx_rate(now) } else { Bitrate::ZERO };
+            self.source.set_target(Bitrate::bps(target.as_bps().saturating_sub(rtx.as_bps())));
+            if let Some(frame) = self.source.poll_frame(now) {
+                if self.pause.is_some_and(|(from, to)| (from..to).contains(&frame.capture_time)) {
+                    continue; // paused: the frame is never encoded
+                }
+                self.metrics.frames_sent += 1;
+                self.pacer.enqueue_frame(now, &frame);
             }
         }
+    }
+
+    /// A padding packet at `now` if the controller probes and the pacer is idle and allows it.
+    #[inline(never)]
+    fn poll_padding(&mut self, now: Time, rate: Bitrate) -> Option<Transmit> {
+        if self.pacer.is_empty()
+            && self.cc.can_send(now, self.padding_size)
+            && self.pacer.poll_padding(now, rate, self.padding_size)
+        {
+            let sent = self.record_sent(now, self.padding_size);
+            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: self.codepoint() });
+        }
+        None
     }
 
     /// Moves the retransmission-rate window to `now`, clearing the slots it passes.
@@ -434,7 +475,11 @@ impl Endpoint for RtpSender {
             // A NACK may overtake reports held on the way (Zhuge out-of-band): take it alone.
             let id = pkt.app & !APP_NON_CC_FEEDBACK;
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            let msg = mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k));
+            // Usually the front one (`remove(0)` still runs a zero-length `wrap_copy`).
+            let msg = match mb.iter().position(|(i, _)| *i == id) {
+                Some(0) => mb.pop_front(),
+                k => k.and_then(|k| mb.remove(k)),
+            };
             drop(mb);
             match msg {
                 Some((_, RtcpMessage::Nack { lost, forward_delay })) => {
@@ -466,10 +511,14 @@ impl Endpoint for RtpSender {
         if let AssistFeedback::Report { report_time, arrivals } = feedback {
             // The receiver's own reports were dropped on the way: what they left in the mailbox
             // is stale (its NACKs and ACKs were not: they pass the AP).
-            self.mailbox
-                .lock()
-                .expect("the mailbox lock is never held across a panic")
-                .retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. } | RtcpMessage::Ack { .. }));
+            // Checked first: a report comes every few milliseconds, the receiver's reports every
+            // 100 ms or so, and `retain` costs several times the check per entry (the ACKs in
+            // flight).
+            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+            if mb.iter().any(|(_, m)| matches!(m, RtcpMessage::Report { .. })) {
+                mb.retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. } | RtcpMessage::Ack { .. }));
+            }
+            drop(mb);
             self.assisted = true;
             if let Some(t) = self.timeout_rtx.as_mut() {
                 t.on_assist_report();
@@ -489,19 +538,8 @@ impl Endpoint for RtpSender {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        while self.next_frame_time().is_some_and(|t| t <= now) {
-            // The encoder gets what retransmissions leave of the target (libwebrtc subtracts its
-            // measured NACK rate as protection overhead).
-            let target = self.cc.target_bitrate();
-            let rtx = if self.sent_media.is_some() { self.rtx_rate(now) } else { Bitrate::ZERO };
-            self.source.set_target(Bitrate::bps(target.as_bps().saturating_sub(rtx.as_bps())));
-            if let Some(frame) = self.source.poll_frame(now) {
-                if self.pause.is_some_and(|(from, to)| (from..to).contains(&frame.capture_time)) {
-                    continue; // paused: the frame is never encoded
-                }
-                self.metrics.frames_sent += 1;
-                self.pacer.enqueue_frame(now, &frame);
-            }
+        if self.next_frame_time().is_some_and(|t| t <= now) {
+            self.encode_frames(now);
         }
         self.last_now = now;
         self.poll_timeout_rtx(now);
@@ -545,13 +583,8 @@ impl Endpoint for RtpSender {
             };
             return Some(Transmit { size: p.size, seq: sent.seq, app, ecn: self.codepoint() });
         }
-        if self.cc.wants_padding(now)
-            && self.pacer.is_empty()
-            && self.cc.can_send(now, self.padding_size)
-            && self.pacer.poll_padding(now, rate, self.padding_size)
-        {
-            let sent = self.record_sent(now, self.padding_size);
-            return Some(Transmit { size: sent.size, seq: sent.seq, app: PADDING, ecn: self.codepoint() });
+        if self.cc.wants_padding(now) {
+            return self.poll_padding(now, rate);
         }
         None
     }
@@ -606,6 +639,9 @@ pub struct RtpReceiver {
     /// With `repair = "timeout"`: duplicates and dispersion, and the ACKs to send.
     acks: Option<AckResponder>,
     pending_acks: VecDeque<RtcpMessage>,
+    /// The latest frame a packet arrived for and its capture time (none at first: frame ids
+    /// have 23 bits).
+    capture: (u64, Time),
 }
 
 impl RtpReceiver {
@@ -627,6 +663,7 @@ impl RtpReceiver {
             nack_bytes: Vec::with_capacity(256),
             acks: (media.repair == Repair::Timeout).then(AckResponder::default),
             pending_acks: VecDeque::new(),
+            capture: (u64::MAX, start),
         }
     }
 }
@@ -663,9 +700,12 @@ impl Endpoint for RtpReceiver {
             }
         }
         let (frame, count) = unpack(pkt.app);
-        // The capture clock is the source's: frame k is captured at start + k / fps.
-        let capture = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
-        self.assembler.on_packet(now, frame, count, capture);
+        // The capture clock is the source's: frame k is captured at start + k / fps (worked out
+        // once per frame: its packets come together).
+        if self.capture.0 != frame {
+            self.capture = (frame, self.start + Duration::from_secs_f64(frame as f64 / self.fps));
+        }
+        self.assembler.on_packet(now, frame, count, self.capture.1);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
@@ -676,34 +716,13 @@ impl Endpoint for RtpReceiver {
             let size = TimeoutRtxConfig::default().ack_size;
             return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
         }
-        self.lost.clear();
-        if self.nack.as_mut().is_some_and(|n| n.poll_nack(now, &mut self.lost)) {
-            let msg = lowlat_wire::GenericNack::from_lost(1, 2, &self.lost);
-            self.nack_bytes.clear();
-            // Invariant: a NACK of at least one and at most 1000 packets encodes.
-            msg.encode(&mut self.nack_bytes).expect("a NACK of 1 to 1000 packets encodes");
-            let size = Bytes(IP_UDP + self.nack_bytes.len() as u64);
-            let id = self.next_report_id;
-            self.next_report_id += 1;
-            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
-                id,
-                RtcpMessage::Nack { lost: self.lost.clone(), forward_delay: self.forward_delay },
-            ));
-            return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
+        if self.nack.is_some() {
+            if let Some(t) = self.poll_nack(now) {
+                return Some(t);
+            }
         }
-        let mut report = self.collector.poll_report(now)?;
-        if !self.encoder.carries_ecn() {
-            // Transport-cc has no ECN field: the marks are lost on the way back.
-            report.iter_mut().for_each(|a| a.ecn = 0);
-        }
-        let size = self.encoder.datagram_size(&report, now);
-        let id = self.next_report_id;
-        self.next_report_id += 1;
-        self.mailbox
-            .lock()
-            .expect("the mailbox lock is never held across a panic")
-            .push_back((id, RtcpMessage::Report { report_time: now, arrivals: report }));
-        Some(Transmit { size, seq: id, app: id, ecn: 0 })
+        let report = self.collector.poll_report(now)?;
+        Some(self.send_report(now, report))
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -729,6 +748,48 @@ impl Endpoint for RtpReceiver {
                 .unwrap_or(0),
             ..MediaMetrics::default()
         })
+    }
+}
+
+// The receiver's rarer sends, out of `poll_transmit`, which runs after every packet (usually to
+// send its ACK, or nothing).
+impl RtpReceiver {
+    /// The NACK due at `now`, if any (with `nack = true`).
+    #[inline(never)]
+    fn poll_nack(&mut self, now: Time) -> Option<Transmit> {
+        self.lost.clear();
+        if self.nack.as_mut().is_some_and(|n| n.poll_nack(now, &mut self.lost)) {
+            let msg = lowlat_wire::GenericNack::from_lost(1, 2, &self.lost);
+            self.nack_bytes.clear();
+            // Invariant: a NACK of at least one and at most 1000 packets encodes.
+            msg.encode(&mut self.nack_bytes).expect("a NACK of 1 to 1000 packets encodes");
+            let size = Bytes(IP_UDP + self.nack_bytes.len() as u64);
+            let id = self.next_report_id;
+            self.next_report_id += 1;
+            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((
+                id,
+                RtcpMessage::Nack { lost: self.lost.clone(), forward_delay: self.forward_delay },
+            ));
+            return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
+        }
+        None
+    }
+
+    /// Sends the feedback `report` built at `now`.
+    #[inline(never)]
+    fn send_report(&mut self, now: Time, mut report: Vec<Arrival>) -> Transmit {
+        if !self.encoder.carries_ecn() {
+            // Transport-cc has no ECN field: the marks are lost on the way back.
+            report.iter_mut().for_each(|a| a.ecn = 0);
+        }
+        let size = self.encoder.datagram_size(&report, now);
+        let id = self.next_report_id;
+        self.next_report_id += 1;
+        self.mailbox
+            .lock()
+            .expect("the mailbox lock is never held across a panic")
+            .push_back((id, RtcpMessage::Report { report_time: now, arrivals: report }));
+        Transmit { size, seq: id, app: id, ecn: 0 }
     }
 }
 

@@ -415,31 +415,38 @@ impl TwccBuilder {
         fb.reference_time = ((reference as i32) << 8) >> 8;
         fb.fb_pkt_count = self.fb_pkt_count;
         fb.deltas.clear();
+        // The deltas up to the first that does not fit its field (it starts a new packet with
+        // its own reference), then cut where the packet would outgrow `max_len`: that bound grows
+        // with every status, so when the whole run fits (a report usually does) no status is
+        // checked against it.
+        let rest = &arrivals[start..arrivals.len().min(start + 0xffff)];
+        fb.deltas.reserve(rest.len());
         let mut delta_bytes = 0;
-        for a in &arrivals[start..] {
-            let d = match a {
+        for a in rest {
+            let d = match *a {
                 None => None,
                 Some(a) => {
                     let ticks = (a - t + DELTA_TICK_US / 2).div_euclid(DELTA_TICK_US);
-                    match i16::try_from(ticks) {
-                        Ok(v) => Some(v),
-                        Err(_) => break, // does not fit: a new packet with its own reference
-                    }
+                    let Ok(v) = i16::try_from(ticks) else { break };
+                    t += i64::from(v) * DELTA_TICK_US;
+                    delta_bytes += usize::from(symbol(Some(v)));
+                    Some(v)
                 }
             };
-            let n = fb.deltas.len() + 1;
-            let extra = usize::from(symbol(d));
-            // Upper bound: every 7 statuses may need a chunk of their own.
-            if !fb.deltas.is_empty() && 20 + 2 * n.div_ceil(7) + delta_bytes + extra + 3 > self.max_len
-                || n > 0xffff
-            {
-                break;
-            }
-            if let Some(v) = d {
-                t += i64::from(v) * DELTA_TICK_US;
-            }
-            delta_bytes += extra;
             fb.deltas.push(d);
+        }
+        // What `max_len` leaves for chunks and deltas after the header (20 B) and up to 3 B of
+        // padding (None: room for the first status only). Upper bound on the chunks: every 7
+        // statuses may need one of their own.
+        let room = self.max_len.checked_sub(20 + 3);
+        let fits = |n: usize, delta_bytes: usize| room.is_some_and(|r| 2 * n.div_ceil(7) + delta_bytes <= r);
+        if fb.deltas.len() > 1 && !fits(fb.deltas.len(), delta_bytes) {
+            let mut bytes = 0;
+            let cut = fb.deltas.iter().enumerate().position(|(k, &d)| {
+                bytes += usize::from(symbol(d));
+                k > 0 && !fits(k + 1, bytes)
+            });
+            fb.deltas.truncate(cut.unwrap_or(fb.deltas.len()));
         }
         self.fb_pkt_count = self.fb_pkt_count.wrapping_add(1);
         fb.deltas.len()
@@ -449,6 +456,65 @@ impl TwccBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// `TwccBuilder::fill`'s deltas as a loop that checks the length bound at every status (its
+    /// first form), for the two-pass version to match.
+    fn fill_checking_each(max_len: usize, arrivals: &[Option<i64>]) -> Vec<Option<i16>> {
+        let first = arrivals.iter().flatten().next().copied().unwrap_or(0);
+        let mut t = first.div_euclid(REFERENCE_TIME_US) * REFERENCE_TIME_US;
+        let (mut deltas, mut delta_bytes) = (Vec::new(), 0);
+        for a in arrivals {
+            let d = match a {
+                None => None,
+                Some(a) => match i16::try_from((a - t + DELTA_TICK_US / 2).div_euclid(DELTA_TICK_US)) {
+                    Ok(v) => Some(v),
+                    Err(_) => break,
+                },
+            };
+            let n = deltas.len() + 1;
+            let extra = usize::from(symbol(d));
+            if !deltas.is_empty() && 20 + 2 * n.div_ceil(7) + delta_bytes + extra + 3 > max_len || n > 0xffff {
+                break;
+            }
+            if let Some(v) = d {
+                t += i64::from(v) * DELTA_TICK_US;
+            }
+            delta_bytes += extra;
+            deltas.push(d);
+        }
+        deltas
+    }
+
+    #[test]
+    fn fill_cuts_where_a_per_status_check_does() {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(9);
+        let mut builder = TwccBuilder::new(1, 2);
+        let mut fb = TransportCcFeedback::default();
+        let mut cut = 0;
+        for case in 0..3000 {
+            let max_len = rng.random_range(0..400);
+            let mut t: i64 = rng.random_range(-1_000_000..1_000_000);
+            let arrivals: Vec<_> = (0..rng.random_range(1..500))
+                .map(|_| {
+                    t += match rng.random_range(0..10) {
+                        0 => rng.random_range(0..9_000_000), // beyond a 2-byte delta
+                        1 => -rng.random_range(0..50_000),
+                        2..=4 => rng.random_range(0..300),
+                        _ => rng.random_range(0..70_000),
+                    };
+                    rng.random_bool(0.8).then_some(t)
+                })
+                .collect();
+            builder.max_len = max_len;
+            let n = builder.fill(0, &arrivals, 0, &mut fb);
+            let expected = fill_checking_each(max_len, &arrivals);
+            assert_eq!(fb.deltas, expected, "case {case}");
+            assert_eq!(n, expected.len(), "case {case}");
+            cut += usize::from(n < arrivals.len());
+        }
+        assert!(cut > 1000, "the bound and the field width both cut often: {cut}");
+    }
 
     /// Written by hand from the draft: base 100, 20 statuses, reference time 1 (64 ms),
     /// fb count 7; chunks: run of 14 "small", then a one-bit vector 0,1,1,0,1,1 (+8 zero pads);

@@ -66,6 +66,7 @@ use loss_based::LossBased;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use probe::Prober;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use trendline::Trendline;
 
 /// Which filter turns delay gradients into the signal the over-use detector compares.
@@ -601,6 +602,7 @@ impl GccConfig {
             pending: Vec::new(),
             sent_log: VecDeque::new(),
             last_record_seq: None,
+            pacing_memo: PacingMemo::new(),
         })
     }
 }
@@ -664,6 +666,46 @@ pub struct Gcc {
     sent_log: VecDeque<(u64, Time, u64)>,
     /// The sequence number of the last record (`m_lastRecvSequence`).
     last_record_seq: Option<u64>,
+    /// [`RateController::pacing_rate`] outside probes, by the rate it is worked out from.
+    pacing_memo: PacingMemo,
+}
+
+/// The pacing rate outside probes as last worked out, with the bits of the (unclamped) rate it
+/// came from: the sender reads it after every packet it sends, and that rate changes only with
+/// feedback. Atomics only because a controller must be `Sync` (the loads and stores are plain
+/// moves); the rate is stored before its key, so a reader that finds the key finds its rate.
+#[derive(Debug)]
+struct PacingMemo {
+    key: AtomicU64,
+    pacing_bps: AtomicU64,
+}
+
+impl PacingMemo {
+    /// Matches no rate (all ones is a NaN no arithmetic produces).
+    const NONE: u64 = u64::MAX;
+
+    fn new() -> PacingMemo {
+        PacingMemo { key: AtomicU64::new(Self::NONE), pacing_bps: AtomicU64::new(0) }
+    }
+
+    /// The pacing rate of `rate`, worked out by `f` unless remembered.
+    #[inline]
+    fn get(&self, rate: f64, f: impl FnOnce() -> Bitrate) -> Bitrate {
+        let key = rate.to_bits();
+        if key != Self::NONE && self.key.load(Ordering::Acquire) == key {
+            return Bitrate(self.pacing_bps.load(Ordering::Relaxed));
+        }
+        let pacing = f();
+        self.pacing_bps.store(pacing.as_bps(), Ordering::Relaxed);
+        self.key.store(key, Ordering::Release);
+        pacing
+    }
+}
+
+impl Clone for PacingMemo {
+    fn clone(&self) -> PacingMemo {
+        PacingMemo::new()
+    }
 }
 
 impl Gcc {
@@ -698,7 +740,19 @@ impl Gcc {
     }
 
     fn target_bps(&self) -> f64 {
-        let rate = if self.cfg.loss_based { self.loss.current } else { self.aimd.rate };
+        self.clamp_rate(self.unclamped_bps())
+    }
+
+    /// The rate the target comes from: the loss-based one, or AIMD's.
+    fn unclamped_bps(&self) -> f64 {
+        if self.cfg.loss_based {
+            self.loss.current
+        } else {
+            self.aimd.rate
+        }
+    }
+
+    fn clamp_rate(&self, rate: f64) -> f64 {
         rate.clamp(self.cfg.min_rate.as_bps_f64(), self.cfg.max_rate.as_bps_f64())
     }
 
@@ -1002,7 +1056,11 @@ impl RateController for Gcc {
     fn pacing_rate(&self) -> Bitrate {
         match self.prober.active() {
             Some(p) => p.target,
-            None => Bitrate::from_bps_f64(self.target_bps() * self.cfg.pacing_factor),
+            None => {
+                let rate = self.unclamped_bps();
+                self.pacing_memo
+                    .get(rate, || Bitrate::from_bps_f64(self.clamp_rate(rate) * self.cfg.pacing_factor))
+            }
         }
     }
 
