@@ -213,7 +213,13 @@ impl Endpoint for TransportVideoSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        [self.next_frame_time(), self.sender.poll_timeout()].into_iter().flatten().min()
+        // The earlier of the two, written out: an iterator over the two options cost about as
+        // much as the rest of the call, which the simulator makes after every event of the flow.
+        match (self.next_frame_time(), self.sender.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, None) => a,
+            (None, b) => b,
+        }
     }
 
     fn cc_name(&self) -> Option<&'static str> {
