@@ -136,8 +136,15 @@ impl Receiver {
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        frame.ranges.clear();
-        frame.ranges.extend_from_slice(&self.ranges);
+        // The slot mostly held a frame of as many ranges (the ring reuses slots): its ranges are
+        // overwritten in place, one copy, where `clear` + `extend_from_slice` made two calls
+        // (the second to shift an empty tail).
+        frame.ranges.truncate(self.ranges.len());
+        let (head, rest) = self.ranges.split_at(frame.ranges.len());
+        frame.ranges.copy_from_slice(head);
+        if !rest.is_empty() {
+            frame.ranges.extend_from_slice(rest);
+        }
         frame.ack_delay = now - self.largest_at;
         frame.ecn = self.ecn.any().then_some(self.ecn);
         let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
