@@ -485,7 +485,7 @@ impl Sender {
     }
 
     /// Marks `pn` acknowledged if it was outstanding.
-    #[inline]
+    #[inline(always)]
     fn ack_packet(&mut self, now: Time, pn: u64) {
         let tcp = self.tcp();
         let Some(s) = self.entry(pn) else { return };
