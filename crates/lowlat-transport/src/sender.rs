@@ -587,7 +587,8 @@ impl Sender {
                     self.suspects.push_back(pn);
                 }
             }
-            for pn in lo.max(lower)..=hi {
+            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow.)
+            for pn in lo.max(lower)..hi + 1 {
                 self.ack_packet(now, pn);
             }
             cursor = hi + 1;
@@ -722,12 +723,20 @@ impl Sender {
     }
 
     /// RFC 9002 §6.1: packet and time thresholds over the suspects.
+    #[inline]
     fn detect_lost(&mut self, now: Time) {
         let Some(largest) = self.largest_acked else { return };
         self.loss_time = None;
         if self.suspects.is_empty() {
             return; // nothing below the largest acknowledged is outstanding (the common case)
         }
+        self.detect_lost_suspects(now, largest);
+    }
+
+    /// [`Sender::detect_lost`] once there are suspects (apart, so that the common case above
+    /// costs its caller no call).
+    #[inline(never)]
+    fn detect_lost_suspects(&mut self, now: Time, largest: u64) {
         let tcp = self.tcp();
         // (TCP has no time threshold.)
         let loss_delay = if tcp {
