@@ -22,7 +22,11 @@ use std::sync::OnceLock;
 /// Per-frame bookkeeping and metrics.
 #[derive(Clone, Debug, Default)]
 pub struct FrameAssembler {
+    /// Packets seen of each incomplete frame but `current`'s.
     partial: FastMap<u64, u16>,
+    /// The incomplete frame whose packet came last, with its count, kept out of `partial`: a
+    /// frame's packets mostly arrive together, so most packets cost no map look-up.
+    current: Option<(u64, u16)>,
     highest: u64,
     /// `(completion time, delay)` of every complete frame.
     pub completed: Vec<(Time, Duration)>,
@@ -38,18 +42,28 @@ pub struct FrameAssembler {
 impl FrameAssembler {
     /// A packet `index` of `frame_packets` of frame `frame`, captured at `capture`, arrived.
     pub fn on_packet(&mut self, now: Time, frame: u64, frame_packets: u16, capture: Time) {
-        let got = self.partial.entry(frame).or_insert(0);
-        *got += 1;
-        if *got >= frame_packets {
-            self.partial.remove(&frame);
+        let got = match self.current {
+            Some((f, got)) if f == frame => got + 1,
+            current => {
+                if let Some((f, got)) = current {
+                    self.partial.insert(f, got);
+                }
+                self.partial.remove(&frame).unwrap_or(0) + 1
+            }
+        };
+        if got >= frame_packets {
+            self.current = None;
             self.completed.push((now, now - capture));
             self.completed_ids.push(frame);
+        } else {
+            self.current = Some((frame, got));
         }
         if frame > self.highest || self.newest.is_empty() {
             self.highest = frame;
             self.newest.push((frame, now));
             // Frames far behind the newest will never complete (a packet was lost): forget them.
-            if self.partial.len() > 64 {
+            // (`current`, if any, is this frame: kept, and counted.)
+            if self.partial.len() + usize::from(self.current.is_some()) > 64 {
                 let horizon = self.highest.saturating_sub(64);
                 self.partial.retain(|&f, _| f >= horizon);
             }

@@ -153,12 +153,22 @@ impl FlowMetrics {
         }
     }
 
+    /// The bin holding `t`, added if need be. Asked twice a packet: inlined, with the rare
+    /// growth apart.
+    #[inline]
     fn bin_at(&mut self, t: Time) -> &mut FlowBin {
         let i = self.cursor.index(t);
         if i >= self.bins.len() {
-            self.bins.resize(i + 1, FlowBin::default());
+            self.add_bins(i);
         }
         &mut self.bins[i]
+    }
+
+    /// Bins up to index `i`.
+    #[cold]
+    #[inline(never)]
+    fn add_bins(&mut self, i: usize) {
+        self.bins.resize(i + 1, FlowBin::default());
     }
 
     /// The source sent `size` bytes at `now`.

@@ -15,23 +15,26 @@ pub type AckMailbox = Arc<Mutex<AckRing>>;
 /// The ACK frames in flight, oldest first, each with the id of the packet carrying it. Frames stay
 /// in their slots: the receiver writes the next one in place and the sender reads it there, so a
 /// frame costs a copy of the ranges it holds, where moving one (in and out of a queue, out of a
-/// function) copied its whole inline room (about half a kilobyte) several times per ACK.
+/// function) copied its whole inline room (about half a kilobyte) several times per ACK. Each
+/// slot also keeps which of its receiver's frames it holds, so that ranges unchanged since are
+/// not copied again ([`Receiver::poll_ack_into_held`]): one receiver writes a ring.
 #[derive(Debug, Default)]
 pub struct AckRing {
-    slots: Vec<(u64, AckFrame)>,
+    slots: Vec<(u64, AckFrame, Option<u64>)>,
     head: usize,
     len: usize,
 }
 
 impl AckRing {
-    /// Writes the next frame with `fill` (which says whether it wrote one) under `id`.
-    pub fn push_with(&mut self, id: u64, fill: impl FnOnce(&mut AckFrame) -> bool) -> bool {
+    /// Writes the next frame with `fill` (which says whether it wrote one) under `id`; `fill`
+    /// also gets the slot's note of the frame it holds (see [`Receiver::poll_ack_into_held`]).
+    pub fn push_with(&mut self, id: u64, fill: impl FnOnce(&mut AckFrame, &mut Option<u64>) -> bool) -> bool {
         if self.len == self.slots.len() {
             // Full: make room after the newest (the order is kept; this happens only while the
             // ring grows to the most frames ever in flight).
             self.slots.rotate_left(self.head);
             self.head = 0;
-            self.slots.push((0, AckFrame::default()));
+            self.slots.push((0, AckFrame::default(), None));
         }
         // (head < slots and len < slots here: one subtraction wraps, where `%` divides per ACK.)
         let mut i = self.head + self.len;
@@ -39,7 +42,7 @@ impl AckRing {
             i -= self.slots.len();
         }
         let slot = &mut self.slots[i];
-        if !fill(&mut slot.1) {
+        if !fill(&mut slot.1, &mut slot.2) {
             return false;
         }
         slot.0 = id;
@@ -195,16 +198,31 @@ impl Endpoint for AckReceiver {
         self.receiver.on_packet_ecn(now, pkt.seq, pkt.ecn);
     }
 
+    #[inline]
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         if !self.receiver.ack_due(now) {
             return None; // without taking the mailbox's lock
         }
+        self.send_ack(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.receiver.poll_timeout()
+    }
+}
+
+impl AckReceiver {
+    /// The ACK frame due at `now` into the mailbox, and the packet carrying it. Apart from
+    /// [`Endpoint::poll_transmit`]'s check, which the simulator makes after every event of the
+    /// flow and which mostly finds nothing due: that check then costs no spilling of registers.
+    #[inline(never)]
+    fn send_ack(&mut self, now: Time) -> Option<Transmit> {
         let id = self.next_id;
         let mut size = 0;
         let receiver = &mut self.receiver;
         let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-        let sent = mb.push_with(id, |f| {
-            let due = receiver.poll_ack_into(now, f);
+        let sent = mb.push_with(id, |f, held| {
+            let due = receiver.poll_ack_into_held(now, f, held);
             size = receiver.last_datagram_len();
             due
         });
@@ -213,10 +231,6 @@ impl Endpoint for AckReceiver {
         }
         self.next_id += 1;
         Some(Transmit { size: Bytes(size), seq: id, app: id, ecn: 0 })
-    }
-
-    fn poll_timeout(&self) -> Option<Time> {
-        self.receiver.poll_timeout()
     }
 }
 
@@ -267,7 +281,7 @@ mod tests {
                 // Now and then the receiver has nothing to send.
                 let due = next(5) > 0;
                 assert_eq!(
-                    ring.push_with(pushed, |f| {
+                    ring.push_with(pushed, |f, _| {
                         *f = frame(pushed);
                         due
                     }),

@@ -56,6 +56,7 @@ impl WindowedFilter {
 
     /// Adds sample `v` taken at `t` (not before earlier samples) with window length `window`;
     /// returns the new best.
+    #[inline]
     pub fn update(&mut self, t: u64, v: f64, window: u64) -> f64 {
         if self.empty
             || self.at_least_as_good(v, self.samples[0].1)
@@ -160,6 +161,7 @@ impl SuffixExtrema {
 
     /// Adds `v` taken at `t` (not before earlier samples), then forgets the samples taken more
     /// than `keep` before `t` (never the one just added).
+    #[inline]
     pub fn push(&mut self, t: u64, v: f64, keep: u64) {
         self.mins.push(t, v, keep, |kept, v| kept >= v);
         self.maxs.push(t, v, keep, |kept, v| kept <= v);

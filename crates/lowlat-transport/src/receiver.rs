@@ -39,6 +39,10 @@ pub struct Receiver {
     /// `ack::tail_len` of `ranges`, while known: packets arriving in order only grow the first
     /// range, which leaves it as it is, so a frame's size costs no walk over 32 ranges.
     tail: Option<u64>,
+    /// Counts the changes to `ranges` other than the first range's growth in order (the same
+    /// moments `tail` is forgotten): a frame written at the same count differs from `ranges`
+    /// at most in its first range (see [`Receiver::poll_ack_into_held`]).
+    version: u64,
     /// The datagram size of the last frame written.
     last_len: u64,
 }
@@ -55,6 +59,7 @@ impl Receiver {
             ack_now: false,
             ecn: EcnCounts::default(),
             tail: None,
+            version: 0,
             last_len: 0,
         }
     }
@@ -95,6 +100,7 @@ impl Receiver {
 
     fn insert(&mut self, pn: u64) {
         self.tail = None;
+        self.version += 1;
         let i = self.ranges.partition_point(|r| r.0 > pn);
         if self.ranges.get(i).is_some_and(|r| r.0 <= pn && pn <= r.1) {
             return; // duplicate
@@ -130,14 +136,35 @@ impl Receiver {
     /// due. A driver that keeps its frames in place (a ring of them) copies only the ranges in
     /// use, where a returned frame is moved whole (its inline room for every range) each time.
     pub fn poll_ack_into(&mut self, now: Time, frame: &mut AckFrame) -> bool {
+        self.poll_ack_into_held(now, frame, &mut None)
+    }
+
+    /// [`Receiver::poll_ack_into`] for a `frame` that may hold an earlier frame of this
+    /// receiver: `held` says which (`None`: unknown; kept up to date here). Frames of a flow
+    /// mostly differ only in their first range (packets arrive in order; old holes stay, up to
+    /// `max_ranges` of them), so a frame written over one of the same ranges otherwise costs no
+    /// copy of the rest.
+    pub fn poll_ack_into_held(&mut self, now: Time, frame: &mut AckFrame, held: &mut Option<u64>) -> bool {
         if !self.ack_due(now) {
             return false;
         }
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        frame.ranges.clear();
-        frame.ranges.extend_from_slice(&self.ranges);
+        if *held == Some(self.version) && frame.ranges.len() == self.ranges.len() && !self.ranges.is_empty() {
+            frame.ranges[0] = self.ranges[0];
+        } else {
+            // The slot mostly held a frame of as many ranges (the ring reuses slots): its ranges
+            // are overwritten in place, one copy, where `clear` + `extend_from_slice` made two
+            // calls (the second to shift an empty tail).
+            frame.ranges.truncate(self.ranges.len());
+            let (head, rest) = self.ranges.split_at(frame.ranges.len());
+            frame.ranges.copy_from_slice(head);
+            if !rest.is_empty() {
+                frame.ranges.extend_from_slice(rest);
+            }
+            *held = Some(self.version);
+        }
         frame.ack_delay = now - self.largest_at;
         frame.ecn = self.ecn.any().then_some(self.ecn);
         let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
@@ -201,6 +228,45 @@ mod tests {
         plain.on_packet_ecn(Time::ZERO, 0, 0);
         plain.on_packet_ecn(Time::ZERO, 1, 0);
         assert_eq!(plain.poll_ack(Time::ZERO).unwrap().ecn, None);
+    }
+
+    /// Frames written over the earlier frames of a small ring of slots, with their notes, are
+    /// the frames `poll_ack` gives, under arrivals in order, with gaps, late, duplicated, and
+    /// beyond the ranges a frame reports.
+    #[test]
+    fn frames_written_over_held_ones_are_whole_frames() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut below = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for case in 0..20 {
+            let cfg = ReceiverConfig { max_ranges: 1 + case % 40, ..ReceiverConfig::default() };
+            let mut r = Receiver::new(cfg);
+            let mut slots = vec![(AckFrame::default(), None); 1 + case % 4];
+            let (mut next, mut frames, mut k) = (0u64, 0, 0);
+            for i in 0..5_000u64 {
+                let pn = match below(20) {
+                    0 => next + 1 + below(300),              // a gap
+                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
+                    _ => next,
+                };
+                next = next.max(pn + 1);
+                r.on_packet_ecn(Time(i * 100_000), pn, below(4) as u8);
+                let now = Time(i * 100_000 + below(30_000_000));
+                let want = r.clone().poll_ack(now);
+                let (frame, held) = &mut slots[k];
+                assert_eq!(r.poll_ack_into_held(now, frame, held), want.is_some());
+                if let Some(want) = want {
+                    assert_eq!(*frame, want, "case {case} packet {i}");
+                    k = (k + 1) % slots.len();
+                    frames += 1;
+                }
+            }
+            assert!(frames > 1000, "{frames} frames");
+        }
     }
 
     /// The size the receiver works out from its remembered ranges is the frame's own, under

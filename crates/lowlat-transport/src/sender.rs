@@ -485,6 +485,7 @@ impl Sender {
     }
 
     /// Marks `pn` acknowledged if it was outstanding.
+    #[inline(always)]
     fn ack_packet(&mut self, now: Time, pn: u64) {
         let tcp = self.tcp();
         let Some(s) = self.entry(pn) else { return };
@@ -547,12 +548,14 @@ impl Sender {
             return; // acknowledges packets never sent: ignore the frame
         }
         let prev = self.largest_acked;
-        let largest_sent = self.entry(largest).map(|s| s.time);
+        // (One look-up, and only the two fields needed: a copy of the entry is 80 bytes.)
+        let largest_entry = self.entry(largest).map(|s| (s.time, s.outstanding));
+        let largest_sent = largest_entry.map(|(time, _)| time);
         // RTT sample from the largest, if it is newly acknowledged (RFC 9002 §5.1).
         if prev.is_none_or(|p| largest > p) {
-            if let Some(s) = self.entry(largest).copied().filter(|s| s.outstanding) {
+            if let Some((time, true)) = largest_entry {
                 let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
-                self.rtt.update(now, now - s.time, delay);
+                self.rtt.update(now, now - time, delay);
             }
         }
         // Holes below the previous largest: only the suspects can be newly acknowledged there.
@@ -570,8 +573,13 @@ impl Sender {
         let lower = prev.map_or(self.base_pn, |p| p + 1).max(self.base_pn);
         let mut cursor = lower;
         // Ranges entirely below it (the long tail of old holes a lossy flow's frames repeat,
-        // up to 32) are not walked: ranges are highest first.
-        let above = frame.ranges.partition_point(|&(_, hi)| hi >= lower);
+        // up to 32) are not walked: ranges are highest first. Mostly only the first range
+        // reaches above it (packets arrive in order), which the second range's end tells
+        // without a binary search.
+        let above = match frame.ranges.get(1) {
+            Some(&(_, hi)) if hi >= lower => frame.ranges.partition_point(|&(_, hi)| hi >= lower),
+            _ => usize::from(largest >= lower),
+        };
         for &(lo, hi) in frame.ranges[..above].iter().rev() {
             for pn in cursor..lo.max(cursor) {
                 // (TCP: a hole too, so that its late original is seen.)
@@ -579,7 +587,8 @@ impl Sender {
                     self.suspects.push_back(pn);
                 }
             }
-            for pn in lo.max(lower)..=hi {
+            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow.)
+            for pn in lo.max(lower)..hi + 1 {
                 self.ack_packet(now, pn);
             }
             cursor = hi + 1;
@@ -714,12 +723,20 @@ impl Sender {
     }
 
     /// RFC 9002 §6.1: packet and time thresholds over the suspects.
+    #[inline]
     fn detect_lost(&mut self, now: Time) {
         let Some(largest) = self.largest_acked else { return };
         self.loss_time = None;
         if self.suspects.is_empty() {
             return; // nothing below the largest acknowledged is outstanding (the common case)
         }
+        self.detect_lost_suspects(now, largest);
+    }
+
+    /// [`Sender::detect_lost`] once there are suspects (apart, so that the common case above
+    /// costs its caller no call).
+    #[inline(never)]
+    fn detect_lost_suspects(&mut self, now: Time, largest: u64) {
         let tcp = self.tcp();
         // (TCP has no time threshold.)
         let loss_delay = if tcp {
