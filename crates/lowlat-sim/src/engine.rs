@@ -108,10 +108,24 @@ impl Wakeups {
     }
 
     /// Makes `target`'s next wake-up `at` (None: not at all). No-op if unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn set(&mut self, target: Target, at: Option<Time>) {
         let slot = self.slot(target);
         let i = self.pos[slot as usize];
+        // Most calls change nothing (a link handing everything on ahead has nothing to ask for,
+        // a busy one asks again for the delivery it asked for): answered here, inline, before
+        // the call that moves entries.
+        match at {
+            None if i == ABSENT && !(self.popped && self.heap[0].slot == slot) => return,
+            Some(t) if i != ABSENT && self.heap[i as usize].time == t.as_nanos() => return,
+            _ => {}
+        }
+        self.reschedule(slot, i, at);
+    }
+
+    /// [`Wakeups::set`] of `slot`, at `pos` `i`, when it changes something.
+    #[inline(never)]
+    fn reschedule(&mut self, slot: u32, i: u32, at: Option<Time>) {
         let Some(time) = at.map(Time::as_nanos) else {
             if i != ABSENT {
                 self.remove_at(i as usize);
