@@ -50,7 +50,8 @@ pub struct Server {
     /// Schedules: the step of the last query (see [`RateSchedule::step_from`]), so the mostly
     /// forward-moving queries of a link find their step without a search.
     cursor: usize,
-    /// Schedules: the step last found, `[start, end)` in ns with its rate (empty at first). A
+    /// Schedules: the step last found, `[start, end)` in ns with its rate (empty at first; for
+    /// a constant rate, all time; never set for other capacities). A
     /// link asks several times per packet (its rate for the queue limit and for a middlebox,
     /// each packet's finish) and nearly always within one step: a comparison then answers.
     step: (u64, u64, Bitrate),
@@ -214,7 +215,12 @@ impl Server {
             Capacity::Wifi { rate, channel } => Some(WifiChannel::new(channel.clone(), rate, rng)),
             _ => None,
         };
-        Server { capacity, last_opportunity: None, wifi, cursor: 0, step: (0, 0, Bitrate::ZERO) }
+        // A constant rate is one step for ever (`rate_at_mut` then answers from it alike).
+        let step = match &capacity {
+            Capacity::Constant(r) => (0, u64::MAX, *r),
+            _ => (0, 0, Bitrate::ZERO),
+        };
+        Server { capacity, last_opportunity: None, wifi, cursor: 0, step }
     }
 
     /// The capacity it serves at.
@@ -229,8 +235,20 @@ impl Server {
 
     /// [`Server::rate_at`], remembering where in a schedule it looked (queries that move forward
     /// cost O(1)).
-    #[inline]
+    #[inline(always)]
     pub fn rate_at_mut(&mut self, t: Time) -> Bitrate {
+        // Within the step last found (a constant rate's only one): asked per packet and per
+        // middlebox call, so answered inline.
+        let x = t.as_nanos();
+        if self.step.0 <= x && x < self.step.1 {
+            return self.step.2;
+        }
+        self.rate_elsewhere(t)
+    }
+
+    /// [`Server::rate_at_mut`] outside the step it remembers.
+    #[inline(never)]
+    fn rate_elsewhere(&mut self, t: Time) -> Bitrate {
         match &self.capacity {
             Capacity::Constant(r) => *r,
             Capacity::Schedule(s) => step_of(s, &mut self.step, &mut self.cursor, t).0,

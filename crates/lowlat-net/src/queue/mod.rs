@@ -142,7 +142,7 @@ impl QueueDiscipline {
     }
 
     /// Offers a packet; gives it back if it is dropped at the tail. `rate` is the link's rate now.
-    #[inline]
+    #[inline(always)]
     pub fn enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
         match self {
             QueueDiscipline::DropTail(q) => q.enqueue(now, pkt, rate),
@@ -164,6 +164,7 @@ impl QueueDiscipline {
     }
 
     /// Bytes queued.
+    #[inline]
     pub fn bytes(&self) -> Bytes {
         match self {
             QueueDiscipline::DropTail(q) => q.bytes(),
@@ -174,6 +175,7 @@ impl QueueDiscipline {
     }
 
     /// Packets queued.
+    #[inline]
     pub fn len(&self) -> usize {
         match self {
             QueueDiscipline::DropTail(q) => q.len(),
