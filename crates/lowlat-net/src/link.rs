@@ -471,9 +471,9 @@ impl Link {
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
-            // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            // Only built when the middlebox is due: this runs per packet.
             if mb.poll_timeout().is_some_and(|t| t <= now) {
+                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.handle_timeout(now, &state);
             }
         }
