@@ -361,6 +361,46 @@ pub enum Column {
     I64(Vec<i64>),
     /// Labels.
     Str(Vec<String>),
+    /// Labels as their distinct `values` and, per row, the index of its value: a per-sample
+    /// table's flow column (a few ids over up to millions of rows) without a string per row,
+    /// whose allocation, copy and release cost more than the rest of the table.
+    Labels {
+        /// The distinct labels.
+        values: Vec<String>,
+        /// Per row, an index into `values`.
+        codes: Vec<u32>,
+    },
+}
+
+impl Column {
+    /// The label of each row of a label column ([`Column::Str`] or [`Column::Labels`]), in
+    /// order; nothing for a numeric one.
+    pub fn labels(&self) -> impl Iterator<Item = &str> {
+        let (str_rows, label_rows) = match self {
+            Column::Str(v) => (v.as_slice(), None),
+            Column::Labels { values, codes } => (&[][..], Some((values, codes))),
+            _ => (&[][..], None),
+        };
+        let coded = label_rows
+            .into_iter()
+            .flat_map(|(values, codes)| codes.iter().map(|&c| values[c as usize].as_str()));
+        str_rows.iter().map(String::as_str).chain(coded)
+    }
+
+    /// Rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Column::F64(v) => v.len(),
+            Column::I64(v) => v.len(),
+            Column::Str(v) => v.len(),
+            Column::Labels { codes, .. } => codes.len(),
+        }
+    }
+
+    /// Whether it has no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A table in long format: named columns of equal length.
@@ -466,7 +506,13 @@ fn assist_results(sim: &Simulation, table: bool) -> Option<(AssistSummary, Table
     let ids = &sim.scenario.flows;
     let table = Table {
         columns: vec![
-            ("flow".into(), Column::Str(log.iter().map(|r| ids[r.flow.index()].id.clone()).collect())),
+            (
+                "flow".into(),
+                Column::Labels {
+                    values: ids.iter().map(|f| f.id.clone()).collect(),
+                    codes: log.iter().map(|r| r.flow.0).collect(),
+                },
+            ),
             ("seq".into(), Column::F64(log.iter().map(|r| r.seq as f64).collect())),
             ("arrival_s".into(), Column::F64(log.iter().map(|r| r.arrival.as_secs_f64()).collect())),
             ("predicted_ms".into(), Column::F64(log.iter().map(|r| r.predicted.as_millis_f64()).collect())),
@@ -569,7 +615,7 @@ impl RunResult {
         let mut f_frames = vec![];
         let (mut fr_id, mut fr_n, mut fr_cap, mut fr_done, mut fr_new) =
             (vec![], vec![], vec![], vec![], vec![]);
-        let (mut r_id, mut r_t, mut r_ms) = (vec![], vec![], vec![]);
+        let (mut r_values, mut r_id, mut r_t, mut r_ms) = (vec![], vec![], vec![], vec![]);
         for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
             let m = &st.metrics;
             // Received over the time packets kept arriving: what was in flight (or queued) at
@@ -619,8 +665,10 @@ impl RunResult {
                 }
             }
             if let Some(s) = sender_media.as_ref().filter(|_| tables.sender_rtt) {
+                let code = r_values.len() as u32;
+                r_values.push(cfg.id.clone());
                 for (t, d) in s.rtt_at.iter().zip(&s.rtt) {
-                    r_id.push(cfg.id.clone());
+                    r_id.push(code);
                     r_t.push(t.as_secs_f64());
                     r_ms.push(d.as_millis_f64());
                 }
@@ -719,7 +767,11 @@ impl RunResult {
                 ],
             },
             sender_rtt: Table {
-                columns: vec![("flow".into(), Column::Str(r_id)), col("t_s", r_t), col("rtt_ms", r_ms)],
+                columns: vec![
+                    ("flow".into(), Column::Labels { values: r_values, codes: r_id }),
+                    col("t_s", r_t),
+                    col("rtt_ms", r_ms),
+                ],
             },
         }
     }
@@ -789,10 +841,10 @@ mod tests {
                 .map(|i| {
                     x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     Duration(match i % 4 {
-                        0 => x >> 34,             // below 1 s
+                        0 => x >> 34,                 // below 1 s
                         1 => 200_000_000 + (x >> 60), // around a bound
                         2 => 0,
-                        _ => x >> 20,             // hours
+                        _ => x >> 20, // hours
                     })
                 })
                 .collect();
@@ -800,9 +852,7 @@ mod tests {
             let over = ms.iter().filter(|&&m| m > 200.0).count();
             let want = Stats::from_samples(&mut ms);
             let (got, got_over) = Stats::from_durations_ms(&durations, 200.0);
-            let bits = |s: Stats| {
-                [s.mean, s.p50, s.p90, s.p95, s.p99, s.max].map(|v| v.map(f64::to_bits))
-            };
+            let bits = |s: Stats| [s.mean, s.p50, s.p90, s.p95, s.p99, s.max].map(|v| v.map(f64::to_bits));
             assert_eq!(bits(got), bits(want), "n = {n}");
             assert_eq!(got_over, over, "n = {n}");
         }
