@@ -20,6 +20,10 @@ pub struct FastAck {
     receivers: Vec<Option<Receiver>>,
     out: VecDeque<BuiltFeedback>,
     dropped_client_acks: u64,
+    /// The earliest of the receivers' ACK deadlines. A receiver's deadline depends on its state
+    /// alone, so this is brought up to date by the hooks that change one; the link asks for it
+    /// after every call, twice per packet.
+    next_timeout: Option<Time>,
 }
 
 impl FastAck {
@@ -28,7 +32,7 @@ impl FastAck {
     pub fn new(roles: &[FlowRole], cfg: ReceiverConfig) -> FastAck {
         let receivers =
             roles.iter().map(|r| (*r == FlowRole::OutOfBand).then(|| Receiver::new(cfg.clone()))).collect();
-        FastAck { receivers, out: VecDeque::new(), dropped_client_acks: 0 }
+        FastAck { receivers, out: VecDeque::new(), dropped_client_acks: 0, next_timeout: None }
     }
 
     /// Client ACKs dropped so far.
@@ -36,6 +40,7 @@ impl FastAck {
         self.dropped_client_acks
     }
 
+    /// The ACKs due now, then the next deadline (see `next_timeout`).
     fn poll_acks(&mut self, now: Time) {
         for (i, r) in self.receivers.iter_mut().enumerate() {
             let Some(r) = r else { continue };
@@ -47,6 +52,7 @@ impl FastAck {
                 });
             }
         }
+        self.next_timeout = self.receivers.iter().flatten().filter_map(Receiver::poll_timeout).min();
     }
 }
 
@@ -84,7 +90,7 @@ impl Middlebox for FastAck {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        self.receivers.iter().flatten().filter_map(Receiver::poll_timeout).min()
+        self.next_timeout
     }
 
     fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {

@@ -50,6 +50,24 @@ pub struct Server {
     /// Schedules: the step of the last query (see [`RateSchedule::step_from`]), so the mostly
     /// forward-moving queries of a link find their step without a search.
     cursor: usize,
+    /// Schedules: the step last found, `[start, end)` in ns with its rate (empty at first; for
+    /// a constant rate, all time; never set for other capacities). A
+    /// link asks several times per packet (its rate for the queue limit and for a middlebox,
+    /// each packet's finish) and nearly always within one step: a comparison then answers.
+    step: (u64, u64, Bitrate),
+}
+
+/// The rate of schedule `s` at `t` and when its step ends, from the `step` a [`Server`]
+/// remembers if `t` falls in it, else found from `cursor` and remembered.
+#[inline]
+fn step_of(s: &RateSchedule, step: &mut (u64, u64, Bitrate), cursor: &mut usize, t: Time) -> (Bitrate, Time) {
+    let x = t.as_nanos();
+    if step.0 <= x && x < step.1 {
+        return (step.2, Time(step.1));
+    }
+    let (rate, start, end) = s.span_from(t, cursor);
+    *step = (start.as_nanos(), end.as_nanos(), rate);
+    (rate, end)
 }
 
 impl DeliveryTrace {
@@ -197,7 +215,12 @@ impl Server {
             Capacity::Wifi { rate, channel } => Some(WifiChannel::new(channel.clone(), rate, rng)),
             _ => None,
         };
-        Server { capacity, last_opportunity: None, wifi, cursor: 0 }
+        // A constant rate is one step for ever (`rate_at_mut` then answers from it alike).
+        let step = match &capacity {
+            Capacity::Constant(r) => (0, u64::MAX, *r),
+            _ => (0, 0, Bitrate::ZERO),
+        };
+        Server { capacity, last_opportunity: None, wifi, cursor: 0, step }
     }
 
     /// The capacity it serves at.
@@ -212,11 +235,24 @@ impl Server {
 
     /// [`Server::rate_at`], remembering where in a schedule it looked (queries that move forward
     /// cost O(1)).
-    #[inline]
+    #[inline(always)]
     pub fn rate_at_mut(&mut self, t: Time) -> Bitrate {
+        // Within the step last found (a constant rate's only one): asked per packet and per
+        // middlebox call, so answered inline.
+        let x = t.as_nanos();
+        if self.step.0 <= x && x < self.step.1 {
+            return self.step.2;
+        }
+        self.rate_elsewhere(t)
+    }
+
+    /// [`Server::rate_at_mut`] outside the step it remembers.
+    #[inline(never)]
+    fn rate_elsewhere(&mut self, t: Time) -> Bitrate {
         match &self.capacity {
             Capacity::Constant(r) => *r,
-            Capacity::Schedule(s) | Capacity::Wifi { rate: s, .. } => s.step_from(t, &mut self.cursor).0,
+            Capacity::Schedule(s) => step_of(s, &mut self.step, &mut self.cursor, t).0,
+            Capacity::Wifi { rate: s, .. } => s.step_from(t, &mut self.cursor).0,
             c @ Capacity::Opportunities(_) => c.rate_at(t),
         }
     }
@@ -230,6 +266,15 @@ impl Server {
                 self.wifi.as_mut().expect("built with the capacity").finish_time(rate, start, bytes)
             }
             Capacity::Schedule(s) => {
+                // Most packets start at a positive rate and end within the step they start in:
+                // what the walk below finds in its first step (and a positive rate now means it
+                // is not zero for ever).
+                let (rate, end) = step_of(s, &mut self.step, &mut self.cursor, start);
+                let r = rate.as_bps() as u128;
+                let need = bytes.0 as u128 * BIT_NS_PER_BYTE;
+                if r > 0 && need <= r * (end - start).as_nanos() as u128 {
+                    return Some(start + Duration(need.div_ceil(r) as u64));
+                }
                 if s.is_zero_from_cursor(start, &mut self.cursor) {
                     return None;
                 }
@@ -340,6 +385,55 @@ mod tests {
     impl Server {
         fn new_test(c: Capacity) -> Server {
             Server::new(c, rng())
+        }
+    }
+
+    /// The remembered step answers what reading the schedule answers: each finish is the first
+    /// instant by which the capacity from the start carries the packet, over random schedules
+    /// (some zero and tiny rates, looping or not) and mostly forward starts.
+    #[test]
+    fn the_remembered_step_gives_what_walking_the_schedule_gives() {
+        use rand::Rng as _;
+        let mut rng = lowlat_core::rng::stream(3, "capacity-test");
+        for case in 0..300 {
+            let looping = case % 2 == 1;
+            let mut t = if looping { 0 } else { rng.random_range(0..50_000) };
+            let mut points = Vec::new();
+            for _ in 0..rng.random_range(1..12) {
+                let rate = match rng.random_range(0..4) {
+                    0 => Bitrate::ZERO,
+                    1 => Bitrate::bps(rng.random_range(1..2_000_000)),
+                    _ => Bitrate::bps(rng.random_range(1..200_000_000)),
+                };
+                points.push((Time(t), rate));
+                t += rng.random_range(1..3_000_000);
+            }
+            let s = if looping {
+                RateSchedule::looping(points, Duration(t + rng.random_range(0..5))).unwrap()
+            } else {
+                RateSchedule::new(points).unwrap()
+            };
+            let mut server = Server::new_test(Capacity::Schedule(s.clone()));
+            let mut start = 0u64;
+            for _ in 0..100 {
+                start = if rng.random_bool(0.9) {
+                    start + rng.random_range(0..2_000_000)
+                } else {
+                    rng.random_range(0..start + 1)
+                };
+                let at = Time(start);
+                assert_eq!(server.rate_at_mut(at), s.rate_at(at), "case {case} at {start}");
+                let bytes = rng.random_range(1..1600u64);
+                let need = bytes as u128 * BIT_NS_PER_BYTE;
+                match server.finish_time(at, Bytes(bytes)) {
+                    Some(end) => {
+                        assert!(walked(&s, at, end) >= need, "case {case} at {start}");
+                        assert!(walked(&s, at, Time(end.0 - 1)) < need, "case {case} at {start}");
+                    }
+                    // Never: all the capacity from the start carries less.
+                    None => assert!(s.bit_ns(at, Time(u64::MAX / 2)) < need, "case {case} at {start}"),
+                }
+            }
         }
     }
 

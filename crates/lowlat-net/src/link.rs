@@ -173,7 +173,7 @@ struct InService {
 fn state_of(
     queue: &QueueDiscipline,
     server: &mut Server,
-    in_service: Option<InService>,
+    in_service: Option<&InService>,
     now: Time,
 ) -> QueueState {
     QueueState {
@@ -308,7 +308,7 @@ impl Link {
             packets: self.queue.len(),
             rate: self.server.rate_at(now),
             busy: self.in_service.is_some(),
-            head_since: self.in_service.map(|s| s.started),
+            head_since: self.in_service.as_ref().map(|s| s.started),
         }
     }
 
@@ -317,7 +317,7 @@ impl Link {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &mut self.server, self.in_service, now);
+            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
                 Verdict::Drop => {
@@ -363,7 +363,7 @@ impl Link {
             self.stats.tail_drops += 1;
             self.stats.bin_at(now).drops += 1;
             if let Some(mb) = self.middlebox.as_mut() {
-                let state = state_of(&self.queue, &mut self.server, self.in_service, now);
+                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.on_drop(now, &pkt, &state);
             }
             return;
@@ -375,7 +375,7 @@ impl Link {
             // It starts when the packets before it have left (the one in service, which ends
             // after `now`, then those queued): work its fate out now, as its service will.
             let before = self.fates.back().map(|f| f.0);
-            let start = before.or(self.in_service.map(|s| s.finish)).map_or(now, |f| f.max(now));
+            let start = before.or(self.in_service.as_ref().map(|s| s.finish)).map_or(now, |f| f.max(now));
             let mut pkt = pkt;
             pkt.enqueued_at = now; // as the queue holds it
             let (finish, delivery) = self.fate(start, &pkt);
@@ -427,7 +427,7 @@ impl Link {
         };
         self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
         if let Some(mb) = self.middlebox.as_mut() {
-            let state = state_of(&self.queue, &mut self.server, self.in_service, t);
+            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
             mb.on_dequeue(t, &pkt, &state);
         }
     }
@@ -435,10 +435,12 @@ impl Link {
     /// Completes every transmission due by `now`, starting each next one back to back.
     #[inline]
     fn advance(&mut self, now: Time) {
-        while let Some(s) = self.in_service {
+        // Looked at in place: most calls complete nothing, and the record is a packet's size.
+        while let Some(s) = self.in_service.as_ref() {
             if s.finish > now {
                 break;
             }
+            let s = *s;
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += s.pkt.size as u64;
             if let Some(mb) = self.middlebox.as_mut() {
@@ -469,9 +471,9 @@ impl Link {
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
-            // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &mut self.server, self.in_service, now);
+            // Only built when the middlebox is due: this runs per packet.
             if mb.poll_timeout().is_some_and(|t| t <= now) {
+                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.handle_timeout(now, &state);
             }
         }
@@ -508,7 +510,7 @@ impl Link {
     /// When the link next needs `handle_timeout`.
     pub fn poll_timeout(&self) -> Option<Time> {
         // Written out by hand: this runs once or twice per packet per hop.
-        let mut next = match self.in_service {
+        let mut next = match self.in_service.as_ref() {
             Some(s) if s.finish != Time::MAX && self.lazy_completion => match (s.delivery, s.handed) {
                 // Among the packets in propagation already (as is every packet queued behind it).
                 (_, true) => None,

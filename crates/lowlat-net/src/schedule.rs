@@ -106,6 +106,21 @@ impl RateSchedule {
         }
     }
 
+    /// [`RateSchedule::step_from`], with the instant the step starts (`Time::ZERO` for the first
+    /// step of a schedule that does not repeat, whose rate also holds before it): the whole span
+    /// `[start, end)` over which the rate found holds.
+    #[inline]
+    pub(crate) fn span_from(&self, t: Time, cursor: &mut usize) -> (Bitrate, Time, Time) {
+        let (rate, end) = self.step_from(t, cursor);
+        let i = *cursor;
+        let start = match self.period {
+            None if i == 0 => 0,
+            None => self.points[i].0.as_nanos(),
+            Some(p) => (t.as_nanos() / p.as_nanos()) * p.as_nanos() + self.points[i].0.as_nanos(),
+        };
+        (rate, Time(start), end)
+    }
+
     /// The index of the step in force at `x` ns (within a repetition for a looping schedule; the
     /// first step before it starts), looked for from step `hint`: forward a few steps one by one,
     /// else a binary search of the side that holds it.

@@ -361,6 +361,25 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
                 let bytes: Vec<u8> = codes.iter().flat_map(|x| x.to_le_bytes()).collect();
                 d.set_item(name, ("labels", labels, PyBytes::new(py, &bytes)))?
             }
+            Column::Labels { values, codes } if !codes.is_empty() => {
+                // What `label_codes` gives for the rows' strings: the labels in order of first
+                // appearance (unused values left out).
+                let mut remap = vec![u32::MAX; values.len()];
+                let mut labels: Vec<&str> = Vec::new();
+                let bytes: Vec<u8> = codes
+                    .iter()
+                    .flat_map(|&c| {
+                        let r = &mut remap[c as usize];
+                        if *r == u32::MAX {
+                            *r = labels.len() as u32;
+                            labels.push(&values[c as usize]);
+                        }
+                        r.to_le_bytes()
+                    })
+                    .collect();
+                d.set_item(name, ("labels", labels, PyBytes::new(py, &bytes)))?
+            }
+            Column::Labels { .. } => d.set_item(name, Vec::<String>::new())?,
             Column::F64(v) => d.set_item(name, v)?,
             Column::I64(v) => d.set_item(name, v)?,
             Column::Str(v) => d.set_item(name, v)?,

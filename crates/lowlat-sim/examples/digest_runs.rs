@@ -36,7 +36,9 @@ fn digest(r: &RunResult) -> u64 {
             match col {
                 Column::F64(v) => v.iter().for_each(|x| fnv(&mut h, &x.to_bits().to_le_bytes())),
                 Column::I64(v) => v.iter().for_each(|x| fnv(&mut h, &x.to_le_bytes())),
-                Column::Str(v) => v.iter().for_each(|x| fnv(&mut h, x.as_bytes())),
+                Column::Str(_) | Column::Labels { .. } => {
+                    col.labels().for_each(|x| fnv(&mut h, x.as_bytes()))
+                }
             }
         }
     }

@@ -53,7 +53,7 @@ fn digest(tables: &[&Table]) -> String {
             match col {
                 Column::F64(v) => v.iter().for_each(|x| eat(&x.to_bits().to_le_bytes())),
                 Column::I64(v) => v.iter().for_each(|x| eat(&x.to_le_bytes())),
-                Column::Str(v) => v.iter().for_each(|x| eat(x.as_bytes())),
+                Column::Str(_) | Column::Labels { .. } => col.labels().for_each(|x| eat(x.as_bytes())),
             }
         }
     }

@@ -246,11 +246,7 @@ rmax = "3 Mbit/s"
 {extra}
 "#
         ));
-        match &r.sender_rtt.columns[0].1 {
-            lowlat_sim::results::Column::F64(v) => v.len(),
-            lowlat_sim::results::Column::I64(v) => v.len(),
-            lowlat_sim::results::Column::Str(v) => v.len(),
-        }
+        r.sender_rtt.columns[0].1.len()
     };
     let (every, default, two) = (samples("ack_every = 1"), samples(""), samples("ack_every = 2"));
     eprintln!("RTT samples: ack_every 1: {every}, default: {default}");

@@ -430,10 +430,7 @@ access = { delay = "19 ms" }
         r.summary_json().lines().filter(keep).map(str::to_owned).collect::<Vec<_>>()
     };
     assert_eq!(body(&logged), body(&planned), "the summary (prediction figures included) is the same");
-    let rows = |r: &lowlat_sim::RunResult| match r.predictions.columns.first().map(|c| &c.1) {
-        Some(Column::Str(v)) => v.len(),
-        _ => 0,
-    };
+    let rows = |r: &lowlat_sim::RunResult| r.predictions.columns.first().map_or(0, |c| c.1.len());
     assert!(rows(&logged) > 10_000, "the log holds a prediction per packet: {}", rows(&logged));
     assert_eq!(rows(&planned), 0, "nothing logged");
     assert_eq!(logged.summary.assist.as_ref().map(|a| a.predictions), Some(rows(&logged) as u64));

@@ -123,7 +123,21 @@ impl CoDel {
     }
 
     /// The next packet to transmit (RFC 8289 `dequeue`); packets dropped on the way are counted.
+    #[inline]
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        if self.packets.is_empty() {
+            // What the control law does with an empty queue (`dodequeue` finds nothing: below
+            // target, and so out of the dropping state), without the trip through it: a device
+            // FIFO behind CoDel asks it several times per packet while it holds nothing.
+            self.first_above_time = None;
+            self.dropping = false;
+            return None;
+        }
+        self.dequeue_head(now)
+    }
+
+    /// [`CoDel::dequeue`] of a queue holding at least one packet.
+    fn dequeue_head(&mut self, now: Time) -> Option<Packet> {
         let (mut p, ok_to_drop) = self.do_dequeue(now);
         if self.dropping {
             if !ok_to_drop {

@@ -80,6 +80,10 @@ impl DeviceQueue {
 
     /// Offers a packet to the qdisc (gives it back if the qdisc drops it at the tail), which
     /// passes it on at once if the device FIFO has room.
+    // Not inlined (nor `dequeue`): the qdisc's own calls inline into these (an empty CoDel's
+    // dequeue, asked several times per packet, is then two stores), which a call through the
+    // recursive `QueueDiscipline` would prevent.
+    #[inline(never)]
     pub fn enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
         self.qdisc.enqueue(now, pkt, rate)?;
         self.refill(now);
@@ -88,6 +92,7 @@ impl DeviceQueue {
 
     /// The next packet to transmit: the device FIFO's head; the slot it frees is filled from the
     /// qdisc at the same instant.
+    #[inline(never)]
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
         self.refill(now);
         let p = self.device.pop_front()?;

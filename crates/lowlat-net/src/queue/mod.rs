@@ -142,6 +142,7 @@ impl QueueDiscipline {
     }
 
     /// Offers a packet; gives it back if it is dropped at the tail. `rate` is the link's rate now.
+    #[inline(always)]
     pub fn enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
         match self {
             QueueDiscipline::DropTail(q) => q.enqueue(now, pkt, rate),
@@ -152,6 +153,7 @@ impl QueueDiscipline {
     }
 
     /// The next packet to serve, if any (an AQM may drop packets on the way; see `aqm_drops`).
+    #[inline]
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
         match self {
             QueueDiscipline::DropTail(q) => q.dequeue(now),
@@ -162,6 +164,7 @@ impl QueueDiscipline {
     }
 
     /// Bytes queued.
+    #[inline]
     pub fn bytes(&self) -> Bytes {
         match self {
             QueueDiscipline::DropTail(q) => q.bytes(),
@@ -172,6 +175,7 @@ impl QueueDiscipline {
     }
 
     /// Packets queued.
+    #[inline]
     pub fn len(&self) -> usize {
         match self {
             QueueDiscipline::DropTail(q) => q.len(),
