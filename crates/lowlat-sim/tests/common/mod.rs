@@ -33,11 +33,12 @@ pub fn catalog(name: &str) -> Scenario {
 pub fn series(table: &lowlat_sim::Table, id: &str, column: &str) -> Vec<(f64, f64)> {
     use lowlat_sim::Column;
     let get = |name: &str| &table.columns.iter().find(|c| c.0 == name).unwrap_or_else(|| panic!("{name}")).1;
-    let (Column::Str(ids), Column::F64(t), Column::F64(v)) = (&table.columns[0].1, get("t_s"), get(column))
+    let ids = &table.columns[0].1;
+    let (Column::Str(_) | Column::Labels { .. }, Column::F64(t), Column::F64(v)) = (ids, get("t_s"), get(column))
     else {
         panic!("unexpected column types")
     };
-    ids.iter().zip(t).zip(v).filter(|((i, _), _)| i.as_str() == id).map(|((_, t), v)| (*t, *v)).collect()
+    ids.labels().zip(t).zip(v).filter(|((i, _), _)| *i == id).map(|((_, t), v)| (*t, *v)).collect()
 }
 
 /// Mean of a series over `[from, to)` seconds (NaN bins skipped).
