@@ -97,6 +97,13 @@ pub trait RateController: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether [`RateController::handle_timeout`] never changes [`RateController::pacing_rate`]
+    /// (false unless a controller says so; the sender calls it at each of its wake-ups, a packet's
+    /// pacing time mostly), as [`RateController::pacing_rate_ignores_sends`] for sends.
+    fn pacing_rate_ignores_timeouts(&self) -> bool {
+        false
+    }
+
     /// How much sending time the pacer may save up while idle (`None`: the sender's default,
     /// 5 ms). Read once when the sender is built.
     fn pacing_burst(&self) -> Option<lowlat_core::Duration> {

@@ -622,6 +622,11 @@ impl RateController for Nada {
     fn pacing_rate_ignores_sends(&self) -> bool {
         true
     }
+
+    /// NADA has no timer.
+    fn pacing_rate_ignores_timeouts(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

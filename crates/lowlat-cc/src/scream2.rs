@@ -918,6 +918,11 @@ impl RateController for ScreamV2 {
         true
     }
 
+    /// The timer only clears the bytes in flight.
+    fn pacing_rate_ignores_timeouts(&self) -> bool {
+        true
+    }
+
     fn pacing_burst(&self) -> Option<Duration> {
         Some(self.cfg.pacing_burst)
     }

@@ -157,8 +157,9 @@ fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
 /// calls that take the controller mutably it cannot change (a `RateController` reads no clock,
 /// and `pacing_rate` takes `&self`). Every mutable call goes through [`Controller::get_mut`],
 /// which forgets the remembered rate (there is no `DerefMut`, so no other way compiles), but
-/// [`Controller::on_packet_sent`], which keeps it for a controller whose sends leave it alone. An
-/// external controller's state is changed through its handle, from outside: never remembered.
+/// [`Controller::on_packet_sent`] and [`Controller::handle_timeout`], which keep it for a
+/// controller whose sends or timer leave it alone. An external controller's state is changed
+/// through its handle, from outside: never remembered.
 #[derive(Debug)]
 struct Controller {
     cc: Box<dyn RateController>,
@@ -170,12 +171,32 @@ struct Controller {
     /// Whether the remembered rate outlives a sent packet
     /// ([`RateController::pacing_rate_ignores_sends`]): the poll after a send then reads no rate.
     kept_across_sends: bool,
+    /// Whether it outlives a wake-up ([`RateController::pacing_rate_ignores_timeouts`]).
+    kept_across_timeouts: bool,
 }
 
 impl Controller {
     fn new(cc: Box<dyn RateController>, cacheable: bool) -> Controller {
         let kept_across_sends = cacheable && cc.pacing_rate_ignores_sends();
-        Controller { cc, pacing: std::sync::atomic::AtomicU64::new(0), cacheable, kept_across_sends }
+        let kept_across_timeouts = cacheable && cc.pacing_rate_ignores_timeouts();
+        Controller {
+            cc,
+            pacing: std::sync::atomic::AtomicU64::new(0),
+            cacheable,
+            kept_across_sends,
+            kept_across_timeouts,
+        }
+    }
+
+    /// [`RateController::handle_timeout`], keeping the remembered rate where the controller
+    /// allows.
+    #[inline]
+    fn handle_timeout(&mut self, now: Time) {
+        if self.kept_across_timeouts {
+            self.cc.handle_timeout(now);
+        } else {
+            self.get_mut().handle_timeout(now);
+        }
     }
 
     /// [`RateController::on_packet_sent`], keeping the remembered rate where the controller
@@ -550,7 +571,7 @@ impl Endpoint for RtpSender {
 
     fn handle_timeout(&mut self, now: Time) {
         self.last_now = now;
-        self.cc.get_mut().handle_timeout(now);
+        self.cc.handle_timeout(now);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
