@@ -90,6 +90,20 @@ pub trait RateController: std::fmt::Debug + Send + Sync {
     /// The rate the pacer should send at.
     fn pacing_rate(&self) -> Bitrate;
 
+    /// Whether [`RateController::on_packet_sent`] never changes [`RateController::pacing_rate`]
+    /// (false unless a controller says so): a sender that remembers the pacing rate may then keep
+    /// it across the packets it sends (it reads the rate at every poll, a few per packet).
+    fn pacing_rate_ignores_sends(&self) -> bool {
+        false
+    }
+
+    /// Whether [`RateController::handle_timeout`] never changes [`RateController::pacing_rate`]
+    /// (false unless a controller says so; the sender calls it at each of its wake-ups, a packet's
+    /// pacing time mostly), as [`RateController::pacing_rate_ignores_sends`] for sends.
+    fn pacing_rate_ignores_timeouts(&self) -> bool {
+        false
+    }
+
     /// How much sending time the pacer may save up while idle (`None`: the sender's default,
     /// 5 ms). Read once when the sender is built.
     fn pacing_burst(&self) -> Option<lowlat_core::Duration> {

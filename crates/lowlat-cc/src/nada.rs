@@ -617,6 +617,16 @@ impl RateController for Nada {
         let r = (self.r_ref + self.buffer_term(self.cfg.beta_s)).min(self.cfg.rmax.as_bps_f64());
         Bitrate::from_bps_f64(r)
     }
+
+    /// NADA keeps no per-packet send state.
+    fn pacing_rate_ignores_sends(&self) -> bool {
+        true
+    }
+
+    /// NADA has no timer.
+    fn pacing_rate_ignores_timeouts(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

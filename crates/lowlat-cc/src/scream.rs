@@ -537,6 +537,11 @@ impl RateController for Scream {
         let r = self.cwnd * 8.0 / self.srtt();
         Bitrate::from_bps_f64(r.max(self.cfg.rate_pace_min.as_bps_f64()))
     }
+
+    /// A send counts bytes in flight and sent bytes, neither of which the pacing rate reads.
+    fn pacing_rate_ignores_sends(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

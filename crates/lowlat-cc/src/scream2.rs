@@ -912,6 +912,17 @@ impl RateController for ScreamV2 {
         Bitrate::from_bps_f64(r)
     }
 
+    /// A send changes the bytes in flight, the MSS and the window; the pacing rate reads the
+    /// stream target (rate share and adjustment) and constants only.
+    fn pacing_rate_ignores_sends(&self) -> bool {
+        true
+    }
+
+    /// The timer only clears the bytes in flight.
+    fn pacing_rate_ignores_timeouts(&self) -> bool {
+        true
+    }
+
     fn pacing_burst(&self) -> Option<Duration> {
         Some(self.cfg.pacing_burst)
     }

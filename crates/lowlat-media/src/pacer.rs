@@ -136,6 +136,11 @@ impl Pacer {
             self.rate = rate;
             self.rate_bps = rate.as_bps_f64();
             self.cap = (self.rate_bps * self.burst_s).max(0.0);
+        } else if now == self.last_refill {
+            // Polled again at the same instant (after a send, mostly): adding `rate x 0` and
+            // capping would leave the tokens as they are, bit for bit (they are never -0.0, and
+            // at most the cap, which only a rate change moves).
+            return;
         }
         self.tokens = (self.tokens + self.rate_bps * (now - self.last_refill).as_secs_f64()).min(self.cap);
         self.last_refill = now;

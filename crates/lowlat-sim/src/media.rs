@@ -156,8 +156,10 @@ fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
 /// `poll_timeout`), and some controllers work it out from several terms each time; between two
 /// calls that take the controller mutably it cannot change (a `RateController` reads no clock,
 /// and `pacing_rate` takes `&self`). Every mutable call goes through [`Controller::get_mut`],
-/// which forgets the remembered rate (there is no `DerefMut`, so no other way compiles). An
-/// external controller's state is changed through its handle, from outside: never remembered.
+/// which forgets the remembered rate (there is no `DerefMut`, so no other way compiles), but
+/// [`Controller::on_packet_sent`] and [`Controller::handle_timeout`], which keep it for a
+/// controller whose sends or timer leave it alone. An external controller's state is changed
+/// through its handle, from outside: never remembered.
 #[derive(Debug)]
 struct Controller {
     cc: Box<dyn RateController>,
@@ -166,11 +168,46 @@ struct Controller {
     pacing: std::sync::atomic::AtomicU64,
     /// Whether the rate may be remembered (not an external controller).
     cacheable: bool,
+    /// Whether the remembered rate outlives a sent packet
+    /// ([`RateController::pacing_rate_ignores_sends`]): the poll after a send then reads no rate.
+    kept_across_sends: bool,
+    /// Whether it outlives a wake-up ([`RateController::pacing_rate_ignores_timeouts`]).
+    kept_across_timeouts: bool,
 }
 
 impl Controller {
     fn new(cc: Box<dyn RateController>, cacheable: bool) -> Controller {
-        Controller { cc, pacing: std::sync::atomic::AtomicU64::new(0), cacheable }
+        let kept_across_sends = cacheable && cc.pacing_rate_ignores_sends();
+        let kept_across_timeouts = cacheable && cc.pacing_rate_ignores_timeouts();
+        Controller {
+            cc,
+            pacing: std::sync::atomic::AtomicU64::new(0),
+            cacheable,
+            kept_across_sends,
+            kept_across_timeouts,
+        }
+    }
+
+    /// [`RateController::handle_timeout`], keeping the remembered rate where the controller
+    /// allows.
+    #[inline]
+    fn handle_timeout(&mut self, now: Time) {
+        if self.kept_across_timeouts {
+            self.cc.handle_timeout(now);
+        } else {
+            self.get_mut().handle_timeout(now);
+        }
+    }
+
+    /// [`RateController::on_packet_sent`], keeping the remembered rate where the controller
+    /// allows.
+    #[inline]
+    fn on_packet_sent(&mut self, now: Time, sent: &SentPacket) {
+        if self.kept_across_sends {
+            self.cc.on_packet_sent(now, sent);
+        } else {
+            self.get_mut().on_packet_sent(now, sent);
+        }
     }
 
     /// The controller, for a call that may change it: the remembered pacing rate is dropped.
@@ -428,7 +465,7 @@ impl RtpSender {
         let sent = SentPacket { seq: self.next_seq, size, send_time: now };
         self.next_seq += 1;
         self.history.push_back(sent);
-        self.cc.get_mut().on_packet_sent(now, &sent);
+        self.cc.on_packet_sent(now, &sent);
         sent
     }
 
@@ -534,7 +571,7 @@ impl Endpoint for RtpSender {
 
     fn handle_timeout(&mut self, now: Time) {
         self.last_now = now;
-        self.cc.get_mut().handle_timeout(now);
+        self.cc.handle_timeout(now);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {

@@ -136,7 +136,9 @@ impl InterArrival {
     }
 
     fn new_group(cfg: &GccConfig, cur: &Group, send: Time, arrival: Time) -> bool {
-        !Self::belongs_to_burst(cfg, cur, send, arrival) && send - cur.first_send > cfg.burst_time
+        // The send-time test first: it is an integer comparison and mostly false (a packet within
+        // its group), which settles it without the burst test's float work (both are pure).
+        send - cur.first_send > cfg.burst_time && !Self::belongs_to_burst(cfg, cur, send, arrival)
     }
 
     fn belongs_to_burst(cfg: &GccConfig, cur: &Group, send: Time, arrival: Time) -> bool {

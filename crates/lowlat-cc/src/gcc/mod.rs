@@ -1067,6 +1067,11 @@ impl RateController for Gcc {
     fn wants_padding(&self, _now: Time) -> bool {
         self.prober.active().is_some()
     }
+
+    /// GCC has no timer.
+    fn pacing_rate_ignores_timeouts(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -162,6 +162,9 @@ impl Prober {
     /// Records the report's probe packets; returns the newest result of the clusters it
     /// completes, bit/s.
     pub fn on_feedback(&mut self, cfg: &GccConfig, report: &FeedbackReport) -> Option<f64> {
+        if self.clusters.is_empty() {
+            return None; // the usual case after the first probes: no per-packet range walk
+        }
         // Only the clusters done sending and the one being sent have packets.
         let started = (self.sent + 1).min(self.clusters.len());
         for p in &report.packets {
