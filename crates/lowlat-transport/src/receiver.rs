@@ -235,13 +235,7 @@ mod tests {
     /// beyond the ranges a frame reports.
     #[test]
     fn frames_written_over_held_ones_are_whole_frames() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut below = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut below = lowlat_core::rng::below(1, "held-frames-test");
         for case in 0..20 {
             let cfg = ReceiverConfig { max_ranges: 1 + case % 40, ..ReceiverConfig::default() };
             let mut r = Receiver::new(cfg);
@@ -273,14 +267,7 @@ mod tests {
     /// arrivals in order, with gaps, late, duplicated, and beyond the ranges a frame reports.
     #[test]
     fn remembered_sizes_are_the_frames_sizes() {
-        // A small xorshift: this crate has no random-number dependency of its own.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut below = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut below = lowlat_core::rng::below(1, "remembered-sizes-test");
         for case in 0..20 {
             let cfg = ReceiverConfig { max_ranges: 1 + case % 40, ..ReceiverConfig::default() };
             let mut r = Receiver::new(cfg);
