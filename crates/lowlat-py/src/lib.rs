@@ -362,22 +362,9 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
                 d.set_item(name, ("labels", labels, PyBytes::new(py, &bytes)))?
             }
             Column::Labels { values, codes } if !codes.is_empty() => {
-                // What `label_codes` gives for the rows' strings: the labels in order of first
-                // appearance (unused values left out).
-                let mut remap = vec![u32::MAX; values.len()];
-                let mut labels: Vec<&str> = Vec::new();
-                let bytes: Vec<u8> = codes
-                    .iter()
-                    .flat_map(|&c| {
-                        let r = &mut remap[c as usize];
-                        if *r == u32::MAX {
-                            *r = labels.len() as u32;
-                            labels.push(&values[c as usize]);
-                        }
-                        r.to_le_bytes()
-                    })
-                    .collect();
-                d.set_item(name, ("labels", labels, PyBytes::new(py, &bytes)))?
+                // Already the ("labels", distinct values, u32 codes) form `_column` reads.
+                let bytes: Vec<u8> = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
+                d.set_item(name, ("labels", values, PyBytes::new(py, &bytes)))?
             }
             Column::Labels { .. } => d.set_item(name, Vec::<String>::new())?,
             Column::F64(v) => d.set_item(name, v)?,
