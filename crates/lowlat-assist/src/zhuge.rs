@@ -855,6 +855,18 @@ impl Middlebox for Zhuge {
     fn hears_transmissions_late(&self) -> bool {
         true
     }
+
+    /// With no in-band flow (no reports, no timeouts, no client feedback dropped) and the
+    /// artifact's copies (no ACK held: every reverse packet passes, and the hold state it moves
+    /// on is read by nothing but later holds), Zhuge only predicts and logs at its queue (test
+    /// `a_copying_zhuge_without_in_band_flows_only_watches`).
+    fn only_watches(&self) -> bool {
+        self.flows.iter().all(|f| match f {
+            FlowState::InBand(_) => false,
+            FlowState::OutOfBand(_) => self.cfg.ack_hold.copy,
+            FlowState::Pass => true,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -1241,5 +1253,51 @@ mod tests {
         assert!(copied.iter().all(|v| *v == Verdict::Pass), "the originals pass: {copied:?}");
         assert_eq!(copied_state, held_state, "the same holds were worked out");
         assert_eq!(timeout, None, "nothing waits in the AP");
+    }
+
+    #[test]
+    fn a_copying_zhuge_without_in_band_flows_only_watches() {
+        let mut cfg = ZhugeConfig::default();
+        cfg.ack_hold.warmup = Duration::ZERO;
+        let roles = [FlowRole::OutOfBand, FlowRole::Pass];
+        let with = |copy: bool, roles: &[FlowRole]| {
+            let mut cfg = cfg.clone();
+            cfg.ack_hold.copy = copy;
+            Zhuge::new(cfg, roles, stream(3, "z"))
+        };
+        assert!(!with(false, &roles).only_watches(), "it holds ACKs");
+        assert!(!with(true, &[FlowRole::InBand(InBandFormat::TransportCc)]).only_watches());
+        // One AP is shown every ACK, the other none: the same predictions, and nothing else.
+        let (mut shown, mut unseen) = (with(true, &roles), with(true, &roles));
+        assert!(shown.only_watches() && unseen.only_watches());
+        let mut next = lowlat_core::rng::below(2, "only-watches-test");
+        let mut t = Time::ZERO;
+        for i in 0..2_000u64 {
+            t += Duration::from_micros(50 + next(400));
+            let q = queue(1200 * next(40));
+            let sent = t + Duration::from_micros(next(300));
+            let mut p = data(i);
+            p.flow = FlowId((i % 3 == 0) as u32);
+            for z in [&mut shown, &mut unseen] {
+                let mut arriving = p;
+                assert_eq!(z.on_enqueue(t, &mut arriving, &q), Verdict::Pass);
+                z.on_transmitted(sent, &p, &q);
+            }
+            if i % 2 == 0 {
+                let mut ack = data(10_000 + i);
+                ack.kind = PacketKind::Feedback;
+                ack.flow = FlowId((i % 4 == 0) as u32);
+                assert_eq!(shown.on_reverse(t, &mut ack), Verdict::Pass);
+            }
+            for z in [&mut shown, &mut unseen] {
+                z.handle_timeout(t, &q);
+                assert_eq!(z.poll_timeout(), None);
+                assert!(z.poll_inject(t).is_none() && z.poll_feedback(t).is_none());
+            }
+        }
+        assert!(shown.prediction_stats().count > 0);
+        assert_eq!(shown.prediction_stats(), unseen.prediction_stats());
+        assert_eq!(shown.predictions(), unseen.predictions());
+        assert_eq!(shown.dropped_client_feedback(), 0);
     }
 }

@@ -85,6 +85,19 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether it only watches its queue: it never asks to be woken ([`Middlebox::poll_timeout`]
+    /// is always `None`), never originates or releases a packet ([`Middlebox::poll_inject`],
+    /// [`Middlebox::poll_feedback`]), and its [`Middlebox::on_reverse`] passes every packet and
+    /// changes nothing that any hook's result or anything the driver reads depends on. A driver
+    /// may then skip `on_reverse` and treat the site's reverse path as one without a middlebox,
+    /// and may hand the queue its arrivals ahead of its clock (each at its own instant, in
+    /// order): the middlebox hears the same queue calls, with the same arguments, in the same
+    /// order. True for Zhuge when it holds only copies of ACKs and writes no feedback. Default
+    /// false.
+    fn only_watches(&self) -> bool {
+        false
+    }
+
     /// When it next wants to be woken.
     fn poll_timeout(&self) -> Option<Time> {
         None

@@ -135,6 +135,10 @@ pub struct Simulation {
     /// The horizon of the [`Simulation::advance`] in progress: quiet links hand on what reaches
     /// their far end by then.
     flush_until: Time,
+    /// The bottleneck's middlebox acts at its site (it does more than watch its queue, see
+    /// [`lowlat_net::Middlebox::only_watches`]): reverse packets pass it, and what it releases or
+    /// builds is drained after each of its link's events.
+    site: bool,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -319,6 +323,7 @@ impl Simulation {
             quiet_order: Vec::new(),
             ahead: vec![false; link_count],
             flush_until: Time::ZERO,
+            site: false,
         };
         sim.find_quiet_links();
         sim
@@ -390,13 +395,15 @@ impl Simulation {
             }
         }
         // Links that hand their packets on ahead: no middlebox, every packet goes to a link fed
-        // by this one alone and without a middlebox (or to a passive receiver), and not the
-        // reverse link of a site with a middlebox (feedback passes the site when it leaves that
-        // link). Such a next hop sees its arrivals in order, each at its own instant, whenever the
-        // driver hands them over, as long as that is before the driver's clock reaches them,
-        // which handing on at once guarantees; it hears of nothing else (no other feeder, no
-        // middlebox), so its packets leave it at the same instants.
-        let site = self.links[self.bottleneck as usize].middlebox().is_some();
+        // by this one alone and without a middlebox, or with one that only watches its queue (or
+        // to a passive receiver), and not the reverse link of a site whose middlebox acts
+        // (feedback passes the site when it leaves that link). Such a next hop sees its arrivals
+        // in order, each at its own instant, whenever the driver hands them over, as long as that
+        // is before the driver's clock reaches them, which handing on at once guarantees; it
+        // hears of nothing else (no other feeder; a watching middlebox hears only its queue's
+        // calls, still in order), so its packets leave it at the same instants.
+        let site = self.links[self.bottleneck as usize].middlebox().is_some_and(|m| !m.only_watches());
+        self.site = site;
         let ahead: Vec<bool> = (0..n)
             .map(|l| {
                 !quiet[l]
@@ -407,7 +414,7 @@ impl Simulation {
                     && next[l].iter().all(|m| {
                         m.is_some_and(|m| {
                             feeder[m as usize] == Feeder::Link(l as u32)
-                                && self.links[m as usize].middlebox().is_none()
+                                && self.links[m as usize].middlebox().is_none_or(|mb| mb.only_watches())
                         })
                     })
             })
@@ -657,7 +664,7 @@ impl Simulation {
         if self.ahead[i as usize] {
             self.hand_ahead(i);
         }
-        if i == self.bottleneck && self.links[i as usize].middlebox().is_some() {
+        if i == self.bottleneck && self.site {
             self.drain_site(now);
         }
         let next = self.links[i as usize].poll_timeout();
@@ -709,7 +716,7 @@ impl Simulation {
     /// A packet leaves a link at `now`: on to its next hop, or to its endpoint. Feedback leaving
     /// the reverse link passes the bottleneck's site, where a middlebox may act on it.
     fn forward(&mut self, now: Time, mut pkt: Packet) {
-        if pkt.kind == PacketKind::Feedback {
+        if self.site && pkt.kind == PacketKind::Feedback {
             let path = self.flows[pkt.flow.index()].reverse;
             if path.get(pkt.hop) == Some(self.reverse) {
                 let b = self.bottleneck;
@@ -747,7 +754,7 @@ impl Simulation {
             self.hand_ahead(link);
         }
         self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
-        if link == self.bottleneck && self.links[link as usize].middlebox().is_some() && self.drain_site(now)
+        if link == self.bottleneck && self.site && self.drain_site(now)
         {
             self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
         }
