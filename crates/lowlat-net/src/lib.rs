@@ -33,7 +33,9 @@ pub use histogram::{BinCursor, NsHistogram};
 pub use jitter::NoReorderJitter;
 pub use link::{Link, LinkConfig, LinkStats};
 pub use loss::LossModel;
-pub use middlebox::{BuiltFeedback, Direction, FeedbackPayload, Middlebox, NoAssist, QueueState, Verdict};
+pub use middlebox::{
+    BuiltFeedback, Direction, FeedbackPayload, Middlebox, NoAssist, QueueState, ReverseRule, Verdict,
+};
 pub use queue::{
     CoDel, CoDelConfig, DropTail, L4sConfig, L4sMarker, QueueConfig, QueueDiscipline, QueueLimit,
 };

@@ -46,6 +46,20 @@ pub enum Direction {
     Reverse,
 }
 
+/// What a middlebox's [`Middlebox::on_reverse`] does with one flow's reverse-path packets, for a
+/// driver that would show them to it ahead of its clock (see [`Middlebox::reverse_rule`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReverseRule {
+    /// What it does may depend on or change its state: show it each packet at its instant.
+    AtItsInstant,
+    /// It drops every feedback packet of the flow, whatever its state and the instant, and
+    /// changes nothing any other hook reads (a counter read at the end may count the drops).
+    DropsAll,
+    /// It passes every packet of the flow and changes nothing, and it never originates or
+    /// releases a packet for the flow.
+    PassesAll,
+}
+
 /// Network assistance at a queue. Every hook has a do-nothing default.
 pub trait Middlebox: std::fmt::Debug + Send + Sync {
     /// A short name for logs and results (`"zhuge"`, `"none"`).
@@ -96,6 +110,12 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
     /// false.
     fn only_watches(&self) -> bool {
         false
+    }
+
+    /// What [`Middlebox::on_reverse`] does with the reverse-path packets of `flow`. Default
+    /// [`ReverseRule::AtItsInstant`].
+    fn reverse_rule(&self, _flow: FlowId) -> ReverseRule {
+        ReverseRule::AtItsInstant
     }
 
     /// When it next wants to be woken.

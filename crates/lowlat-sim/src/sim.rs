@@ -404,11 +404,12 @@ impl Simulation {
         // calls, still in order), so its packets leave it at the same instants.
         let site = self.links[self.bottleneck as usize].middlebox().is_some_and(|m| !m.only_watches());
         self.site = site;
+        let past_site = site && self.reverse_site_allows_ahead(&next);
         let ahead: Vec<bool> = (0..n)
             .map(|l| {
                 !quiet[l]
                     && self.links[l].can_be_eager()
-                    && !(site && l as u32 == self.reverse)
+                    && !(site && l as u32 == self.reverse && !past_site)
                     && next_passive[l]
                     && !next[l].is_empty()
                     && next[l].iter().all(|m| {
@@ -436,6 +437,48 @@ impl Simulation {
         }
         self.quiet = quiet;
         self.quiet_order = order;
+    }
+
+    /// Whether the reverse link of a site whose middlebox acts may hand its packets on ahead,
+    /// showing the middlebox each feedback packet at its own instant, ahead of the driver's clock
+    /// (`next`: where the reverse link's packets go, see [`Simulation::find_quiet_links`]). Only
+    /// if the middlebox's verdict on every flow crossing that link is fixed and changes nothing it
+    /// reads ([`lowlat_net::ReverseRule`]), and no next hop would get both packets handed on
+    /// ahead and packets the site originates at the driver's clock (those must arrive in order):
+    /// the flows whose feedback the site drops whole (all that goes that way) may take
+    /// the site's own packets, the others must take none.
+    fn reverse_site_allows_ahead(&self, next: &[Vec<Option<u32>>]) -> bool {
+        use lowlat_net::ReverseRule;
+        let Some(mb) = self.links[self.bottleneck as usize].middlebox() else { return true };
+        let reverse = self.reverse;
+        // Per next hop of the reverse link: whether it takes packets passed on by the site, and
+        // whether it takes packets the site drops (and so may take the site's own).
+        let mut passes = vec![false; self.links.len()];
+        let mut drops = vec![false; self.links.len()];
+        for (i, f) in self.flows.iter().enumerate() {
+            let rule = mb.reverse_rule(FlowId(i as u32));
+            for (path, feedback) in [(f.reverse, true), (f.forward, false)] {
+                let Some(h) = (0..path.len).find(|&h| path.get(h) == Some(reverse)) else { continue };
+                // Data crossing the reverse link is not shown to the middlebox; its flow must get
+                // nothing from it.
+                let ok = match rule {
+                    ReverseRule::AtItsInstant => false,
+                    ReverseRule::DropsAll => feedback,
+                    ReverseRule::PassesAll => true,
+                };
+                if !ok {
+                    return false;
+                }
+                if let Some(m) = path.get(h + 1) {
+                    if rule == ReverseRule::DropsAll {
+                        drops[m as usize] = true;
+                    } else {
+                        passes[m as usize] = true;
+                    }
+                }
+            }
+        }
+        next[reverse as usize].iter().flatten().all(|&m| !(passes[m as usize] && drops[m as usize]))
     }
 
     /// Replaces the endpoints of flow `id` (before the run starts): how a library user plugs in
@@ -771,7 +814,23 @@ impl Simulation {
     /// Hands on what link `link` (one that hands on ahead, see [`Simulation::find_quiet_links`])
     /// will deliver by the current horizon, at each packet's own arrival instant.
     fn hand_ahead(&mut self, link: u32) {
+        if link == self.reverse && self.site {
+            return self.hand_ahead_past_site();
+        }
         while let Some((at, pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
+            self.next_hop(at, pkt);
+        }
+    }
+
+    /// [`Simulation::hand_ahead`] for the reverse link of a site whose middlebox acts: feedback
+    /// passes the site's middlebox, whose fixed verdict may drop it (see
+    /// [`Simulation::reverse_site_allows_ahead`]; nothing it polls changes).
+    fn hand_ahead_past_site(&mut self) {
+        let (r, b) = (self.reverse as usize, self.bottleneck as usize);
+        while let Some((at, mut pkt)) = self.links[r].poll_output_until(self.flush_until) {
+            if pkt.kind == PacketKind::Feedback && self.links[b].handle_reverse(at, &mut pkt) != Verdict::Pass {
+                continue;
+            }
             self.next_hop(at, pkt);
         }
     }
