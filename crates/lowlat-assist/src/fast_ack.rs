@@ -18,7 +18,8 @@ use std::collections::VecDeque;
 pub struct FastAck {
     /// Per flow: the AP's receiver state for ack-clocked flows, `None` for others.
     receivers: Vec<Option<Receiver>>,
-    out: VecDeque<BuiltFeedback>,
+    /// ACKs built, with the instant each leaves (in order).
+    out: VecDeque<(Time, BuiltFeedback)>,
     dropped_client_acks: u64,
     /// The earliest of the receivers' ACK deadlines. A receiver's deadline depends on its state
     /// alone, so this is brought up to date by the hooks that change one; the link asks for it
@@ -45,11 +46,11 @@ impl FastAck {
         for (i, r) in self.receivers.iter_mut().enumerate() {
             let Some(r) = r else { continue };
             if let Some(frame) = r.poll_ack(now) {
-                self.out.push_back(BuiltFeedback {
+                self.out.push_back((now, BuiltFeedback {
                     flow: FlowId(i as u32),
                     size: Bytes(frame.datagram_len()),
                     payload: FeedbackPayload::Frame(Box::new(frame)),
-                });
+                }));
             }
         }
         self.next_timeout = self.receivers.iter().flatten().filter_map(Receiver::poll_timeout).min();
@@ -68,6 +69,14 @@ impl Middlebox for FastAck {
     fn on_transmitted(&mut self, now: Time, pkt: &Packet, _queue: &QueueState) {
         if pkt.kind != PacketKind::Data {
             return;
+        }
+        if !matches!(self.receivers.get(pkt.flow.index()), Some(Some(_))) {
+            return;
+        }
+        // Heard of ahead (see `hears_transmissions_ahead`), the delay timers due before this
+        // transmission's end go off first, as they would have been woken for.
+        while let Some(t) = self.next_timeout.filter(|&t| t < now) {
+            self.poll_acks(t);
         }
         if let Some(Some(r)) = self.receivers.get_mut(pkt.flow.index()) {
             r.on_packet(now, pkt.seq);
@@ -95,15 +104,34 @@ impl Middlebox for FastAck {
     }
 
     fn handle_timeout(&mut self, now: Time, _queue: &QueueState) {
-        self.poll_acks(now);
+        // Also woken when an ACK built ahead leaves: the timers are what may be due.
+        if self.next_timeout.is_some_and(|t| t <= now) {
+            self.poll_acks(now);
+        }
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        self.next_timeout
+        match (self.next_timeout, self.out.front()) {
+            (Some(t), Some(o)) => Some(t.min(o.0)),
+            (t, o) => t.or(o.map(|o| o.0)),
+        }
     }
 
-    fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
-        self.out.pop_front()
+    fn poll_feedback(&mut self, now: Time) -> Option<BuiltFeedback> {
+        self.poll_feedback_at(now).map(|o| o.1)
+    }
+
+    fn poll_feedback_at(&mut self, until: Time) -> Option<(Time, BuiltFeedback)> {
+        match self.out.front() {
+            Some(o) if o.0 <= until => self.out.pop_front(),
+            _ => None,
+        }
+    }
+
+    /// Its receivers only count what was delivered, in order, and act on their delay timers
+    /// in the same order as they hear of transmissions; on_reverse reads none of it.
+    fn hears_transmissions_ahead(&self) -> bool {
+        true
     }
 }
 
@@ -154,5 +182,77 @@ mod tests {
         // Which is fixed per flow, so a driver may show it the ACKs ahead of its clock.
         assert_eq!(f.reverse_rule(FlowId(0)), ReverseRule::DropsAll);
         assert_eq!(f.reverse_rule(FlowId(1)), ReverseRule::PassesAll);
+    }
+
+    #[test]
+    fn hearing_of_transmissions_ahead_builds_the_same_acks_at_the_same_instants() {
+        // Bursts of packets of two flows, with gaps longer than the ACK delay between some: one AP
+        // hears of each transmission at its end and is woken for its timers; the other hears of
+        // a burst at once (ahead) and is woken only when it asks. Same ACKs, same instants.
+        let q = QueueState { bytes: Bytes(0), packets: 0, rate: Bitrate::mbps(10), busy: false, head_since: None };
+        let roles = [FlowRole::OutOfBand, FlowRole::OutOfBand];
+        let mut next = lowlat_core::rng::below(4, "fast-ack-ahead-test");
+        let (mut t, mut seq) = (Time::ZERO, [0u64; 2]);
+        let mut bursts = Vec::new();
+        for _ in 0..300 {
+            let gap = if next(3) == 0 { 60_000 } else { 3_000 };
+            t += Duration::from_micros(100 + next(gap));
+            // Packets up to 12 ms apart, so that timers go off within a burst.
+            let burst: Vec<(Time, Packet)> = (0..1 + next(8))
+                .map(|_| {
+                    let flow = next(2) as usize;
+                    seq[flow] += 1 + u64::from(next(20) == 0); // a gap now and then
+                    let p = Packet::new(0, FlowId(flow as u32), Bytes(1200), seq[flow], Time::ZERO);
+                    t += Duration::from_micros(120 + next(12_000));
+                    (t, p)
+                })
+                .collect();
+            t = burst.last().expect("not empty").0;
+            bursts.push(burst);
+        }
+        let frames = |f: &mut FastAck, at: Time, out: &mut Vec<(Time, u32, AckFrame)>| {
+            while let Some((t, fb)) = f.poll_feedback_at(at) {
+                let FeedbackPayload::Frame(any) = fb.payload else { panic!("a frame") };
+                out.push((t, fb.flow.0, *any.downcast::<AckFrame>().expect("an ACK frame")));
+            }
+        };
+        let end = t + Duration::from_secs(1);
+        // At each instant: its timers are woken for, each transmission heard of at its end.
+        let mut at_once = FastAck::new(&roles, ReceiverConfig::default());
+        let mut out_once = Vec::new();
+        for (t, p) in bursts.iter().flatten() {
+            while let Some(d) = at_once.poll_timeout().filter(|d| d < t) {
+                at_once.handle_timeout(d, &q);
+                frames(&mut at_once, d, &mut out_once);
+            }
+            at_once.on_transmitted(*t, p, &q);
+            frames(&mut at_once, *t, &mut out_once);
+        }
+        while let Some(d) = at_once.poll_timeout().filter(|&d| d < end) {
+            at_once.handle_timeout(d, &q);
+            frames(&mut at_once, d, &mut out_once);
+        }
+        // Ahead: each burst heard of when it starts; woken only when it asks to be.
+        let mut ahead = FastAck::new(&roles, ReceiverConfig::default());
+        assert!(ahead.hears_transmissions_ahead());
+        let mut out_ahead = Vec::new();
+        for burst in &bursts {
+            let start = burst[0].0 - Duration::from_micros(100);
+            while let Some(d) = ahead.poll_timeout().filter(|&d| d < start) {
+                ahead.handle_timeout(d, &q);
+                frames(&mut ahead, d, &mut out_ahead);
+            }
+            for (t, p) in burst {
+                ahead.on_transmitted(*t, p, &q);
+            }
+        }
+        while let Some(d) = ahead.poll_timeout().filter(|&d| d < end) {
+            ahead.handle_timeout(d, &q);
+            frames(&mut ahead, d, &mut out_ahead);
+        }
+        assert!(out_once.len() > 300, "{}", out_once.len());
+        let first_difference = out_ahead.iter().zip(&out_once).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None);
+        assert_eq!(out_ahead.len(), out_once.len());
     }
 }

@@ -246,16 +246,33 @@ impl Link {
     /// Asks the link to work out each packet's fate (finish, loss, delivery) when it admits it
     /// and to put it among the packets in propagation at once, for a driver that hands them on
     /// ahead of its clock ([`Link::poll_output_until`]). Only a drop-tail link without a
-    /// middlebox can (nothing decides a packet's fate after its admission); returns whether this
-    /// one does. Call before the first packet arrives.
+    /// middlebox, or with one that hears of transmissions ahead
+    /// ([`Middlebox::hears_transmissions_ahead`]: it is told of each at the admission), can
+    /// (nothing decides a packet's fate after its admission); returns whether this one does.
+    /// Call before the first packet arrives.
     pub fn set_eager(&mut self, on: bool) -> bool {
         self.eager = on && self.can_be_eager();
         self.eager
     }
 
-    /// Whether [`Link::set_eager`] would take: a drop-tail queue and no middlebox.
+    /// Whether [`Link::set_eager`] would take: a drop-tail queue and no middlebox (or one that
+    /// hears of transmissions ahead).
     pub fn can_be_eager(&self) -> bool {
-        self.middlebox.is_none() && matches!(self.queue, QueueDiscipline::DropTail(_))
+        self.middlebox.as_ref().is_none_or(|m| m.hears_transmissions_ahead())
+            && matches!(self.queue, QueueDiscipline::DropTail(_))
+    }
+
+    /// Tells a middlebox that hears of transmissions ahead of the one whose fate was just worked
+    /// out (an eager link's admission), unless it never ends.
+    #[inline]
+    fn tell_ahead(&mut self, now: Time, pkt: &Packet, finish: Time) {
+        if finish == Time::MAX {
+            return;
+        }
+        if let Some(mb) = self.middlebox.as_mut() {
+            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            mb.on_transmitted(finish, pkt, &state);
+        }
     }
 
     /// A packet's finish and delivery (`None`: lost) if it starts service at `t`: the server's
@@ -383,6 +400,7 @@ impl Link {
             if let Some(d) = delivery {
                 self.in_flight.push_back((d, pkt));
             }
+            self.tell_ahead(now, &pkt, finish);
         }
     }
 
@@ -423,6 +441,7 @@ impl Link {
             if let Some(d) = delivery {
                 self.in_flight.push_back((d, pkt));
             }
+            self.tell_ahead(t, &pkt, finish);
             (finish, delivery)
         };
         self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
@@ -443,8 +462,9 @@ impl Link {
             let s = *s;
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += s.pkt.size as u64;
-            if let Some(mb) = self.middlebox.as_mut() {
+            if let Some(mb) = self.middlebox.as_mut().filter(|_| !s.handed) {
                 // The queue as it is once this packet is out (the next one not yet in service).
+                // (A handed packet's middlebox heard of it at its admission.)
                 let state = state_of(&self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &s.pkt, &state);
             }
@@ -507,17 +527,24 @@ impl Link {
         self.middlebox.as_mut()?.poll_feedback(now)
     }
 
+    /// Feedback the middlebox built that leaves by `until`, with the instant it leaves
+    /// ([`Middlebox::poll_feedback_at`]).
+    pub fn poll_feedback_at(&mut self, until: Time) -> Option<(Time, BuiltFeedback)> {
+        self.middlebox.as_mut()?.poll_feedback_at(until)
+    }
+
     /// When the link next needs `handle_timeout`.
     pub fn poll_timeout(&self) -> Option<Time> {
         // Written out by hand: this runs once or twice per packet per hop.
         let mut next = match self.in_service.as_ref() {
-            Some(s) if s.finish != Time::MAX && self.lazy_completion => match (s.delivery, s.handed) {
-                // Among the packets in propagation already (as is every packet queued behind it).
-                (_, true) => None,
+            // Among the packets in propagation already (as is every packet queued behind it),
+            // and heard of by any middlebox.
+            Some(s) if s.handed => None,
+            Some(s) if s.finish != Time::MAX && self.lazy_completion => match s.delivery {
                 // Its delivery, the first thing anyone sees of it (and of the ones after it).
-                (Some(d), false) => Some(d),
+                Some(d) => Some(d),
                 // Lost on the wire: nothing to show; the next one starts at its end.
-                (None, false) => Some(s.finish),
+                None => Some(s.finish),
             },
             Some(s) if s.finish != Time::MAX => Some(s.finish),
             _ => None,

@@ -99,6 +99,22 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether it may hear of each transmission's end as soon as its link has worked out the
+    /// packet's fate, at its admission to a drop-tail queue (an eager link, see
+    /// [`crate::link::Link::set_eager`]): [`Middlebox::on_transmitted`] is then called at the
+    /// admission with the finish instant as `now` and the queue's state at the admission,
+    /// transmissions still in the order they end. True only for a middlebox whose
+    /// [`Middlebox::on_enqueue`], [`Middlebox::on_dequeue`] and [`Middlebox::on_drop`] do
+    /// nothing, whose [`Middlebox::on_reverse`] reads nothing the other hooks write, that never
+    /// injects packets ([`Middlebox::poll_inject`]), and that keeps its own time in order: on
+    /// hearing of a transmission it first acts on its timers due before it, and what it builds
+    /// leaves at its own instant ([`Middlebox::poll_feedback_at`]; [`Middlebox::poll_timeout`]
+    /// asks for the next such instant). Its link then completes transmissions lazily (no
+    /// wake-up at each one's end). Default false.
+    fn hears_transmissions_ahead(&self) -> bool {
+        false
+    }
+
     /// Whether it only watches its queue: it never asks to be woken ([`Middlebox::poll_timeout`]
     /// is always `None`), never originates or releases a packet ([`Middlebox::poll_inject`],
     /// [`Middlebox::poll_feedback`]), and its [`Middlebox::on_reverse`] passes every packet and
@@ -136,6 +152,13 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
     /// Feedback it built on a receiver's behalf, to go back to that flow's sender now.
     fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
         None
+    }
+
+    /// Feedback it built that leaves by `until`, with the instant it leaves (never before the
+    /// one before it): what a middlebox that hears of transmissions ahead built ahead of the
+    /// driver's clock. Default: [`Middlebox::poll_feedback`] at `until`.
+    fn poll_feedback_at(&mut self, until: Time) -> Option<(Time, BuiltFeedback)> {
+        self.poll_feedback(until).map(|fb| (until, fb))
     }
 }
 

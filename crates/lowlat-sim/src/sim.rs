@@ -139,6 +139,9 @@ pub struct Simulation {
     /// [`lowlat_net::Middlebox::only_watches`]): reverse packets pass it, and what it releases or
     /// builds is drained after each of its link's events.
     site: bool,
+    /// The site's middlebox hears of transmissions ahead and what it builds is handed on ahead
+    /// of the driver's clock (see [`Simulation::find_quiet_links`]).
+    site_ahead: bool,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -324,6 +327,7 @@ impl Simulation {
             ahead: vec![false; link_count],
             flush_until: Time::ZERO,
             site: false,
+            site_ahead: false,
         };
         sim.find_quiet_links();
         sim
@@ -405,6 +409,16 @@ impl Simulation {
         let site = self.links[self.bottleneck as usize].middlebox().is_some_and(|m| !m.only_watches());
         self.site = site;
         let past_site = site && self.reverse_site_allows_ahead(&next);
+        // A middlebox that hears of transmissions ahead has its link work each packet's fate
+        // out at its admission (no wake-up at each transmission's end), and what it builds is
+        // handed on ahead, at its own instant; its link then takes its arrivals ahead of the
+        // driver's clock as well. Only where what it builds goes to links that get nothing else
+        // (so their arrivals stay in order).
+        let b = self.bottleneck as usize;
+        let site_eager = self.links[b].middlebox().is_some_and(|m| m.hears_transmissions_ahead())
+            && self.links[b].can_be_eager()
+            && self.site_builds_for_own_links(|m| feeder[m as usize] == Feeder::Link(self.reverse));
+        self.site_ahead = site_eager;
         let ahead: Vec<bool> = (0..n)
             .map(|l| {
                 !quiet[l]
@@ -415,13 +429,14 @@ impl Simulation {
                     && next[l].iter().all(|m| {
                         m.is_some_and(|m| {
                             feeder[m as usize] == Feeder::Link(l as u32)
-                                && self.links[m as usize].middlebox().is_none_or(|mb| mb.only_watches())
+                                && (self.links[m as usize].middlebox().is_none_or(|mb| mb.only_watches())
+                                    || (m as usize == b && site_eager))
                         })
                     })
             })
             .collect();
         for (l, &a) in ahead.iter().enumerate() {
-            self.links[l].set_eager(a);
+            self.links[l].set_eager(a || (l == b && site_eager));
         }
         self.ahead = ahead;
         let mut order = Vec::new();
@@ -481,6 +496,36 @@ impl Simulation {
         next[reverse as usize].iter().flatten().all(|&m| !(passes[m as usize] && drops[m as usize]))
     }
 
+    /// Whether every packet the site's middlebox may build for a flow goes to a link fed by the
+    /// reverse link alone (`fed_by_reverse`) that takes nothing the site passes on: flows it
+    /// builds nothing for pass untouched ([`lowlat_net::ReverseRule::PassesAll`]); the others'
+    /// feedback is dropped whole at the site ([`lowlat_net::ReverseRule::DropsAll`]), and none
+    /// of the flows going on to their next hop is passed.
+    fn site_builds_for_own_links(&self, fed_by_reverse: impl Fn(u32) -> bool) -> bool {
+        use lowlat_net::ReverseRule;
+        let Some(mb) = self.links[self.bottleneck as usize].middlebox() else { return true };
+        let reverse = self.reverse;
+        let mut passes = vec![false; self.links.len()];
+        let mut builds = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            let rule = mb.reverse_rule(FlowId(i as u32));
+            if rule != ReverseRule::PassesAll {
+                let h = (0..f.reverse.len).find(|&h| f.reverse.get(h) == Some(reverse));
+                match (rule, h.and_then(|h| f.reverse.get(h + 1))) {
+                    (ReverseRule::DropsAll, Some(m)) if fed_by_reverse(m) => builds.push(m),
+                    _ => return false,
+                }
+            }
+            for (path, dropped) in [(f.reverse, rule == ReverseRule::DropsAll), (f.forward, false)] {
+                let h = (0..path.len).find(|&h| path.get(h) == Some(reverse));
+                if let Some(m) = h.and_then(|h| path.get(h + 1)).filter(|_| !dropped) {
+                    passes[m as usize] = true;
+                }
+            }
+        }
+        builds.iter().all(|&m| !passes[m as usize])
+    }
+
     /// Replaces the endpoints of flow `id` (before the run starts): how a library user plugs in
     /// an application of their own. Errors if there is no such flow or the run has started.
     pub fn set_endpoints(
@@ -530,6 +575,7 @@ impl Simulation {
         self.quiet.iter_mut().for_each(|q| *q = false);
         self.ahead.iter_mut().for_each(|a| *a = false);
         self.quiet_order.clear();
+        self.site_ahead = false;
         self.links.iter_mut().for_each(|l| {
             l.set_eager(false);
         });
@@ -737,15 +783,17 @@ impl Simulation {
                 }
             }
         }
-        while let Some(fb) = self.links[b].poll_feedback(now) {
+        // Built ahead (at the instant it leaves, up to the horizon) or now.
+        let until = if self.site_ahead { self.flush_until } else { now };
+        while let Some((at, fb)) = self.links[b].poll_feedback_at(until) {
             any = true;
-            let mut pkt = Packet::new(self.next_packet_id, fb.flow, fb.size, 0, now);
+            let mut pkt = Packet::new(self.next_packet_id, fb.flow, fb.size, 0, at);
             self.next_packet_id += 1;
             pkt.kind = PacketKind::Feedback;
             pkt.app = ASSIST_APP;
             pkt.hop = self.site_hop(fb.flow);
             self.assist_payloads.insert(pkt.id, fb.payload);
-            self.next_hop(now, pkt);
+            self.next_hop(at, pkt);
         }
         any
     }
