@@ -10,7 +10,7 @@
 use crate::zhuge::FlowRole;
 use lowlat_core::{Bytes, FlowId, Packet, PacketKind, Time};
 use lowlat_net::middlebox::{BuiltFeedback, FeedbackPayload, Middlebox, QueueState, ReverseRule, Verdict};
-use lowlat_transport::{Receiver, ReceiverConfig};
+use lowlat_transport::{AckFrame, Receiver, ReceiverConfig};
 use std::collections::VecDeque;
 
 /// FastAck at one AP queue.
@@ -20,6 +20,8 @@ pub struct FastAck {
     receivers: Vec<Option<Receiver>>,
     /// ACKs built, with the instant each leaves (in order).
     out: VecDeque<(Time, BuiltFeedback)>,
+    /// Frames handed back once read ([`Middlebox::recycle`]), to write the next ACKs into.
+    spare: Vec<Box<AckFrame>>,
     dropped_client_acks: u64,
     /// The earliest of the receivers' ACK deadlines. A receiver's deadline depends on its state
     /// alone, so this is brought up to date by the hooks that change one; the link asks for it
@@ -33,7 +35,7 @@ impl FastAck {
     pub fn new(roles: &[FlowRole], cfg: ReceiverConfig) -> FastAck {
         let receivers =
             roles.iter().map(|r| (*r == FlowRole::OutOfBand).then(|| Receiver::new(cfg.clone()))).collect();
-        FastAck { receivers, out: VecDeque::new(), dropped_client_acks: 0, next_timeout: None }
+        FastAck { receivers, out: VecDeque::new(), spare: Vec::new(), dropped_client_acks: 0, next_timeout: None }
     }
 
     /// Client ACKs dropped so far.
@@ -45,12 +47,17 @@ impl FastAck {
     fn poll_acks(&mut self, now: Time) {
         for (i, r) in self.receivers.iter_mut().enumerate() {
             let Some(r) = r else { continue };
-            if let Some(frame) = r.poll_ack(now) {
+            // Written in place into a frame handed back (a frame is some 500 bytes of room for
+            // its ranges; moving one whole costs more than writing the ranges in use).
+            let mut frame = self.spare.pop().unwrap_or_default();
+            if r.poll_ack_into(now, &mut frame) {
                 self.out.push_back((now, BuiltFeedback {
                     flow: FlowId(i as u32),
-                    size: Bytes(frame.datagram_len()),
-                    payload: FeedbackPayload::Frame(Box::new(frame)),
+                    size: Bytes(r.last_datagram_len()),
+                    payload: FeedbackPayload::Frame(frame),
                 }));
+            } else {
+                self.spare.push(frame);
             }
         }
         self.next_timeout = self.receivers.iter().flatten().filter_map(Receiver::poll_timeout).min();
@@ -121,6 +128,14 @@ impl Middlebox for FastAck {
         self.poll_feedback_at(now).map(|o| o.1)
     }
 
+    fn recycle(&mut self, payload: FeedbackPayload) {
+        if let FeedbackPayload::Frame(any) = payload {
+            if let Ok(frame) = any.downcast::<AckFrame>() {
+                self.spare.push(frame);
+            }
+        }
+    }
+
     fn poll_feedback_at(&mut self, until: Time) -> Option<(Time, BuiltFeedback)> {
         match self.out.front() {
             Some(o) if o.0 <= until => self.out.pop_front(),
@@ -139,7 +154,6 @@ impl Middlebox for FastAck {
 mod tests {
     use super::*;
     use lowlat_core::{Bitrate, Duration};
-    use lowlat_transport::AckFrame;
 
     #[test]
     fn the_ap_acknowledges_what_it_delivered_and_drops_the_clients_acks() {

@@ -533,6 +533,13 @@ impl Link {
         self.middlebox.as_mut()?.poll_feedback_at(until)
     }
 
+    /// Hands a payload the middlebox built back to it once read ([`Middlebox::recycle`]).
+    pub fn recycle(&mut self, payload: crate::middlebox::FeedbackPayload) {
+        if let Some(mb) = self.middlebox.as_mut() {
+            mb.recycle(payload);
+        }
+    }
+
     /// When the link next needs `handle_timeout`.
     pub fn poll_timeout(&self) -> Option<Time> {
         // Written out by hand: this runs once or twice per packet per hop.

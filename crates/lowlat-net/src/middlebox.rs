@@ -154,6 +154,10 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// A payload it built, handed back once the driver has read it: its room may hold the next
+    /// one (no allocation per packet). Default: dropped.
+    fn recycle(&mut self, _payload: FeedbackPayload) {}
+
     /// Feedback it built that leaves by `until`, with the instant it leaves (never before the
     /// one before it): what a middlebox that hears of transmissions ahead built ahead of the
     /// driver's clock. Default: [`Middlebox::poll_feedback`] at `until`.

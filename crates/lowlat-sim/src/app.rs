@@ -20,8 +20,9 @@ pub enum AssistFeedback {
         /// `(sequence number, arrival)` in sequence order.
         arrivals: Vec<(u64, Option<Time>)>,
     },
-    /// A transport ACK frame.
-    Ack(lowlat_transport::AckFrame),
+    /// A transport ACK frame (boxed as the middlebox built it: the box goes back to it once
+    /// read, see [`lowlat_net::Middlebox::recycle`]).
+    Ack(Box<lowlat_transport::AckFrame>),
     /// An explicit network signal (SCONE-PRO's capacity and queue, or the standard SCONE
     /// packet's throughput advice), decoded from its wire format.
     Signal(lowlat_cc::NetworkSignal),

@@ -21,7 +21,8 @@ use crate::web::{self, WebReceiver, WebSender};
 use lowlat_core::rng::stream;
 use lowlat_core::{FlowId, Packet, PacketKind, Time};
 
-/// The `app` word of feedback a middlebox built (its content is in `assist_payloads`).
+/// The `app` word of feedback a middlebox built (its content is in `assist_payloads`, at the
+/// slot its `seq` word names).
 const ASSIST_APP: u64 = u64::MAX - 1;
 
 /// A downloads flow's propagation RTT and request delay (client to server, one way), for its
@@ -43,7 +44,6 @@ use lowlat_net::link::{Link, LinkConfig};
 use lowlat_net::middlebox::{Direction, FeedbackPayload, Verdict};
 use lowlat_transport::AckFrame;
 use lowlat_wire::{CcfbReport, NumReportsConvention, TransportCcFeedback};
-use std::collections::HashMap;
 
 /// What a SCONE middlebox's signal says, decoded from its wire bytes; `None` if unreadable or
 /// the advice is "unknown".
@@ -110,8 +110,12 @@ pub struct Simulation {
     bottleneck: u32,
     reverse: u32,
     wakeups: Wakeups,
-    /// What the feedback a middlebox built says, by the id of the packet carrying it.
-    assist_payloads: HashMap<u64, FeedbackPayload>,
+    /// What the feedback a middlebox built says, at the slot the packet carrying it names in its
+    /// `seq` word (which nothing reads of such a packet); a slot is free again once its packet
+    /// has arrived (one whose packet is lost stays taken).
+    assist_payloads: Vec<Option<FeedbackPayload>>,
+    /// Free slots of `assist_payloads`.
+    free_payload_slots: Vec<u64>,
     /// Per flow: the last sequence number a middlebox's report covered (to unwrap 16-bit ones).
     assist_seq: Vec<Option<u64>>,
     next_packet_id: u64,
@@ -315,7 +319,8 @@ impl Simulation {
             bottleneck,
             reverse,
             wakeups,
-            assist_payloads: HashMap::new(),
+            assist_payloads: Vec::new(),
+            free_payload_slots: Vec::new(),
             assist_seq: vec![None; scenario_flow_count],
             next_packet_id: 0,
             wall: std::time::Duration::ZERO,
@@ -792,7 +797,16 @@ impl Simulation {
             pkt.kind = PacketKind::Feedback;
             pkt.app = ASSIST_APP;
             pkt.hop = self.site_hop(fb.flow);
-            self.assist_payloads.insert(pkt.id, fb.payload);
+            pkt.seq = match self.free_payload_slots.pop() {
+                Some(slot) => {
+                    self.assist_payloads[slot as usize] = Some(fb.payload);
+                    slot
+                }
+                None => {
+                    self.assist_payloads.push(Some(fb.payload));
+                    self.assist_payloads.len() as u64 - 1
+                }
+            };
             self.next_hop(at, pkt);
         }
         any
@@ -895,7 +909,7 @@ impl Simulation {
         let raw: Vec<(u16, Option<Time>)> = match payload {
             FeedbackPayload::Frame(f) => {
                 return match f.downcast::<AckFrame>() {
-                    Ok(f) => Some(AssistFeedback::Ack(*f)),
+                    Ok(f) => Some(AssistFeedback::Ack(f)),
                     Err(f) => f.downcast::<SconeSignal>().ok().and_then(|s| decode_scone(&s)),
                 };
             }
@@ -948,11 +962,16 @@ impl Simulation {
             PacketKind::Feedback => {
                 flow.metrics.on_feedback_received(pkt.size as u64);
                 if pkt.app == ASSIST_APP {
-                    if let Some(payload) = self.assist_payloads.remove(&pkt.id) {
+                    if let Some(payload) = self.assist_payloads.get_mut(pkt.seq as usize).and_then(Option::take) {
+                        self.free_payload_slots.push(pkt.seq);
                         if let Some(fb) = self.decode_assist(pkt.flow, pkt.sent_at, payload) {
                             let e = 2 * flow_index;
                             self.endpoint(e).handle_assist(now, &fb);
                             self.drain_endpoint(e, now);
+                            if let AssistFeedback::Ack(frame) = fb {
+                                // Its room goes back to the middlebox for its next ACK.
+                                self.links[self.bottleneck as usize].recycle(FeedbackPayload::Frame(frame));
+                            }
                         }
                     }
                     return;
