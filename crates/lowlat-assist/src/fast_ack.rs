@@ -20,7 +20,9 @@ pub struct FastAck {
     receivers: Vec<Option<Receiver>>,
     /// ACKs built, with the instant each leaves (in order).
     out: VecDeque<(Time, BuiltFeedback)>,
-    /// Frames handed back once read ([`Middlebox::recycle`]), to write the next ACKs into.
+    /// Frames handed back once read ([`Middlebox::recycle`]), to write the next ACKs into. Boxed
+    /// as they go out (a payload is a box): keeping the boxes is what saves an allocation.
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<AckFrame>>,
     dropped_client_acks: u64,
     /// The earliest of the receivers' ACK deadlines. A receiver's deadline depends on its state
