@@ -655,6 +655,72 @@ mod tests {
         assert_eq!(link.middlebox().unwrap().name(), "drop-odd");
     }
 
+    /// Records each transmission it hears of (finish, packet id); hears of them ahead if asked.
+    #[derive(Debug, Default)]
+    struct Heard {
+        ahead: bool,
+        heard: Vec<(Time, u64)>,
+    }
+
+    impl Middlebox for Heard {
+        fn name(&self) -> &'static str {
+            "heard"
+        }
+        fn on_transmitted(&mut self, now: Time, pkt: &Packet, _q: &QueueState) {
+            self.heard.push((now, pkt.id));
+        }
+        fn hears_transmissions_ahead(&self) -> bool {
+            self.ahead
+        }
+        fn as_any(&self) -> Option<&dyn std::any::Any> {
+            Some(self)
+        }
+    }
+
+    #[test]
+    fn a_middlebox_that_hears_transmissions_ahead_hears_the_same_ones_at_admission() {
+        let cfg = LinkConfig {
+            jitter: Duration::from_micros(300),
+            loss: crate::loss::LossModel::Bernoulli { p: 0.05 },
+            queue: QueueConfig::DropTail { limit: QueueLimit::Packets(8) },
+            ..LinkConfig::constant(Bitrate::mbps(10), Duration::from_millis(5))
+        };
+        let mut next = lowlat_core::rng::below(3, "hears-ahead-test");
+        let mut arrivals = Vec::new();
+        let mut t = Time::ZERO;
+        for i in 0..3_000 {
+            // Bursts that overflow the queue, and gaps that let it drain.
+            t += Duration::from_micros(if next(10) == 0 { 20_000 } else { next(1_500) });
+            arrivals.push((t, pkt(i)));
+        }
+        let run = |ahead: bool| {
+            let mut link = Link::new(&cfg, 1, "l", Duration::from_millis(200));
+            link.set_middlebox(Box::new(Heard { ahead, heard: Vec::new() }));
+            assert_eq!(link.set_eager(ahead), ahead);
+            let mut out = Vec::new();
+            for &(t, p) in &arrivals {
+                while let Some(w) = link.poll_timeout().filter(|&w| w <= t) {
+                    link.handle_timeout(w);
+                    while let Some(p) = link.poll_output(w) {
+                        out.push((w, p.id));
+                    }
+                }
+                link.handle_input(t, p);
+                while let Some(p) = link.poll_output(t) {
+                    out.push((t, p.id));
+                }
+            }
+            out.extend(drain(&mut link).into_iter().map(|(t, p)| (t, p.id)));
+            let heard = link.middlebox().and_then(|m| m.as_any()).and_then(|a| a.downcast_ref::<Heard>());
+            (out, heard.expect("the recorder").heard.clone(), link.stats().tx_packets, link.stats().tail_drops)
+        };
+        let (at_end, ahead) = (run(false), run(true));
+        assert!(at_end.3 > 0 && at_end.1.len() > 2_000, "drops {} heard {}", at_end.3, at_end.1.len());
+        assert_eq!(ahead.0, at_end.0, "the same deliveries at the same instants");
+        assert_eq!(ahead.1, at_end.1, "the same transmissions heard of, with their finish");
+        assert_eq!((ahead.2, ahead.3), (at_end.2, at_end.3));
+    }
+
     #[test]
     fn a_time_limited_queue_follows_the_current_rate() {
         let cfg = LinkConfig {
