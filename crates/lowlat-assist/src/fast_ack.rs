@@ -75,6 +75,10 @@ impl Middlebox for FastAck {
         Some(self)
     }
 
+    fn hears_dequeues(&self) -> bool {
+        false
+    }
+
     fn on_transmitted(&mut self, now: Time, pkt: &Packet, _queue: &QueueState) {
         if pkt.kind != PacketKind::Data {
             return;

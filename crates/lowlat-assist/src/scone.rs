@@ -297,6 +297,10 @@ impl Middlebox for SconeAp {
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
     }
+
+    fn hears_dequeues(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

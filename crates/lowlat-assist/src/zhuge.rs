@@ -675,6 +675,10 @@ impl Middlebox for Zhuge {
         Some(self)
     }
 
+    fn hears_dequeues(&self) -> bool {
+        false
+    }
+
     fn on_enqueue(&mut self, now: Time, pkt: &mut Packet, queue: &QueueState) -> Verdict {
         self.teller.on_backlog(now, Self::backlog(queue));
         let head_wait = Self::head_wait(now, queue);

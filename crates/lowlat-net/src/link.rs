@@ -202,6 +202,8 @@ pub struct Link {
     /// Completes transmissions lazily (see the module docs): no middlebox, or one that hears of
     /// transmissions late.
     lazy_completion: bool,
+    /// The middlebox acts on dequeues ([`Middlebox::hears_dequeues`]).
+    tell_dequeues: bool,
     /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
     eager: bool,
     /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
@@ -228,6 +230,7 @@ impl Link {
             aqm_drops_seen: 0,
             stats: LinkStats::new(bin),
             lazy_completion: true,
+            tell_dequeues: false,
             eager: false,
             fates: VecDeque::new(),
         }
@@ -239,6 +242,7 @@ impl Link {
         // complete transmissions eagerly (one wake-up per packet more); one that may hear of it
         // at its next call (Middlebox::hears_transmissions_late: Zhuge) keeps the lazy path.
         self.lazy_completion = middlebox.hears_transmissions_late();
+        self.tell_dequeues = middlebox.hears_dequeues();
         self.eager = false;
         self.middlebox = Some(middlebox);
     }
@@ -445,7 +449,7 @@ impl Link {
             (finish, delivery)
         };
         self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
-        if let Some(mb) = self.middlebox.as_mut() {
+        if let Some(mb) = self.middlebox.as_mut().filter(|_| self.tell_dequeues) {
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
             mb.on_dequeue(t, &pkt, &state);
         }

@@ -73,6 +73,13 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
     /// A forward packet leaves the queue and starts transmission.
     fn on_dequeue(&mut self, _now: Time, _pkt: &Packet, _queue: &QueueState) {}
 
+    /// Whether it acts on [`Middlebox::on_dequeue`]: false for one that keeps the default (its
+    /// link then neither builds the queue's state for it nor calls it, once per packet).
+    /// Default true.
+    fn hears_dequeues(&self) -> bool {
+        true
+    }
+
     /// A forward packet has been transmitted (its last bit is out; on Wi-Fi, its aggregate left).
     fn on_transmitted(&mut self, _now: Time, _pkt: &Packet, _queue: &QueueState) {}
 
