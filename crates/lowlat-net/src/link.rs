@@ -270,10 +270,9 @@ impl Link {
     /// out (an eager link's admission), unless it never ends.
     #[inline]
     fn tell_ahead(&mut self, now: Time, pkt: &Packet, finish: Time) {
-        if finish == Time::MAX {
-            return;
-        }
-        if let Some(mb) = self.middlebox.as_mut() {
+        // Looked at first: most eager links have no middlebox.
+        let Some(mb) = self.middlebox.as_mut() else { return };
+        if finish != Time::MAX {
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
             mb.on_transmitted(finish, pkt, &state);
         }
@@ -435,6 +434,9 @@ impl Link {
     fn serve(&mut self, t: Time, pkt: Packet) {
         self.stats.record_sojourn(t, t - pkt.enqueued_at);
         let handed = self.eager;
+        // Whether its fate is worked out here, admitted to an empty queue on an eager link: a
+        // middlebox that hears of transmissions ahead hears of it now.
+        let mut fated_now = false;
         let (finish, delivery) = if !handed {
             self.fate(t, &pkt)
         } else if let Some(fate) = self.fates.pop_front() {
@@ -445,13 +447,20 @@ impl Link {
             if let Some(d) = delivery {
                 self.in_flight.push_back((d, pkt));
             }
-            self.tell_ahead(t, &pkt, finish);
+            fated_now = true;
             (finish, delivery)
         };
         self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
-        if let Some(mb) = self.middlebox.as_mut().filter(|_| self.tell_dequeues) {
-            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
-            mb.on_dequeue(t, &pkt, &state);
+        if let Some(mb) = self.middlebox.as_mut() {
+            if self.tell_dequeues || fated_now {
+                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
+                if self.tell_dequeues {
+                    mb.on_dequeue(t, &pkt, &state);
+                }
+                if fated_now && finish != Time::MAX {
+                    mb.on_transmitted(finish, &pkt, &state);
+                }
+            }
         }
     }
 
