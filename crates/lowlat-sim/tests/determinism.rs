@@ -143,3 +143,71 @@ egress = { rate = "50 Mbit/s", delay = "5 ms" }
     assert!(quiet.summary.flows.iter().all(|f| f.packets_received > 1000));
     assert!(quiet.summary.links[0].drops > 0, "the bottleneck queue overflows");
 }
+
+/// Copa (ack-clocked) through an access link, a lossy jittered bottleneck whose access point runs
+/// FastAck or Zhuge holding only copies of ACKs, and the reverse link, next to a CBR flow the AP
+/// leaves alone: the site's queue taking its arrivals ahead, FastAck hearing of transmissions at
+/// admission and its ACKs handed on ahead, the reverse link handing on past the site, give
+/// exactly the results of waking every hop for every packet, in one run or in slices.
+#[test]
+fn middleboxes_heard_ahead_give_the_results_of_waking_every_hop() {
+    for assist in [r#"assist = "fastack""#, "assist = \"zhuge\"\nzhuge = { in_band = \"sampled\", ack_copy = true }"] {
+        let text = format!(
+            r#"
+duration = "4 s"
+seed = 3
+[bottleneck]
+rate = "12 Mbit/s"
+delay = "20 ms"
+jitter = "2 ms"
+loss = {{ kind = "bernoulli", p = 0.005 }}
+queue = {{ kind = "droptail", limit = "120 packets" }}
+{assist}
+[reverse]
+rate = "50 Mbit/s"
+delay = "20 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "copa"
+fps = 25
+rmin = "500 kbit/s"
+rmax = "30 Mbit/s"
+packet_size = "1200 B"
+access = {{ delay = "5 ms" }}
+ack_every = 1
+recovery = "tcp"
+[[flows]]
+id = "cbr"
+kind = "cbr"
+rate = "2 Mbit/s"
+access = {{ rate = "100 Mbit/s", delay = "2 ms" }}
+"#
+        );
+        let plain = Simulation::new(scenario(&text)).run();
+        let mut woken = Simulation::new(scenario(&text));
+        woken.wake_every_hop();
+        let woken = woken.run();
+        let mut sliced = Simulation::new(scenario(&text));
+        let mut t = lowlat_core::Time::ZERO;
+        while !sliced.is_done() {
+            t += lowlat_core::Duration::from_millis(17);
+            sliced.advance(t);
+        }
+        let sliced = sliced.finish();
+        let without_events = |json: &str| {
+            without_wall(json).lines().filter(|l| !l.starts_with("  \"events\"")).collect::<Vec<_>>().join("\n")
+        };
+        let want = without_events(&woken.summary_json());
+        assert!(woken.summary.flows[0].packets_received > 2_000, "{assist}: the video flowed");
+        for r in [&plain, &sliced] {
+            assert_eq!(without_events(&r.summary_json()), want, "{assist}");
+            assert_eq!(format!("{:?}", r.flow_series), format!("{:?}", woken.flow_series), "{assist}");
+            assert_eq!(format!("{:?}", r.link_series), format!("{:?}", woken.link_series), "{assist}");
+        }
+        // Fewer events: no wake-up per access-link arrival, reverse-link delivery or (FastAck)
+        // transmission's end.
+        let (fewer, all) = (plain.summary.events, woken.summary.events);
+        assert!(20 * fewer < 17 * all, "{assist}: {fewer} events against {all}");
+    }
+}
