@@ -777,7 +777,9 @@ impl Simulation {
     fn drain_site(&mut self, now: Time) -> bool {
         let b = self.bottleneck as usize;
         let mut any = false;
-        while let Some((dir, mut pkt)) = self.links[b].poll_inject(now) {
+        // A middlebox heard of transmissions ahead never injects (see
+        // `Middlebox::hears_transmissions_ahead`): not asked, after every event of its link.
+        while let Some((dir, mut pkt)) = if self.site_ahead { None } else { self.links[b].poll_inject(now) } {
             any = true;
             match dir {
                 Direction::Forward => self.links[b].inject_forward(now, pkt),
