@@ -385,6 +385,10 @@ impl WindowController for Bbr {
 
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
+    fn per_packet_hooks(&self) -> bool {
+        false
+    }
+
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
         self.update_round(rs);
         self.update_btlbw(rs);

@@ -287,6 +287,10 @@ impl WindowController for Copa {
 
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
+    fn per_packet_hooks(&self) -> bool {
+        false
+    }
+
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
         let t = now.as_nanos();
         let sample = rs.rtt.as_secs_f64();

@@ -116,6 +116,14 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
     /// once per recovery period (to packets sent after the previous reaction).
     fn on_congestion_event(&mut self, now: Time, sent: Time, persistent: bool, lost_bytes: u64);
 
+    /// Whether the controller reads the per-packet hooks ([`WindowController::on_sent`],
+    /// [`WindowController::on_ack`], [`WindowController::on_end_acks`]). One that acts only on
+    /// rate samples and congestion events says no, and the sender skips those calls (dynamic
+    /// calls of empty methods, three per packet). Asked once, when the sender is built.
+    fn per_packet_hooks(&self) -> bool {
+        true
+    }
+
     /// The congestion window.
     fn window(&self) -> u64;
 

@@ -175,6 +175,8 @@ struct SampleAcc {
 pub struct Sender {
     cfg: SenderConfig,
     cc: Box<dyn WindowController>,
+    /// [`WindowController::per_packet_hooks`] of `cc`.
+    packet_hooks: bool,
     rtt: RttEstimator,
     /// Sent packets from `base_pn` on, indexed by packet number.
     sent: VecDeque<Sent>,
@@ -195,6 +197,10 @@ pub struct Sender {
     retx: u64,
     tokens: f64,
     last_refill: Time,
+    /// A full packet in bits, and the most tokens the pacer saves up (`burst_packets` of them),
+    /// as `f64`: asked at every poll, and the settings never change.
+    packet_bits: f64,
+    token_cap: f64,
     stats: SenderStats,
     /// Bytes delivered (acknowledged) so far, and when the last were.
     delivered: u64,
@@ -227,6 +233,7 @@ impl Sender {
     pub fn new(cfg: SenderConfig, cc: Box<dyn WindowController>) -> Sender {
         let to_send = cfg.size.unwrap_or(u64::MAX);
         Sender {
+            packet_hooks: cc.per_packet_hooks(),
             cc,
             rtt: RttEstimator::default(),
             sent: VecDeque::with_capacity(1024),
@@ -243,6 +250,8 @@ impl Sender {
             retx: 0,
             tokens: 0.0,
             last_refill: Time::ZERO,
+            packet_bits: (cfg.packet_size.0 * 8) as f64,
+            token_cap: (cfg.burst_packets * cfg.packet_size.0 * 8) as f64,
             stats: SenderStats::default(),
             delivered: 0,
             delivered_time: Time::ZERO,
@@ -361,8 +370,7 @@ impl Sender {
     /// Adds the tokens earned since the last refill at pacing rate `rate` (`None`: unpaced).
     fn refill(&mut self, now: Time, rate: Option<f64>) {
         if let Some(rate) = rate {
-            let cap = (self.cfg.burst_packets * self.cfg.packet_size.0 * 8) as f64;
-            self.tokens = (self.tokens + rate * (now - self.last_refill).as_secs_f64()).min(cap);
+            self.tokens = (self.tokens + rate * (now - self.last_refill).as_secs_f64()).min(self.token_cap);
         }
         self.last_refill = now;
     }
@@ -405,10 +413,18 @@ impl Sender {
         if !self.window_open() {
             return None;
         }
-        let rate = self.pacing_rate();
-        self.refill(now, rate);
-        let paced = self.probes == 0 && rate.is_some();
-        if paced && self.tokens < (self.cfg.packet_size.0 * 8) as f64 {
+        // Polled again at the instant of the last refill (after a send, mostly): a refill would
+        // add `rate x 0` and cap, which leaves the tokens as they are, bit for bit (they never
+        // exceed the cap, and a -0.0 only turns into 0.0), so the pacing rate is not asked for.
+        // The rate is finite there unless it is the default one over a zero smoothed RTT
+        // (`inf x 0` would reset the tokens to the cap): refilled as before then.
+        if now != self.last_refill || self.rtt.smoothed() == Duration::ZERO {
+            let rate = self.pacing_rate();
+            self.refill(now, rate);
+        }
+        // (`pacing_rate` is `Some` exactly when `is_paced`.)
+        let paced = self.probes == 0 && self.is_paced();
+        if paced && self.tokens < self.packet_bits {
             return None;
         }
         Some(paced)
@@ -449,7 +465,9 @@ impl Sender {
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
-        self.cc.on_sent(now, size, self.in_flight);
+        if self.packet_hooks {
+            self.cc.on_sent(now, size, self.in_flight);
+        }
         pn
     }
 
@@ -516,7 +534,9 @@ impl Sender {
             self.take_hole(s.tag);
         }
         self.deliver(now, &s, true);
-        self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
+        if self.packet_hooks {
+            self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
+        }
     }
 
     /// Counts `s` delivered into the rate sample being built (`sample_rtt`: its RTT may be the
@@ -622,7 +642,9 @@ impl Sender {
             };
             self.cc.on_rate_sample(now, &sample, &self.rtt);
         }
-        self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
+        if self.packet_hooks {
+            self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
+        }
         self.pto_count = 0;
         // Holes stay: they hold TCP's cumulative point.
         while self.sent.front().is_some_and(|s| !s.outstanding && !s.hole) {
@@ -836,7 +858,7 @@ impl Sender {
         let pacer = if (self.has_data() || self.probes > 0) && self.window_open() {
             match self.pacing_rate() {
                 Some(rate) if self.probes == 0 => {
-                    let deficit = (self.cfg.packet_size.0 * 8) as f64 - self.tokens;
+                    let deficit = self.packet_bits - self.tokens;
                     // One nanosecond more than the exact time, so the refill is never short.
                     Some(self.last_refill + Duration::from_secs_f64(deficit.max(0.0) / rate) + Duration(1))
                 }
