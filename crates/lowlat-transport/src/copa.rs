@@ -24,7 +24,7 @@
 use crate::copa_artifact::{CopaArtifact, CopaArtifactConstants};
 use crate::filter::{Keep, WindowedFilter};
 use crate::rtt::RttEstimator;
-use crate::{RateSample, WindowController};
+use crate::{RateSample, Reads, WindowController};
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 
 /// Which Copa runs.
@@ -287,8 +287,8 @@ impl WindowController for Copa {
 
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
-    fn per_packet_hooks(&self) -> bool {
-        false
+    fn reads(&self) -> Reads {
+        Reads { packet_hooks: false, ..Reads::ALL }
     }
 
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {

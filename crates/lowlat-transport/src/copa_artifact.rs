@@ -45,7 +45,7 @@
 use crate::copa::CopaConfig;
 use crate::filter::{Keep, SuffixExtrema, WindowedFilter};
 use crate::rtt::RttEstimator;
-use crate::{RateSample, WindowController};
+use crate::{RateSample, Reads, WindowController};
 use lowlat_core::{Bitrate, Duration, Time};
 
 /// The constants of the artifact's Copa that the paper's has not (`tcp-copa.cc` unless said).
@@ -361,8 +361,8 @@ impl WindowController for CopaArtifact {
 
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
-    fn per_packet_hooks(&self) -> bool {
-        false
+    fn reads(&self) -> Reads {
+        Reads { packet_hooks: false, rate_samples: true, delivery_rate: false }
     }
 
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {

@@ -12,7 +12,7 @@
 //!   back below the baseline resumes slow start; 5 conservative rounds end slow start.
 
 use crate::rtt::RttEstimator;
-use crate::WindowController;
+use crate::{Reads, WindowController};
 use lowlat_core::{Bytes, Duration, Time};
 
 /// CUBIC's and HyStart++'s constants.
@@ -205,6 +205,10 @@ impl Cubic {
 impl WindowController for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
+    }
+
+    fn reads(&self) -> Reads {
+        Reads { rate_samples: false, delivery_rate: false, ..Reads::ALL }
     }
 
     fn on_ack(&mut self, now: Time, sent: Time, bytes: u64, app_limited: bool, rtt: &RttEstimator) {

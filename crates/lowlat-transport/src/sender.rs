@@ -36,7 +36,7 @@
 
 use crate::ack::AckFrame;
 use crate::rtt::RttEstimator;
-use crate::{RateSample, WindowController};
+use crate::{RateSample, Reads, WindowController};
 use lowlat_core::hash::FastMap;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
@@ -175,8 +175,8 @@ struct SampleAcc {
 pub struct Sender {
     cfg: SenderConfig,
     cc: Box<dyn WindowController>,
-    /// [`WindowController::per_packet_hooks`] of `cc`.
-    packet_hooks: bool,
+    /// [`WindowController::reads`] of `cc`.
+    reads: Reads,
     rtt: RttEstimator,
     /// Sent packets from `base_pn` on, indexed by packet number.
     sent: VecDeque<Sent>,
@@ -233,7 +233,7 @@ impl Sender {
     pub fn new(cfg: SenderConfig, cc: Box<dyn WindowController>) -> Sender {
         let to_send = cfg.size.unwrap_or(u64::MAX);
         Sender {
-            packet_hooks: cc.per_packet_hooks(),
+            reads: cc.reads(),
             cc,
             rtt: RttEstimator::default(),
             sent: VecDeque::with_capacity(1024),
@@ -465,7 +465,7 @@ impl Sender {
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
-        if self.packet_hooks {
+        if self.reads.packet_hooks {
             self.cc.on_sent(now, size, self.in_flight);
         }
         pn
@@ -534,7 +534,7 @@ impl Sender {
             self.take_hole(s.tag);
         }
         self.deliver(now, &s, true);
-        if self.packet_hooks {
+        if self.reads.packet_hooks {
             self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
         }
     }
@@ -624,12 +624,16 @@ impl Sender {
         // TCP: an ACK of late originals alone still reaches the controller, with the latest RTT
         // (ns-3 calls `CongControl` on every ACK; its rate sample keeps the last RTT measured).
         let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
-        if let (Some(prior_delivered), Some(rtt)) = (acc.prior_delivered, acc.rtt.or(fallback)) {
+        let sample =
+            if self.reads.rate_samples { acc.prior_delivered.zip(acc.rtt.or(fallback)) } else { None };
+        if let Some((prior_delivered, rtt)) = sample {
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
             let sample = RateSample {
-                delivery_rate: (interval > Duration::ZERO && interval >= self.rtt.min())
-                    .then(|| Bitrate::from_bps_f64(delivered as f64 * 8.0 / interval.as_secs_f64())),
+                delivery_rate: (self.reads.delivery_rate
+                    && interval > Duration::ZERO
+                    && interval >= self.rtt.min())
+                .then(|| Bitrate::from_bps_f64(delivered as f64 * 8.0 / interval.as_secs_f64())),
                 delivered,
                 interval,
                 prior_delivered,
@@ -642,7 +646,7 @@ impl Sender {
             };
             self.cc.on_rate_sample(now, &sample, &self.rtt);
         }
-        if self.packet_hooks {
+        if self.reads.packet_hooks {
             self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
         }
         self.pto_count = 0;
