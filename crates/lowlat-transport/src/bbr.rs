@@ -386,7 +386,7 @@ impl WindowController for Bbr {
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
     fn reads(&self) -> Reads {
-        Reads { packet_hooks: false, ..Reads::ALL }
+        Reads { sent: false, acks: false, ..Reads::ALL }
     }
 
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {

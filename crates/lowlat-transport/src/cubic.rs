@@ -208,7 +208,7 @@ impl WindowController for Cubic {
     }
 
     fn reads(&self) -> Reads {
-        Reads { rate_samples: false, delivery_rate: false, ..Reads::ALL }
+        Reads { sent: false, rate_samples: false, delivery_rate: false, ..Reads::ALL }
     }
 
     fn on_ack(&mut self, now: Time, sent: Time, bytes: u64, app_limited: bool, rtt: &RttEstimator) {

@@ -89,9 +89,10 @@ pub struct RateSample {
 /// Which of the sender's signals a controller reads ([`WindowController::reads`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reads {
-    /// The per-packet hooks: [`WindowController::on_sent`], [`WindowController::on_ack`],
-    /// [`WindowController::on_end_acks`].
-    pub packet_hooks: bool,
+    /// [`WindowController::on_sent`].
+    pub sent: bool,
+    /// [`WindowController::on_ack`] and [`WindowController::on_end_acks`].
+    pub acks: bool,
     /// [`WindowController::on_rate_sample`].
     pub rate_samples: bool,
     /// [`RateSample::delivery_rate`] (without it the field is `None`).
@@ -100,7 +101,7 @@ pub struct Reads {
 
 impl Reads {
     /// Everything (the default: a controller that says nothing gets every signal).
-    pub const ALL: Reads = Reads { packet_hooks: true, rate_samples: true, delivery_rate: true };
+    pub const ALL: Reads = Reads { sent: true, acks: true, rate_samples: true, delivery_rate: true };
 }
 
 /// A window-based congestion controller.

@@ -71,7 +71,7 @@ impl WindowController for NewReno {
     }
 
     fn reads(&self) -> Reads {
-        Reads { rate_samples: false, delivery_rate: false, ..Reads::ALL }
+        Reads { sent: false, rate_samples: false, delivery_rate: false, ..Reads::ALL }
     }
 
     fn on_ack(&mut self, _now: Time, sent: Time, bytes: u64, app_limited: bool, _rtt: &RttEstimator) {

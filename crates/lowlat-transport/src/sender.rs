@@ -177,6 +177,11 @@ pub struct Sender {
     cc: Box<dyn WindowController>,
     /// [`WindowController::reads`] of `cc`.
     reads: Reads,
+    /// `cc`'s window and the pacing rate (see [`Sender::pacing_rate`]) as of the last call into
+    /// `cc` or update of `rtt`, the only things that change them ([`Sender::refresh`]): the
+    /// sender asks for them several times a packet, a dynamic call each.
+    window: u64,
+    pacing: Option<f64>,
     rtt: RttEstimator,
     /// Sent packets from `base_pn` on, indexed by packet number.
     sent: VecDeque<Sent>,
@@ -232,8 +237,10 @@ impl Sender {
     /// A sender driven by `cc`.
     pub fn new(cfg: SenderConfig, cc: Box<dyn WindowController>) -> Sender {
         let to_send = cfg.size.unwrap_or(u64::MAX);
-        Sender {
+        let mut s = Sender {
             reads: cc.reads(),
+            window: 0,
+            pacing: None,
             cc,
             rtt: RttEstimator::default(),
             sent: VecDeque::with_capacity(1024),
@@ -268,7 +275,16 @@ impl Sender {
             tcp_state: TcpState::Open,
             snd_una: 0,
             cfg,
-        }
+        };
+        s.refresh();
+        s
+    }
+
+    /// Reads the window and the pacing rate again, after a call into the controller or an
+    /// update of the RTT estimator.
+    fn refresh(&mut self) {
+        self.window = self.cc.window();
+        self.pacing = self.compute_pacing_rate();
     }
 
     /// Whether TCP's loss recovery runs (configured, in message mode).
@@ -319,6 +335,7 @@ impl Sender {
     /// the first flight is then paced and its loss timers sized from it.
     pub fn on_handshake_rtt(&mut self, now: Time, rtt: Duration) {
         self.rtt.update(now, rtt, Duration::ZERO);
+        self.refresh();
     }
 
     /// Bytes in flight.
@@ -350,13 +367,18 @@ impl Sender {
         s
     }
 
+    /// The pacing rate, bits per second (`None`: unpaced), as of the last [`Sender::refresh`].
     fn pacing_rate(&self) -> Option<f64> {
+        self.pacing
+    }
+
+    fn compute_pacing_rate(&self) -> Option<f64> {
         if !self.rtt.has_sample() {
             return None; // the initial window goes out unpaced
         }
         let r = match self.cc.pacing_rate(&self.rtt) {
             Some(r) => r.as_bps_f64(),
-            None => self.cfg.pacing_gain * self.cc.window() as f64 * 8.0 / self.rtt.smoothed().as_secs_f64(),
+            None => self.cfg.pacing_gain * self.window as f64 * 8.0 / self.rtt.smoothed().as_secs_f64(),
         };
         Some(r.max(1.0))
     }
@@ -377,7 +399,7 @@ impl Sender {
 
     /// Whether the window (or a probe) lets a full packet leave.
     fn window_open(&self) -> bool {
-        self.probes > 0 || self.in_flight + self.cfg.packet_size.0 <= self.cc.window()
+        self.probes > 0 || self.in_flight + self.cfg.packet_size.0 <= self.window
     }
 
     /// The next packet to send at `now`: `(packet number, size on the wire)`.
@@ -401,6 +423,9 @@ impl Sender {
     }
 
     /// Whether a packet may leave now (window, probe allowance and pacer); `Some(paced)`.
+    /// (Inlined into its two callers, as are `record` and `poll_timeout`: the simulator makes
+    /// these calls several times a packet, and their own call frames cost a fifth of them.)
+    #[inline(always)]
     fn permit(&mut self, now: Time) -> Option<bool> {
         if !(self.has_data() || self.probes > 0) {
             if self.window_open() {
@@ -431,6 +456,7 @@ impl Sender {
     }
 
     /// Books a packet that leaves now; returns its packet number.
+    #[inline(always)]
     fn record(&mut self, now: Time, size: u64, payload: u64, tag: u64, paced: bool) -> u64 {
         // TCP: a lost tag sent again repairs its hole once acknowledged; a send arms the timeout
         // when it is not running (`SendDataPacket`).
@@ -465,8 +491,9 @@ impl Sender {
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
-        if self.reads.packet_hooks {
+        if self.reads.sent {
             self.cc.on_sent(now, size, self.in_flight);
+            self.refresh();
         }
         pn
     }
@@ -479,12 +506,14 @@ impl Sender {
 
     /// Message mode: whether a packet may leave now. Call [`Sender::send_message`] right after
     /// a `true`.
+    #[inline]
     pub fn can_send(&mut self, now: Time) -> bool {
         self.permit(now).is_some()
     }
 
     /// Message mode: sends a packet of `size` on the wire that the application knows by `tag`
     /// (given back by [`Sender::pop_lost`] if it is lost); returns its packet number.
+    #[inline]
     pub fn send_message(&mut self, now: Time, size: Bytes, tag: u64) -> u64 {
         let paced = self.probes == 0 && self.is_paced();
         let payload = size.0.saturating_sub(self.cfg.overhead.0);
@@ -534,7 +563,7 @@ impl Sender {
             self.take_hole(s.tag);
         }
         self.deliver(now, &s, true);
-        if self.reads.packet_hooks {
+        if self.reads.acks {
             self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
         }
     }
@@ -646,7 +675,7 @@ impl Sender {
             };
             self.cc.on_rate_sample(now, &sample, &self.rtt);
         }
-        if self.reads.packet_hooks {
+        if self.reads.acks {
             self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
         }
         self.pto_count = 0;
@@ -658,6 +687,7 @@ impl Sender {
         if self.tcp() {
             self.on_cumulative(now);
         }
+        self.refresh();
     }
 
     /// TCP: restarts the timeout if the cumulative point advanced (`NewAck`), as the state allows,
@@ -840,8 +870,10 @@ impl Sender {
     pub fn handle_timeout(&mut self, now: Time) {
         if self.rto_at.is_some_and(|t| t <= now) {
             self.on_rto(now);
+            self.refresh();
         } else if self.loss_time.is_some_and(|t| t <= now) {
             self.detect_lost(now);
+            self.refresh();
         } else if self.pto_time().is_some_and(|t| t <= now) {
             self.pto_count += 1;
             self.stats.ptos += 1;
@@ -858,6 +890,7 @@ impl Sender {
     }
 
     /// When the sender next needs to act: a loss or probe timer, or the pacer.
+    #[inline(always)]
     pub fn poll_timeout(&self) -> Option<Time> {
         let pacer = if (self.has_data() || self.probes > 0) && self.window_open() {
             match self.pacing_rate() {
