@@ -403,6 +403,7 @@ impl Sender {
     }
 
     /// The next packet to send at `now`: `(packet number, size on the wire)`.
+    #[inline]
     pub fn poll_transmit(&mut self, now: Time) -> Option<(u64, Bytes)> {
         debug_assert!(!self.messages, "a message-mode sender sends with send_message");
         let paced = self.permit(now)?;
