@@ -41,6 +41,8 @@ pub struct FrameAssembler {
 
 impl FrameAssembler {
     /// A packet `index` of `frame_packets` of frame `frame`, captured at `capture`, arrived.
+    /// (Inlinable into the driver, which calls it once per packet.)
+    #[inline]
     pub fn on_packet(&mut self, now: Time, frame: u64, frame_packets: u16, capture: Time) {
         let got = match self.current {
             Some((f, got)) if f == frame => got + 1,

@@ -17,7 +17,7 @@
 
 use crate::filter::{Keep, WindowedFilter};
 use crate::rtt::RttEstimator;
-use crate::{RateSample, WindowController};
+use crate::{RateSample, Reads, WindowController};
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 
 /// BBR v1's constants (draft-cardwell-iccrg-bbr-congestion-control-00 §4).
@@ -384,6 +384,10 @@ impl WindowController for Bbr {
     }
 
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
+
+    fn reads(&self) -> Reads {
+        Reads { sent: false, acks: false, ..Reads::ALL }
+    }
 
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
         self.update_round(rs);

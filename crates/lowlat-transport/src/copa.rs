@@ -24,7 +24,7 @@
 use crate::copa_artifact::{CopaArtifact, CopaArtifactConstants};
 use crate::filter::{Keep, WindowedFilter};
 use crate::rtt::RttEstimator;
-use crate::{RateSample, WindowController};
+use crate::{RateSample, Reads, WindowController};
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 
 /// Which Copa runs.
@@ -286,6 +286,10 @@ impl WindowController for Copa {
     }
 
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
+
+    fn reads(&self) -> Reads {
+        Reads { sent: false, acks: false, ..Reads::ALL }
+    }
 
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
         let t = now.as_nanos();

@@ -45,7 +45,7 @@
 use crate::copa::CopaConfig;
 use crate::filter::{Keep, SuffixExtrema, WindowedFilter};
 use crate::rtt::RttEstimator;
-use crate::{RateSample, WindowController};
+use crate::{RateSample, Reads, WindowController};
 use lowlat_core::{Bitrate, Duration, Time};
 
 /// The constants of the artifact's Copa that the paper's has not (`tcp-copa.cc` unless said).
@@ -130,6 +130,8 @@ pub struct CopaArtifact {
     slow_start: bool,
     last_double: Option<Time>,
     last_report: Time,
+    /// `last_report` in seconds (the gate compares it at every sample).
+    last_report_s: f64,
     report_acked: u64,
     report_lost: u64,
     velocity: u64,
@@ -162,6 +164,7 @@ impl CopaArtifact {
             slow_start: true,
             last_double: None,
             last_report: Time::ZERO,
+            last_report_s: 0.0,
             report_acked: 0,
             report_lost: 0,
             velocity: 1,
@@ -343,6 +346,7 @@ impl CopaArtifact {
         };
         self.standing_at_update = Some(standing);
         self.last_report = now;
+        self.last_report_s = now.as_secs_f64();
         self.report_acked = 0;
         self.report_lost = 0;
         // The standing filter restarts (`Reset (Seconds (1), now)`): the next sample replaces it.
@@ -357,6 +361,10 @@ impl WindowController for CopaArtifact {
 
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
+    fn reads(&self) -> Reads {
+        Reads { sent: false, acks: false, rate_samples: true, delivery_rate: false }
+    }
+
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
         let t = now.as_nanos();
         let sample = rs.rtt.as_secs_f64();
@@ -368,7 +376,7 @@ impl WindowController for CopaArtifact {
         let standing = self.standing.update(t, sample, window);
         // `new_rtt_sample` / `clear_old_hist`: keep 10 s of samples (at least one: the newest).
         self.history.push(t, sample, self.cfg.artifact.rtt_history.as_nanos());
-        let gate = self.last_report.as_secs_f64() + self.cfg.artifact.report_interval_srtt * srtt;
+        let gate = self.last_report_s + self.cfg.artifact.report_interval_srtt * srtt;
         if now == Time::ZERO || gate >= now.as_secs_f64() || standing < min_rtt {
             return;
         }

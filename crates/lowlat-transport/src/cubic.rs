@@ -12,7 +12,7 @@
 //!   back below the baseline resumes slow start; 5 conservative rounds end slow start.
 
 use crate::rtt::RttEstimator;
-use crate::WindowController;
+use crate::{Reads, WindowController};
 use lowlat_core::{Bytes, Duration, Time};
 
 /// CUBIC's and HyStart++'s constants.
@@ -91,6 +91,9 @@ impl CubicConfig {
             css_baseline: Duration::ZERO,
             css_rounds_done: 0,
             resumed_slow_start: false,
+            mss: self.max_datagram_size.0 as f64,
+            minimum_window: self.minimum_window.0 as f64,
+            alpha: 3.0 * (1.0 - self.beta) / (1.0 + self.beta),
         }
     }
 }
@@ -131,6 +134,11 @@ pub struct Cubic {
     /// A start-up rule set the window below the threshold: plain slow start up to it (no
     /// HyStart++, which is for the initial slow start, RFC 9406 §4.1), then the cubic curve.
     resumed_slow_start: bool,
+    /// The segment size, the smallest window (bytes) and the Reno-friendly alpha (RFC 9438 §4.3)
+    /// as `f64`, worked out once: the per-ACK update needs them all.
+    mss: f64,
+    minimum_window: f64,
+    alpha: f64,
 }
 
 impl Cubic {
@@ -150,7 +158,7 @@ impl Cubic {
     }
 
     fn mss(&self) -> f64 {
-        self.cfg.max_datagram_size.0 as f64
+        self.mss
     }
 
     /// W_cubic(t) in segments, t seconds into the epoch.
@@ -159,7 +167,7 @@ impl Cubic {
     }
 
     fn alpha(&self) -> f64 {
-        3.0 * (1.0 - self.cfg.beta) / (1.0 + self.cfg.beta)
+        self.alpha
     }
 
     /// RFC 9406 §4.2: per-round RTT bookkeeping and the phase changes.
@@ -207,6 +215,10 @@ impl WindowController for Cubic {
         "cubic"
     }
 
+    fn reads(&self) -> Reads {
+        Reads { sent: false, rate_samples: false, delivery_rate: false, ..Reads::ALL }
+    }
+
     fn on_ack(&mut self, now: Time, sent: Time, bytes: u64, app_limited: bool, rtt: &RttEstimator) {
         if app_limited || self.recovery_start.is_some_and(|r| sent <= r) {
             return;
@@ -249,7 +261,7 @@ impl WindowController for Cubic {
         } else {
             cwnd_seg + (target - cwnd_seg) * acked_seg / cwnd_seg
         };
-        self.cwnd = (new_seg * mss).max(self.cfg.minimum_window.0 as f64);
+        self.cwnd = (new_seg * mss).max(self.minimum_window);
     }
 
     fn on_congestion_event(&mut self, now: Time, sent: Time, persistent: bool, _lost_bytes: u64) {
@@ -265,8 +277,8 @@ impl WindowController for Cubic {
         } else {
             cwnd_seg
         };
-        self.ssthresh = (self.cwnd * self.cfg.beta).max(self.cfg.minimum_window.0 as f64);
-        self.cwnd = if persistent { self.cfg.minimum_window.0 as f64 } else { self.ssthresh };
+        self.ssthresh = (self.cwnd * self.cfg.beta).max(self.minimum_window);
+        self.cwnd = if persistent { self.minimum_window } else { self.ssthresh };
         let epoch_cwnd = self.cwnd / mss;
         self.k = ((self.w_max - epoch_cwnd).max(0.0) / self.cfg.c).cbrt();
         self.w_est = epoch_cwnd;
@@ -278,11 +290,11 @@ impl WindowController for Cubic {
     }
 
     fn set_window(&mut self, now: Time, cwnd: u64, ssthresh: Option<u64>) {
-        self.cwnd = (cwnd as f64).max(self.cfg.minimum_window.0 as f64);
+        self.cwnd = (cwnd as f64).max(self.minimum_window);
         if let Some(s) = ssthresh {
             // HyStart++ is over. Below the threshold: slow start up to it, then the curve starts
             // flat there; at or above it: the curve starts flat at the new window now.
-            self.ssthresh = (s as f64).max(self.cfg.minimum_window.0 as f64);
+            self.ssthresh = (s as f64).max(self.minimum_window);
             self.phase = SlowStartPhase::Done;
             self.recovery_start = Some(now);
             self.resumed_slow_start = self.cwnd < self.ssthresh;

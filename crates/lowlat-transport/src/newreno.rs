@@ -2,7 +2,7 @@
 //! per window, and one halving per recovery period.
 
 use crate::rtt::RttEstimator;
-use crate::WindowController;
+use crate::{Reads, WindowController};
 use lowlat_core::{Bytes, Time};
 
 /// NewReno's constants (RFC 9002 §7.2 and Appendix B.1).
@@ -68,6 +68,10 @@ impl NewReno {
 impl WindowController for NewReno {
     fn name(&self) -> &'static str {
         "newreno"
+    }
+
+    fn reads(&self) -> Reads {
+        Reads { sent: false, rate_samples: false, delivery_rate: false, ..Reads::ALL }
     }
 
     fn on_ack(&mut self, _now: Time, sent: Time, bytes: u64, app_limited: bool, _rtt: &RttEstimator) {

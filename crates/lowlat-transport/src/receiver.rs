@@ -67,6 +67,7 @@ impl Receiver {
     /// Packet `pn` arrived at `now` with ECN bits `ecn`: counted for the ACK_ECN frame. A CE
     /// mark is acknowledged at once (RFC 9000 §13.2.1: "SHOULD immediately acknowledge" a
     /// packet marked CE, so the sender reacts within an RTT).
+    #[inline]
     pub fn on_packet_ecn(&mut self, now: Time, pn: u64, ecn: u8) {
         self.ecn.count(ecn);
         self.on_packet(now, pn);
@@ -75,7 +76,9 @@ impl Receiver {
         }
     }
 
-    /// Packet `pn` arrived at `now`.
+    /// Packet `pn` arrived at `now`. (This and the other per-packet calls are inlinable into
+    /// the driver: their call frames cost a fifth of them.)
+    #[inline]
     pub fn on_packet(&mut self, now: Time, pn: u64) {
         let largest = self.ranges.first().map(|r| r.1);
         match self.ranges.first_mut() {
@@ -144,6 +147,7 @@ impl Receiver {
     /// mostly differ only in their first range (packets arrive in order; old holes stay, up to
     /// `max_ranges` of them), so a frame written over one of the same ranges otherwise costs no
     /// copy of the rest.
+    #[inline]
     pub fn poll_ack_into_held(&mut self, now: Time, frame: &mut AckFrame, held: &mut Option<u64>) -> bool {
         if !self.ack_due(now) {
             return false;
@@ -176,11 +180,13 @@ impl Receiver {
 
     /// [`AckFrame::datagram_len`] of the last frame [`Receiver::poll_ack_into`] wrote (worked out
     /// from what the receiver remembers of its ranges).
+    #[inline]
     pub fn last_datagram_len(&self) -> u64 {
         self.last_len
     }
 
     /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         let first = self.first_unacked?;
         Some(if self.ack_now { first } else { first + self.cfg.max_ack_delay })

@@ -36,7 +36,7 @@
 
 use crate::ack::AckFrame;
 use crate::rtt::RttEstimator;
-use crate::{RateSample, WindowController};
+use crate::{RateSample, Reads, WindowController};
 use lowlat_core::hash::FastMap;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
@@ -175,6 +175,13 @@ struct SampleAcc {
 pub struct Sender {
     cfg: SenderConfig,
     cc: Box<dyn WindowController>,
+    /// [`WindowController::reads`] of `cc`.
+    reads: Reads,
+    /// `cc`'s window and the pacing rate (see [`Sender::pacing_rate`]) as of the last call into
+    /// `cc` or update of `rtt`, the only things that change them ([`Sender::refresh`]): the
+    /// sender asks for them several times a packet, a dynamic call each.
+    window: u64,
+    pacing: Option<f64>,
     rtt: RttEstimator,
     /// Sent packets from `base_pn` on, indexed by packet number.
     sent: VecDeque<Sent>,
@@ -195,6 +202,10 @@ pub struct Sender {
     retx: u64,
     tokens: f64,
     last_refill: Time,
+    /// A full packet in bits, and the most tokens the pacer saves up (`burst_packets` of them),
+    /// as `f64`: asked at every poll, and the settings never change.
+    packet_bits: f64,
+    token_cap: f64,
     stats: SenderStats,
     /// Bytes delivered (acknowledged) so far, and when the last were.
     delivered: u64,
@@ -226,7 +237,10 @@ impl Sender {
     /// A sender driven by `cc`.
     pub fn new(cfg: SenderConfig, cc: Box<dyn WindowController>) -> Sender {
         let to_send = cfg.size.unwrap_or(u64::MAX);
-        Sender {
+        let mut s = Sender {
+            reads: cc.reads(),
+            window: 0,
+            pacing: None,
             cc,
             rtt: RttEstimator::default(),
             sent: VecDeque::with_capacity(1024),
@@ -243,6 +257,8 @@ impl Sender {
             retx: 0,
             tokens: 0.0,
             last_refill: Time::ZERO,
+            packet_bits: (cfg.packet_size.0 * 8) as f64,
+            token_cap: (cfg.burst_packets * cfg.packet_size.0 * 8) as f64,
             stats: SenderStats::default(),
             delivered: 0,
             delivered_time: Time::ZERO,
@@ -259,7 +275,16 @@ impl Sender {
             tcp_state: TcpState::Open,
             snd_una: 0,
             cfg,
-        }
+        };
+        s.refresh();
+        s
+    }
+
+    /// Reads the window and the pacing rate again, after a call into the controller or an
+    /// update of the RTT estimator.
+    fn refresh(&mut self) {
+        self.window = self.cc.window();
+        self.pacing = self.compute_pacing_rate();
     }
 
     /// Whether TCP's loss recovery runs (configured, in message mode).
@@ -310,6 +335,7 @@ impl Sender {
     /// the first flight is then paced and its loss timers sized from it.
     pub fn on_handshake_rtt(&mut self, now: Time, rtt: Duration) {
         self.rtt.update(now, rtt, Duration::ZERO);
+        self.refresh();
     }
 
     /// Bytes in flight.
@@ -341,13 +367,18 @@ impl Sender {
         s
     }
 
+    /// The pacing rate, bits per second (`None`: unpaced), as of the last [`Sender::refresh`].
     fn pacing_rate(&self) -> Option<f64> {
+        self.pacing
+    }
+
+    fn compute_pacing_rate(&self) -> Option<f64> {
         if !self.rtt.has_sample() {
             return None; // the initial window goes out unpaced
         }
         let r = match self.cc.pacing_rate(&self.rtt) {
             Some(r) => r.as_bps_f64(),
-            None => self.cfg.pacing_gain * self.cc.window() as f64 * 8.0 / self.rtt.smoothed().as_secs_f64(),
+            None => self.cfg.pacing_gain * self.window as f64 * 8.0 / self.rtt.smoothed().as_secs_f64(),
         };
         Some(r.max(1.0))
     }
@@ -361,18 +392,18 @@ impl Sender {
     /// Adds the tokens earned since the last refill at pacing rate `rate` (`None`: unpaced).
     fn refill(&mut self, now: Time, rate: Option<f64>) {
         if let Some(rate) = rate {
-            let cap = (self.cfg.burst_packets * self.cfg.packet_size.0 * 8) as f64;
-            self.tokens = (self.tokens + rate * (now - self.last_refill).as_secs_f64()).min(cap);
+            self.tokens = (self.tokens + rate * (now - self.last_refill).as_secs_f64()).min(self.token_cap);
         }
         self.last_refill = now;
     }
 
     /// Whether the window (or a probe) lets a full packet leave.
     fn window_open(&self) -> bool {
-        self.probes > 0 || self.in_flight + self.cfg.packet_size.0 <= self.cc.window()
+        self.probes > 0 || self.in_flight + self.cfg.packet_size.0 <= self.window
     }
 
     /// The next packet to send at `now`: `(packet number, size on the wire)`.
+    #[inline]
     pub fn poll_transmit(&mut self, now: Time) -> Option<(u64, Bytes)> {
         debug_assert!(!self.messages, "a message-mode sender sends with send_message");
         let paced = self.permit(now)?;
@@ -393,6 +424,9 @@ impl Sender {
     }
 
     /// Whether a packet may leave now (window, probe allowance and pacer); `Some(paced)`.
+    /// (Inlined into its two callers, as are `record` and `poll_timeout`: the simulator makes
+    /// these calls several times a packet, and their own call frames cost a fifth of them.)
+    #[inline(always)]
     fn permit(&mut self, now: Time) -> Option<bool> {
         if !(self.has_data() || self.probes > 0) {
             if self.window_open() {
@@ -405,16 +439,25 @@ impl Sender {
         if !self.window_open() {
             return None;
         }
-        let rate = self.pacing_rate();
-        self.refill(now, rate);
-        let paced = self.probes == 0 && rate.is_some();
-        if paced && self.tokens < (self.cfg.packet_size.0 * 8) as f64 {
+        // Polled again at the instant of the last refill (after a send, mostly): a refill would
+        // add `rate x 0` and cap, which leaves the tokens as they are, bit for bit (they never
+        // exceed the cap, and a -0.0 only turns into 0.0), so the pacing rate is not asked for.
+        // The rate is finite there unless it is the default one over a zero smoothed RTT
+        // (`inf x 0` would reset the tokens to the cap): refilled as before then.
+        if now != self.last_refill || self.rtt.smoothed() == Duration::ZERO {
+            let rate = self.pacing_rate();
+            self.refill(now, rate);
+        }
+        // (`pacing_rate` is `Some` exactly when `is_paced`.)
+        let paced = self.probes == 0 && self.is_paced();
+        if paced && self.tokens < self.packet_bits {
             return None;
         }
         Some(paced)
     }
 
     /// Books a packet that leaves now; returns its packet number.
+    #[inline(always)]
     fn record(&mut self, now: Time, size: u64, payload: u64, tag: u64, paced: bool) -> u64 {
         // TCP: a lost tag sent again repairs its hole once acknowledged; a send arms the timeout
         // when it is not running (`SendDataPacket`).
@@ -449,7 +492,10 @@ impl Sender {
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
-        self.cc.on_sent(now, size, self.in_flight);
+        if self.reads.sent {
+            self.cc.on_sent(now, size, self.in_flight);
+            self.refresh();
+        }
         pn
     }
 
@@ -461,12 +507,14 @@ impl Sender {
 
     /// Message mode: whether a packet may leave now. Call [`Sender::send_message`] right after
     /// a `true`.
+    #[inline]
     pub fn can_send(&mut self, now: Time) -> bool {
         self.permit(now).is_some()
     }
 
     /// Message mode: sends a packet of `size` on the wire that the application knows by `tag`
     /// (given back by [`Sender::pop_lost`] if it is lost); returns its packet number.
+    #[inline]
     pub fn send_message(&mut self, now: Time, size: Bytes, tag: u64) -> u64 {
         let paced = self.probes == 0 && self.is_paced();
         let payload = size.0.saturating_sub(self.cfg.overhead.0);
@@ -516,7 +564,9 @@ impl Sender {
             self.take_hole(s.tag);
         }
         self.deliver(now, &s, true);
-        self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
+        if self.reads.acks {
+            self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
+        }
     }
 
     /// Counts `s` delivered into the rate sample being built (`sample_rtt`: its RTT may be the
@@ -604,12 +654,16 @@ impl Sender {
         // TCP: an ACK of late originals alone still reaches the controller, with the latest RTT
         // (ns-3 calls `CongControl` on every ACK; its rate sample keeps the last RTT measured).
         let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
-        if let (Some(prior_delivered), Some(rtt)) = (acc.prior_delivered, acc.rtt.or(fallback)) {
+        let sample =
+            if self.reads.rate_samples { acc.prior_delivered.zip(acc.rtt.or(fallback)) } else { None };
+        if let Some((prior_delivered, rtt)) = sample {
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
             let sample = RateSample {
-                delivery_rate: (interval > Duration::ZERO && interval >= self.rtt.min())
-                    .then(|| Bitrate::from_bps_f64(delivered as f64 * 8.0 / interval.as_secs_f64())),
+                delivery_rate: (self.reads.delivery_rate
+                    && interval > Duration::ZERO
+                    && interval >= self.rtt.min())
+                .then(|| Bitrate::from_bps_f64(delivered as f64 * 8.0 / interval.as_secs_f64())),
                 delivered,
                 interval,
                 prior_delivered,
@@ -622,7 +676,9 @@ impl Sender {
             };
             self.cc.on_rate_sample(now, &sample, &self.rtt);
         }
-        self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
+        if self.reads.acks {
+            self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
+        }
         self.pto_count = 0;
         // Holes stay: they hold TCP's cumulative point.
         while self.sent.front().is_some_and(|s| !s.outstanding && !s.hole) {
@@ -632,6 +688,7 @@ impl Sender {
         if self.tcp() {
             self.on_cumulative(now);
         }
+        self.refresh();
     }
 
     /// TCP: restarts the timeout if the cumulative point advanced (`NewAck`), as the state allows,
@@ -814,8 +871,10 @@ impl Sender {
     pub fn handle_timeout(&mut self, now: Time) {
         if self.rto_at.is_some_and(|t| t <= now) {
             self.on_rto(now);
+            self.refresh();
         } else if self.loss_time.is_some_and(|t| t <= now) {
             self.detect_lost(now);
+            self.refresh();
         } else if self.pto_time().is_some_and(|t| t <= now) {
             self.pto_count += 1;
             self.stats.ptos += 1;
@@ -832,11 +891,12 @@ impl Sender {
     }
 
     /// When the sender next needs to act: a loss or probe timer, or the pacer.
+    #[inline(always)]
     pub fn poll_timeout(&self) -> Option<Time> {
         let pacer = if (self.has_data() || self.probes > 0) && self.window_open() {
             match self.pacing_rate() {
                 Some(rate) if self.probes == 0 => {
-                    let deficit = (self.cfg.packet_size.0 * 8) as f64 - self.tokens;
+                    let deficit = self.packet_bits - self.tokens;
                     // One nanosecond more than the exact time, so the refill is never short.
                     Some(self.last_refill + Duration::from_secs_f64(deficit.max(0.0) / rate) + Duration(1))
                 }
