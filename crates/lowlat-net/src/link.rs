@@ -386,6 +386,64 @@ impl Link {
         }
     }
 
+    /// [`Link::handle_input`] for an eager link ([`Link::set_eager`]) whose output the driver
+    /// hands on ahead up to `until`, fused with that hand-off: the packet comes straight back
+    /// with its arrival instant at the far end when it is the next thing to get there and does
+    /// so by `until` (what [`Link::poll_output_until`] would then return, without the trip
+    /// through the packets in propagation). `None`: the link kept it (in propagation beyond
+    /// `until` or behind others there, dropped, or lost); drain [`Link::poll_output_until`] as
+    /// after `handle_input`.
+    #[inline]
+    pub fn pass(&mut self, now: Time, pkt: Packet, until: Time) -> Option<(Time, Packet)> {
+        debug_assert!(self.eager && self.middlebox.is_none());
+        self.advance(now);
+        let mut pkt = pkt;
+        let start = match self.in_service.as_ref() {
+            None if self.queue.is_idle_droptail() => {
+                // Idle: served at once, as `enqueue` does.
+                pkt.enqueued_at = now;
+                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+                self.stats.record_sojourn(now, Duration::ZERO);
+                let (finish, delivery) = self.fate(now, &pkt);
+                self.in_service = Some(InService { pkt, started: now, finish, delivery, handed: true });
+                return self.hand_on(delivery, pkt, until);
+            }
+            // Not reached (a queue holds packets only behind one in service): the general way.
+            None => {
+                self.enqueue(now, pkt);
+                return None;
+            }
+            Some(s) => {
+                // Busy: queued, its fate worked out now, as `enqueue` does.
+                let in_service_finish = s.finish;
+                let rate = self.server.rate_at_mut(now);
+                if self.queue.enqueue(now, pkt, rate).is_err() {
+                    self.stats.tail_drops += 1;
+                    self.stats.bin_at(now).drops += 1;
+                    return None;
+                }
+                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
+                self.fates.back().map_or(in_service_finish, |f| f.0).max(now)
+            }
+        };
+        pkt.enqueued_at = now; // as the queue holds it
+        let (finish, delivery) = self.fate(start, &pkt);
+        self.fates.push_back((finish, delivery));
+        self.hand_on(delivery, pkt, until)
+    }
+
+    /// An eager link's packet, its delivery worked out: handed back if it is the next to reach
+    /// the far end and does so by `until`, else put among the packets in propagation.
+    #[inline(always)]
+    fn hand_on(&mut self, delivery: Option<Time>, pkt: Packet, until: Time) -> Option<(Time, Packet)> {
+        let d = delivery?;
+        if d <= until && self.in_flight.is_empty() {
+            return Some((d, pkt));
+        }
+        self.in_flight.push_back((d, pkt));
+        None
+    }
+
     /// Takes the next packet from the queue into service at `t`.
     #[inline]
     fn start_next(&mut self, t: Time) {
