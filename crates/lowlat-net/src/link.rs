@@ -129,12 +129,22 @@ impl LinkStats {
         }
     }
 
+    /// The bin holding `t`, added if need be. Asked about twice a packet per hop: inlined,
+    /// with the rare growth apart.
+    #[inline]
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
         let i = self.cursor.index(t);
         if i >= self.bins.len() {
-            self.bins.resize(i + 1, LinkBin::default());
+            self.add_bins(i);
         }
         &mut self.bins[i]
+    }
+
+    /// Bins up to index `i`.
+    #[cold]
+    #[inline(never)]
+    fn add_bins(&mut self, i: usize) {
+        self.bins.resize(i + 1, LinkBin::default());
     }
 
     /// Packets sent by the queue's AQM are added by the link from the queue's counter.
@@ -149,15 +159,28 @@ impl LinkStats {
         b.sojourn_max_ns = b.sojourn_max_ns.max(ns);
     }
 
+    /// [`LinkStats::record_sojourn`] of a packet served the instant it arrived: what a zero adds
+    /// (a sample and a dequeue; sums and maxima stay as they are).
+    #[inline]
+    fn record_no_sojourn(&mut self, now: Time) {
+        self.sojourn.record(0);
+        self.bin_at(now).dequeued += 1;
+    }
+
     /// Packets dequeued (sojourn samples).
     pub fn dequeued(&self) -> u64 {
         self.sojourn.len()
     }
 }
 
+/// The transmission in progress. Its packet is kept apart ([`Link::serving`]), and only when
+/// something still needs it at the end (not yet handed on, or a middlebox to tell): most
+/// packets of an eager link are handed on when they arrive, and this record is written per
+/// packet per hop.
 #[derive(Clone, Copy, Debug)]
 struct InService {
-    pkt: Packet,
+    /// Its size, bytes.
+    size: u32,
     started: Time,
     finish: Time,
     /// When it reaches the far end; `None` if random loss takes it (drawn at the start of
@@ -195,6 +218,8 @@ pub struct Link {
     loss: LossModel,
     loss_rng: Rng,
     in_service: Option<InService>,
+    /// The packet in service, when it has not been handed on or a middlebox hears of its end.
+    serving: Packet,
     in_flight: VecDeque<(Time, Packet)>,
     middlebox: Option<Box<dyn Middlebox>>,
     aqm_drops_seen: u64,
@@ -223,6 +248,7 @@ impl Link {
             loss: config.loss.clone(),
             loss_rng: stream(seed, &format!("{name}.loss")),
             in_service: None,
+            serving: Packet::new(0, lowlat_core::FlowId(0), lowlat_core::Bytes(0), 0, Time::ZERO),
             in_flight: VecDeque::new(),
             middlebox: None,
             aqm_drops_seen: 0,
@@ -394,30 +420,30 @@ impl Link {
     /// `until` or behind others there, dropped, or lost); drain [`Link::poll_output_until`] as
     /// after `handle_input`.
     #[inline]
-    pub fn pass(&mut self, now: Time, pkt: Packet, until: Time) -> Option<(Time, Packet)> {
+    pub fn pass(&mut self, now: Time, pkt: &mut Packet, until: Time) -> Option<Time> {
         debug_assert!(self.eager && self.middlebox.is_none());
         self.advance(now);
-        let mut pkt = pkt;
         let start = match self.in_service.as_ref() {
             None if self.queue.is_idle_droptail() => {
                 // Idle: served at once, as `enqueue` does.
                 pkt.enqueued_at = now;
                 self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
-                self.stats.record_sojourn(now, Duration::ZERO);
-                let (finish, delivery) = self.fate(now, &pkt);
-                self.in_service = Some(InService { pkt, started: now, finish, delivery, handed: true });
+                self.stats.record_no_sojourn(now);
+                let (finish, delivery) = self.fate(now, pkt);
+                self.in_service =
+                    Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
                 return self.hand_on(delivery, pkt, until);
             }
             // Not reached (a queue holds packets only behind one in service): the general way.
             None => {
-                self.enqueue(now, pkt);
+                self.enqueue(now, *pkt);
                 return None;
             }
             Some(s) => {
                 // Busy: queued, its fate worked out now, as `enqueue` does.
                 let in_service_finish = s.finish;
                 let rate = self.server.rate_at_mut(now);
-                if self.queue.enqueue(now, pkt, rate).is_err() {
+                if self.queue.enqueue(now, *pkt, rate).is_err() {
                     self.stats.tail_drops += 1;
                     self.stats.bin_at(now).drops += 1;
                     return None;
@@ -427,25 +453,26 @@ impl Link {
             }
         };
         pkt.enqueued_at = now; // as the queue holds it
-        let (finish, delivery) = self.fate(start, &pkt);
+        let (finish, delivery) = self.fate(start, pkt);
         self.fates.push_back((finish, delivery));
         self.hand_on(delivery, pkt, until)
     }
 
-    /// An eager link's packet, its delivery worked out: handed back if it is the next to reach
-    /// the far end and does so by `until`, else put among the packets in propagation.
+    /// An eager link's packet, its delivery worked out: handed back (its delivery instant) if
+    /// it is the next to reach the far end and does so by `until`, else put among the packets
+    /// in propagation.
     #[inline(always)]
-    fn hand_on(&mut self, delivery: Option<Time>, pkt: Packet, until: Time) -> Option<(Time, Packet)> {
+    fn hand_on(&mut self, delivery: Option<Time>, pkt: &Packet, until: Time) -> Option<Time> {
         let d = delivery?;
         if d <= until && self.in_flight.is_empty() {
-            return Some((d, pkt));
+            return Some(d);
         }
-        self.in_flight.push_back((d, pkt));
+        self.in_flight.push_back((d, *pkt));
         None
     }
 
     /// Takes the next packet from the queue into service at `t`.
-    #[inline]
+    #[inline(always)]
     fn start_next(&mut self, t: Time) {
         if self.queue.is_idle_droptail() {
             // Nothing to take, and an empty drop-tail queue's dequeue changes nothing (no AQM):
@@ -453,6 +480,12 @@ impl Link {
             self.in_service = None;
             return;
         }
+        self.take_next(t);
+    }
+
+    /// [`Link::start_next`] when the queue may hold something.
+    #[inline(never)]
+    fn take_next(&mut self, t: Time) {
         let next = self.queue.dequeue(t);
         let aqm = self.queue.aqm_drops();
         if aqm > self.aqm_drops_seen {
@@ -483,7 +516,11 @@ impl Link {
             }
             (finish, delivery)
         };
-        self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
+        self.in_service = Some(InService { size: pkt.size, started: t, finish, delivery, handed });
+        if !handed {
+            // (An eager link has no middlebox: `handed` means nothing needs the packet again.)
+            self.serving = pkt;
+        }
         if let Some(mb) = self.middlebox.as_mut() {
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
             mb.on_dequeue(t, &pkt, &state);
@@ -500,19 +537,19 @@ impl Link {
             }
             let s = *s;
             self.stats.tx_packets += 1;
-            self.stats.tx_bytes += s.pkt.size as u64;
+            self.stats.tx_bytes += s.size as u64;
             if let Some(mb) = self.middlebox.as_mut() {
                 // The queue as it is once this packet is out (the next one not yet in service).
                 let state = state_of(&self.queue, &mut self.server, None, s.finish);
-                mb.on_transmitted(s.finish, &s.pkt, &state);
+                mb.on_transmitted(s.finish, &self.serving, &state);
             }
-            self.stats.bin_at(s.finish).tx_bytes += s.pkt.size as u64;
+            self.stats.bin_at(s.finish).tx_bytes += s.size as u64;
             match s.delivery {
                 None => {
                     self.stats.random_losses += 1;
                     self.stats.bin_at(s.finish).drops += 1;
                 }
-                Some(delivery) if !s.handed => self.in_flight.push_back((delivery, s.pkt)),
+                Some(delivery) if !s.handed => self.in_flight.push_back((delivery, self.serving)),
                 Some(_) => {}
             }
             self.start_next(s.finish);

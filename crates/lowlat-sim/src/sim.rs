@@ -751,7 +751,7 @@ impl Simulation {
     fn enter_link(&mut self, mut link: u32, mut now: Time, mut pkt: Packet) {
         let mut mode = self.hops[link as usize];
         while mode.passes {
-            let Some((at, mut p)) = self.links[link as usize].pass(now, pkt, self.flush_until) else {
+            let Some(at) = self.links[link as usize].pass(now, &mut pkt, self.flush_until) else {
                 // Kept (queued behind packets not yet handed on, beyond the horizon, dropped or
                 // lost): what it has for its next hops goes the general way.
                 if mode.quiet {
@@ -764,12 +764,12 @@ impl Simulation {
             };
             // Nothing is left in the link for anyone to see (no packet in propagation, the one
             // in service already handed on): an ahead link's wake-up stays none, as it was.
-            let flow = &self.flows[p.flow.index()];
-            let path = if p.kind == PacketKind::Data { flow.forward } else { flow.reverse };
-            p.hop += 1;
-            match path.get(p.hop) {
-                Some(next) => (link, now, pkt, mode) = (next, at, p, self.hops[next as usize]),
-                None => return self.deliver(at, p),
+            let flow = &self.flows[pkt.flow.index()];
+            let path = if pkt.kind == PacketKind::Data { &flow.forward } else { &flow.reverse };
+            pkt.hop += 1;
+            match path.get(pkt.hop) {
+                Some(next) => (link, now, mode) = (next, at, self.hops[next as usize]),
+                None => return self.deliver(at, pkt),
             }
         }
         let l = &mut self.links[link as usize];
