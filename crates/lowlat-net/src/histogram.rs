@@ -87,7 +87,7 @@ impl NsHistogram {
     }
 
     /// Adds `n` samples of `ns` to the bucket counts.
-    #[inline]
+    #[inline(always)]
     fn count(&mut self, ns: u64, n: u64) {
         let i = bucket_index(ns);
         if i >= self.counts.len() {
