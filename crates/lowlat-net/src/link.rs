@@ -148,6 +148,7 @@ impl LinkStats {
     }
 
     /// Packets sent by the queue's AQM are added by the link from the queue's counter.
+    #[inline(always)]
     fn record_sojourn(&mut self, now: Time, sojourn: Duration) {
         let ns = sojourn.as_nanos();
         self.sojourn.record(ns);
