@@ -764,11 +764,16 @@ impl Simulation {
             };
             // Nothing is left in the link for anyone to see (no packet in propagation, the one
             // in service already handed on): an ahead link's wake-up stays none, as it was.
-            let flow = &self.flows[pkt.flow.index()];
-            let path = if pkt.kind == PacketKind::Data { &flow.forward } else { &flow.reverse };
+            let flow = &mut self.flows[pkt.flow.index()];
+            let data = pkt.kind == PacketKind::Data;
+            let path = if data { &flow.forward } else { &flow.reverse };
             pkt.hop += 1;
             match path.get(pkt.hop) {
                 Some(next) => (link, now, mode) = (next, at, self.hops[next as usize]),
+                // Such a path ends at a passive receiver, which only counts (as `deliver` does).
+                None if data && flow.passive => {
+                    return flow.metrics.on_received(at, pkt.seq, pkt.size as u64, pkt.sent_at)
+                }
                 None => return self.deliver(at, pkt),
             }
         }
