@@ -287,7 +287,7 @@ impl Link {
 
     /// A packet's finish and delivery (`None`: lost) if it starts service at `t`: the server's
     /// answer and the random draws, each taken once per packet in service order.
-    #[inline]
+    #[inline(always)]
     fn fate(&mut self, t: Time, pkt: &Packet) -> (Time, Option<Time>) {
         // A capacity that never comes back holds the packet for ever (finish = MAX): it never
         // completes, so nothing is drawn for it (nor for anything after it).
