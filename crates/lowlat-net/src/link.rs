@@ -596,6 +596,7 @@ impl Link {
     }
 
     /// The instant `poll_timeout` asked for (or any later one) has come.
+    #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
