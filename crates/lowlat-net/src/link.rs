@@ -340,6 +340,7 @@ impl Link {
     }
 
     /// A packet arrives at the queue at `now`.
+    #[inline]
     pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
