@@ -259,7 +259,18 @@ impl Server {
 
     /// When a packet of `bytes` that starts service at `start` has its last bit out; `None` if
     /// the capacity never allows it (rate 0 for ever). Calls come with non-decreasing `start`.
+    #[inline]
     pub fn finish_time(&mut self, start: Time, bytes: Bytes) -> Option<Time> {
+        // A constant rate (most links) answered inline: this runs per packet per hop.
+        if let Capacity::Constant(r) = &self.capacity {
+            return Some(start + r.transmit_time(bytes)?);
+        }
+        self.finish_time_varying(start, bytes)
+    }
+
+    /// [`Server::finish_time`] of a capacity that varies.
+    #[inline(never)]
+    fn finish_time_varying(&mut self, start: Time, bytes: Bytes) -> Option<Time> {
         match &self.capacity {
             Capacity::Constant(r) => Some(start + r.transmit_time(bytes)?),
             Capacity::Wifi { rate, .. } => {

@@ -87,7 +87,7 @@ impl NsHistogram {
     }
 
     /// Adds `n` samples of `ns` to the bucket counts.
-    #[inline]
+    #[inline(always)]
     fn count(&mut self, ns: u64, n: u64) {
         let i = bucket_index(ns);
         if i >= self.counts.len() {
@@ -103,13 +103,21 @@ impl NsHistogram {
     }
 
     /// Records one sample.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, ns: u64) {
+        // The common case inline (a run goes on: most samples of an uncongested hop or path),
+        // the rest in a call.
+        if self.binned && ns == self.run_value && self.run_len > 0 {
+            self.run_len += 1;
+            return;
+        }
+        self.record_other(ns);
+    }
+
+    /// [`NsHistogram::record`] of a sample that does not extend the current run.
+    #[inline(never)]
+    fn record_other(&mut self, ns: u64) {
         if self.binned {
-            if ns == self.run_value && self.run_len > 0 {
-                self.run_len += 1;
-                return;
-            }
             if self.run_len > 0 {
                 self.count(self.run_value, self.run_len);
             }

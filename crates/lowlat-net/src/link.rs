@@ -129,15 +129,26 @@ impl LinkStats {
         }
     }
 
+    /// The bin holding `t`, added if need be. Asked about twice a packet per hop: inlined,
+    /// with the rare growth apart.
+    #[inline]
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
         let i = self.cursor.index(t);
         if i >= self.bins.len() {
-            self.bins.resize(i + 1, LinkBin::default());
+            self.add_bins(i);
         }
         &mut self.bins[i]
     }
 
+    /// Bins up to index `i`.
+    #[cold]
+    #[inline(never)]
+    fn add_bins(&mut self, i: usize) {
+        self.bins.resize(i + 1, LinkBin::default());
+    }
+
     /// Packets sent by the queue's AQM are added by the link from the queue's counter.
+    #[inline(always)]
     fn record_sojourn(&mut self, now: Time, sojourn: Duration) {
         let ns = sojourn.as_nanos();
         self.sojourn.record(ns);
@@ -149,15 +160,28 @@ impl LinkStats {
         b.sojourn_max_ns = b.sojourn_max_ns.max(ns);
     }
 
+    /// [`LinkStats::record_sojourn`] of a packet served the instant it arrived: what a zero adds
+    /// (a sample and a dequeue; sums and maxima stay as they are).
+    #[inline]
+    fn record_no_sojourn(&mut self, now: Time) {
+        self.sojourn.record(0);
+        self.bin_at(now).dequeued += 1;
+    }
+
     /// Packets dequeued (sojourn samples).
     pub fn dequeued(&self) -> u64 {
         self.sojourn.len()
     }
 }
 
+/// The transmission in progress. Its packet is kept apart ([`Link::serving`]), and only when
+/// something still needs it at the end (not yet handed on, or a middlebox to tell): most
+/// packets of an eager link are handed on when they arrive, and this record is written per
+/// packet per hop.
 #[derive(Clone, Copy, Debug)]
 struct InService {
-    pkt: Packet,
+    /// Its size, bytes.
+    size: u32,
     started: Time,
     finish: Time,
     /// When it reaches the far end; `None` if random loss takes it (drawn at the start of
@@ -195,6 +219,8 @@ pub struct Link {
     loss: LossModel,
     loss_rng: Rng,
     in_service: Option<InService>,
+    /// The packet in service, when it has not been handed on or a middlebox hears of its end.
+    serving: Packet,
     in_flight: VecDeque<(Time, Packet)>,
     middlebox: Option<Box<dyn Middlebox>>,
     aqm_drops_seen: u64,
@@ -225,6 +251,7 @@ impl Link {
             loss: config.loss.clone(),
             loss_rng: stream(seed, &format!("{name}.loss")),
             in_service: None,
+            serving: Packet::new(0, lowlat_core::FlowId(0), lowlat_core::Bytes(0), 0, Time::ZERO),
             in_flight: VecDeque::new(),
             middlebox: None,
             aqm_drops_seen: 0,
@@ -280,7 +307,7 @@ impl Link {
 
     /// A packet's finish and delivery (`None`: lost) if it starts service at `t`: the server's
     /// answer and the random draws, each taken once per packet in service order.
-    #[inline]
+    #[inline(always)]
     fn fate(&mut self, t: Time, pkt: &Packet) -> (Time, Option<Time>) {
         // A capacity that never comes back holds the packet for ever (finish = MAX): it never
         // completes, so nothing is drawn for it (nor for anything after it).
@@ -333,6 +360,7 @@ impl Link {
     }
 
     /// A packet arrives at the queue at `now`.
+    #[inline]
     pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
@@ -407,8 +435,67 @@ impl Link {
         }
     }
 
-    /// Takes the next packet from the queue into service at `t`.
+    /// [`Link::handle_input`] for an eager link ([`Link::set_eager`]) whose output the driver
+    /// hands on ahead up to `until`, fused with that hand-off: the packet comes straight back
+    /// with its arrival instant at the far end when it is the next thing to get there and does
+    /// so by `until` (what [`Link::poll_output_until`] would then return, without the trip
+    /// through the packets in propagation). `None`: the link kept it (in propagation beyond
+    /// `until` or behind others there, dropped, or lost); drain [`Link::poll_output_until`] as
+    /// after `handle_input`.
     #[inline]
+    pub fn pass(&mut self, now: Time, pkt: &mut Packet, until: Time) -> Option<Time> {
+        debug_assert!(self.eager && self.middlebox.is_none());
+        self.advance_eager(now);
+        let start = match self.in_service.as_ref() {
+            None if self.queue.is_idle_droptail() => {
+                // Idle: served at once, as `enqueue` does.
+                pkt.enqueued_at = now;
+                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+                self.stats.record_no_sojourn(now);
+                let (finish, delivery) = self.fate(now, pkt);
+                self.in_service =
+                    Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+                return self.hand_on(delivery, pkt, until);
+            }
+            // Not reached (a queue holds packets only behind one in service): the general way.
+            None => {
+                self.enqueue(now, *pkt);
+                return None;
+            }
+            Some(s) => {
+                // Busy: queued, its fate worked out now, as `enqueue` does.
+                let in_service_finish = s.finish;
+                let rate = self.server.rate_at_mut(now);
+                if self.queue.enqueue(now, *pkt, rate).is_err() {
+                    self.stats.tail_drops += 1;
+                    self.stats.bin_at(now).drops += 1;
+                    return None;
+                }
+                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
+                self.fates.back().map_or(in_service_finish, |f| f.0).max(now)
+            }
+        };
+        pkt.enqueued_at = now; // as the queue holds it
+        let (finish, delivery) = self.fate(start, pkt);
+        self.fates.push_back((finish, delivery));
+        self.hand_on(delivery, pkt, until)
+    }
+
+    /// An eager link's packet, its delivery worked out: handed back (its delivery instant) if
+    /// it is the next to reach the far end and does so by `until`, else put among the packets
+    /// in propagation.
+    #[inline(always)]
+    fn hand_on(&mut self, delivery: Option<Time>, pkt: &Packet, until: Time) -> Option<Time> {
+        let d = delivery?;
+        if d <= until && self.in_flight.is_empty() {
+            return Some(d);
+        }
+        self.in_flight.push_back((d, *pkt));
+        None
+    }
+
+    /// Takes the next packet from the queue into service at `t`.
+    #[inline(always)]
     fn start_next(&mut self, t: Time) {
         if self.queue.is_idle_droptail() {
             // Nothing to take, and an empty drop-tail queue's dequeue changes nothing (no AQM):
@@ -416,6 +503,12 @@ impl Link {
             self.in_service = None;
             return;
         }
+        self.take_next(t);
+    }
+
+    /// [`Link::start_next`] when the queue may hold something.
+    #[inline]
+    fn take_next(&mut self, t: Time) {
         let next = self.queue.dequeue(t);
         let aqm = self.queue.aqm_drops();
         if aqm > self.aqm_drops_seen {
@@ -450,7 +543,12 @@ impl Link {
             fated_now = true;
             (finish, delivery)
         };
-        self.in_service = Some(InService { pkt, started: t, finish, delivery, handed });
+        self.in_service = Some(InService { size: pkt.size, started: t, finish, delivery, handed });
+        if !handed {
+            // (`handed`: nothing needs the packet again; an eager link's middlebox, if any, heard of
+            // its transmission on admission.)
+            self.serving = pkt;
+        }
         if let Some(mb) = self.middlebox.as_mut() {
             if self.tell_dequeues || fated_now {
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
@@ -465,30 +563,62 @@ impl Link {
     }
 
     /// Completes every transmission due by `now`, starting each next one back to back.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, now: Time) {
-        // Looked at in place: most calls complete nothing, and the record is a packet's size.
+        // Most calls complete nothing: answered inline, without the completions' call (whose
+        // prologue saves the registers a middlebox call and a next packet's service need).
+        if self.in_service.as_ref().is_some_and(|s| s.finish <= now) {
+            self.complete_due(now);
+        }
+    }
+
+    /// [`Link::advance`] once the transmission in service is due.
+    #[inline]
+    fn complete_due(&mut self, now: Time) {
+        // Looked at in place: the record is a packet's size.
         while let Some(s) = self.in_service.as_ref() {
             if s.finish > now {
                 break;
             }
             let s = *s;
             self.stats.tx_packets += 1;
-            self.stats.tx_bytes += s.pkt.size as u64;
+            self.stats.tx_bytes += s.size as u64;
             if let Some(mb) = self.middlebox.as_mut().filter(|_| !s.handed) {
                 // The queue as it is once this packet is out (the next one not yet in service).
                 // (A handed packet's middlebox heard of it at its admission.)
                 let state = state_of(&self.queue, &mut self.server, None, s.finish);
-                mb.on_transmitted(s.finish, &s.pkt, &state);
+                mb.on_transmitted(s.finish, &self.serving, &state);
             }
-            self.stats.bin_at(s.finish).tx_bytes += s.pkt.size as u64;
+            self.stats.bin_at(s.finish).tx_bytes += s.size as u64;
             match s.delivery {
                 None => {
                     self.stats.random_losses += 1;
                     self.stats.bin_at(s.finish).drops += 1;
                 }
-                Some(delivery) if !s.handed => self.in_flight.push_back((delivery, s.pkt)),
+                Some(delivery) if !s.handed => self.in_flight.push_back((delivery, self.serving)),
                 Some(_) => {}
+            }
+            self.start_next(s.finish);
+        }
+    }
+
+    /// [`Link::advance`] of an eager link ([`Link::pass`]), always inlined: there the previous
+    /// packet is nearly always due, and its completion only counts it (it was handed on when it
+    /// arrived; no middlebox to tell).
+    #[inline(always)]
+    fn advance_eager(&mut self, now: Time) {
+        while let Some(s) = self.in_service.as_ref() {
+            if s.finish > now {
+                break;
+            }
+            let s = *s;
+            debug_assert!(s.handed && self.middlebox.is_none());
+            self.stats.tx_packets += 1;
+            self.stats.tx_bytes += s.size as u64;
+            self.stats.bin_at(s.finish).tx_bytes += s.size as u64;
+            if s.delivery.is_none() {
+                self.stats.random_losses += 1;
+                self.stats.bin_at(s.finish).drops += 1;
             }
             self.start_next(s.finish);
         }
@@ -501,6 +631,7 @@ impl Link {
     }
 
     /// The instant `poll_timeout` asked for (or any later one) has come.
+    #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {

@@ -27,6 +27,9 @@
 //! store, and a pop scans the slots for the smallest key. Up to [`LINEAR_MAX`] slots the scan
 //! costs less than the heap's sifts (its reschedule after nearly every event sinks the root
 //! through every level); both pop the same entries in the same order, as the keys are unique.
+//! The scan covers only the slots that have ever asked for a wake-up, packed in the order they
+//! first did: links that hand everything on (and a passive receiver) never ask, so an open-loop
+//! dumbbell scans its source alone. The order of the scan does not matter (unique keys).
 //!
 //! Tried in session 6 and not kept (instructions on RMCAT 5.5, summary only): a 4-ary heap
 //! (+3.6 %: more comparisons per level cost more than the levels saved), a winner tree (+7 %: the
@@ -83,9 +86,13 @@ pub struct Wakeups {
     links: u32,
     seq: u64,
     processed: u64,
-    /// Few slots: per slot, its key `time << 64 | seq` or [`NO_KEY`], scanned instead of the heap
-    /// (which then stays empty).
+    /// Few slots: the key `time << 64 | seq` or [`NO_KEY`] of each slot that has ever asked for a
+    /// wake-up, scanned instead of the heap (which then stays empty).
     keys: Vec<u128>,
+    /// Few slots: the slot of each of `keys`.
+    owners: Vec<u32>,
+    /// Few slots: per slot, its index in `keys` or [`ABSENT`].
+    key_index: Vec<u32>,
     linear: bool,
 }
 
@@ -107,7 +114,9 @@ impl Wakeups {
             links: links as u32,
             seq: 0,
             processed: 0,
-            keys: if linear { vec![NO_KEY; n] } else { Vec::new() },
+            keys: Vec::with_capacity(if linear { n } else { 0 }),
+            owners: Vec::with_capacity(if linear { n } else { 0 }),
+            key_index: if linear { vec![ABSENT; n] } else { Vec::new() },
             linear,
         }
     }
@@ -143,7 +152,18 @@ impl Wakeups {
     pub fn set(&mut self, target: Target, at: Option<Time>) {
         let slot = self.slot(target);
         if self.linear {
-            let key = &mut self.keys[slot as usize];
+            let mut k = self.key_index[slot as usize];
+            if k == ABSENT {
+                if at.is_none() {
+                    return;
+                }
+                // Its first wake-up: the slot joins the scan (at most once, within capacity).
+                k = self.keys.len() as u32;
+                self.key_index[slot as usize] = k;
+                self.keys.push(NO_KEY);
+                self.owners.push(slot);
+            }
+            let key = &mut self.keys[k as usize];
             match at {
                 None => *key = NO_KEY,
                 Some(t) if *key != NO_KEY && (*key >> 64) as u64 == t.as_nanos() => {}
@@ -238,7 +258,7 @@ impl Wakeups {
             }
             self.keys[best] = NO_KEY;
             self.processed += 1;
-            return Some((Time(time), self.target(best as u32)));
+            return Some((Time(time), self.target(self.owners[best])));
         }
         self.settle_popped();
         let top = *self.heap.first()?;

@@ -127,15 +127,10 @@ pub struct Simulation {
     capture: Option<crate::capture::Capture>,
     /// The last instant [`Simulation::advance`] processed events up to (links settle to it).
     horizon: Option<Time>,
-    /// Per link: quiet (see [`Simulation::find_quiet_links`]): never woken, its output handed on
-    /// as soon as it is known, up to `flush_until`.
-    quiet: Vec<bool>,
+    /// Per link: how its output is handed on (one small record per link, read once per hop).
+    hops: Vec<HopMode>,
     /// The quiet links, each after the link that feeds it (the order to settle them in).
     quiet_order: Vec<u32>,
-    /// Per link: hands its packets on ahead (see [`Simulation::find_quiet_links`]): as soon as
-    /// their delivery is known, to next hops only it feeds, which take them at their arrival
-    /// instants; it is woken only to start a packet that waited in its queue.
-    ahead: Vec<bool>,
     /// The horizon of the [`Simulation::advance`] in progress: quiet links hand on what reaches
     /// their far end by then.
     flush_until: Time,
@@ -146,6 +141,20 @@ pub struct Simulation {
     /// The site's middlebox hears of transmissions ahead and what it builds is handed on ahead
     /// of the driver's clock (see [`Simulation::find_quiet_links`]).
     site_ahead: bool,
+}
+
+/// How the driver moves a link's output on (see [`Simulation::find_quiet_links`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct HopMode {
+    /// Quiet: never woken, its output handed on as soon as it is known, up to `flush_until`.
+    quiet: bool,
+    /// Hands its packets on ahead: as soon as their delivery is known, to next hops only it
+    /// feeds, which take them at their arrival instants; woken only to start a packet that
+    /// waited in its queue (or to deliver one due beyond an earlier horizon).
+    ahead: bool,
+    /// Quiet or ahead, and eager ([`Link::set_eager`]): each packet's fate is known on arrival,
+    /// so [`Link::pass`] hands it straight back for its next hop.
+    passes: bool,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -327,9 +336,8 @@ impl Simulation {
             events_at_now: 0,
             capture: None,
             horizon: None,
-            quiet: vec![false; link_count],
+            hops: vec![HopMode::default(); link_count],
             quiet_order: Vec::new(),
-            ahead: vec![false; link_count],
             flush_until: Time::ZERO,
             site: false,
             site_ahead: false,
@@ -440,10 +448,21 @@ impl Simulation {
                     })
             })
             .collect();
-        for (l, &a) in ahead.iter().enumerate() {
-            self.links[l].set_eager(a || (l == b && site_eager));
+        // A quiet link's packets may be handed on as early as an ahead link's: when it can, it
+        // works their fates out on arrival too (the same draws in the same order, see
+        // `Link::set_eager`), and both then pass each packet straight on ([`Link::pass`], the
+        // path of a link without a middlebox; the site's link that hears of transmissions ahead
+        // is eager too, but takes its packets through `handle_input`).
+        for l in 0..n {
+            let eager = self.links[l].set_eager(quiet[l] || ahead[l] || (l == b && site_eager));
+            // (Not the reverse link of a site whose middlebox acts: its feedback passes the site
+            // when it leaves, `Simulation::hand_ahead_past_site`.)
+            let passes = eager
+                && (quiet[l] || ahead[l])
+                && self.links[l].middlebox().is_none()
+                && !(site && l as u32 == self.reverse);
+            self.hops[l] = HopMode { quiet: quiet[l], ahead: ahead[l], passes };
         }
-        self.ahead = ahead;
         let mut order = Vec::new();
         for f in &self.flows {
             for path in [f.forward, f.reverse] {
@@ -455,7 +474,6 @@ impl Simulation {
                 }
             }
         }
-        self.quiet = quiet;
         self.quiet_order = order;
     }
 
@@ -577,8 +595,7 @@ impl Simulation {
     /// starts.
     #[doc(hidden)]
     pub fn wake_every_hop(&mut self) {
-        self.quiet.iter_mut().for_each(|q| *q = false);
-        self.ahead.iter_mut().for_each(|a| *a = false);
+        self.hops.iter_mut().for_each(|h| *h = HopMode::default());
         self.quiet_order.clear();
         self.site_ahead = false;
         self.links.iter_mut().for_each(|l| {
@@ -755,7 +772,7 @@ impl Simulation {
         while let Some(pkt) = self.links[i as usize].poll_output(now) {
             self.forward(now, pkt);
         }
-        if self.ahead[i as usize] {
+        if self.hops[i as usize].ahead {
             self.hand_ahead(i);
         }
         if i == self.bottleneck && self.site {
@@ -850,19 +867,49 @@ impl Simulation {
         }
     }
 
-    fn enter_link(&mut self, link: u32, now: Time, pkt: Packet) {
+    /// A packet arrives at link `link` at `now`. Through links that pass their packets straight
+    /// on ([`HopMode::passes`]) it goes from hop to hop in this loop, with no event and no trip
+    /// through the links' packets in propagation.
+    fn enter_link(&mut self, mut link: u32, mut now: Time, mut pkt: Packet) {
+        let mut mode = self.hops[link as usize];
+        while mode.passes {
+            let Some(at) = self.links[link as usize].pass(now, &mut pkt, self.flush_until) else {
+                // Kept (queued behind packets not yet handed on, beyond the horizon, dropped or
+                // lost): what it has for its next hops goes the general way.
+                if mode.quiet {
+                    self.flush_quiet(link);
+                } else {
+                    self.hand_ahead(link);
+                    self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
+                }
+                return;
+            };
+            // Nothing is left in the link for anyone to see (no packet in propagation, the one
+            // in service already handed on): an ahead link's wake-up stays none, as it was.
+            let flow = &mut self.flows[pkt.flow.index()];
+            let data = pkt.kind == PacketKind::Data;
+            let path = if data { &flow.forward } else { &flow.reverse };
+            pkt.hop += 1;
+            match path.get(pkt.hop) {
+                Some(next) => (link, now, mode) = (next, at, self.hops[next as usize]),
+                // Such a path ends at a passive receiver, which only counts (as `deliver` does).
+                None if data && flow.passive => {
+                    return flow.metrics.on_received(at, pkt.seq, pkt.size as u64, pkt.sent_at)
+                }
+                None => return self.deliver(at, pkt),
+            }
+        }
         let l = &mut self.links[link as usize];
         l.handle_input(now, pkt);
-        if self.quiet[link as usize] {
+        if mode.quiet {
             self.flush_quiet(link);
             return;
         }
-        if self.ahead[link as usize] {
+        if mode.ahead {
             self.hand_ahead(link);
         }
         self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
-        if link == self.bottleneck && self.site && self.drain_site(now)
-        {
+        if link == self.bottleneck && self.site && self.drain_site(now) {
             self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
         }
     }
