@@ -29,6 +29,22 @@ fn without_wall(json: &str) -> String {
     json.lines().filter(|l| !l.trim_start().starts_with("\"wall_s\"")).collect::<Vec<_>>().join("\n")
 }
 
+/// The summary without its wall time and event count (which the driver's shortcuts change).
+fn without_events(json: &str) -> String {
+    without_wall(json).lines().filter(|l| !l.starts_with("  \"events\"")).collect::<Vec<_>>().join("\n")
+}
+
+/// `text` run by advancing `step_ms` of simulated time at a time.
+fn run_sliced(text: &str, step_ms: u64) -> lowlat_sim::RunResult {
+    let mut sliced = Simulation::new(scenario(text));
+    let mut t = lowlat_core::Time::ZERO;
+    while !sliced.is_done() {
+        t += lowlat_core::Duration::from_millis(step_ms);
+        sliced.advance(t);
+    }
+    sliced.finish()
+}
+
 #[test]
 fn same_scenario_and_seed_give_identical_summaries_and_series() {
     let a = run(RANDOM);
@@ -41,13 +57,8 @@ fn same_scenario_and_seed_give_identical_summaries_and_series() {
 #[test]
 fn advancing_in_slices_gives_the_same_result_as_one_run() {
     let whole = Simulation::new(scenario(RANDOM)).run();
-    let mut sliced = Simulation::new(scenario(RANDOM));
-    let mut t = lowlat_core::Time::ZERO;
-    while !sliced.is_done() {
-        t += lowlat_core::Duration::from_millis(37);
-        sliced.advance(t);
-    }
-    assert_eq!(without_wall(&whole.summary_json()), without_wall(&sliced.finish().summary_json()));
+    let sliced = run_sliced(RANDOM, 37);
+    assert_eq!(without_wall(&whole.summary_json()), without_wall(&sliced.summary_json()));
 }
 
 #[test]
@@ -109,16 +120,7 @@ egress = { rate = "50 Mbit/s", delay = "5 ms" }
     let mut woken = not_passive();
     woken.wake_every_hop();
     let woken = woken.run();
-    let mut sliced = Simulation::new(scenario(text));
-    let mut t = lowlat_core::Time::ZERO;
-    while !sliced.is_done() {
-        t += lowlat_core::Duration::from_millis(23);
-        sliced.advance(t);
-    }
-    let sliced = sliced.finish();
-    let without_events = |json: &str| {
-        without_wall(json).lines().filter(|l| !l.starts_with("  \"events\"")).collect::<Vec<_>>().join("\n")
-    };
+    let sliced = run_sliced(text, 23);
     let want = without_events(&woken.summary_json());
     for r in [&quiet, &ahead, &sliced] {
         assert_eq!(without_events(&r.summary_json()), want);
@@ -188,16 +190,7 @@ access = {{ rate = "100 Mbit/s", delay = "2 ms" }}
         let mut woken = Simulation::new(scenario(&text));
         woken.wake_every_hop();
         let woken = woken.run();
-        let mut sliced = Simulation::new(scenario(&text));
-        let mut t = lowlat_core::Time::ZERO;
-        while !sliced.is_done() {
-            t += lowlat_core::Duration::from_millis(17);
-            sliced.advance(t);
-        }
-        let sliced = sliced.finish();
-        let without_events = |json: &str| {
-            without_wall(json).lines().filter(|l| !l.starts_with("  \"events\"")).collect::<Vec<_>>().join("\n")
-        };
+        let sliced = run_sliced(&text, 17);
         let want = without_events(&woken.summary_json());
         assert!(woken.summary.flows[0].packets_received > 2_000, "{assist}: the video flowed");
         for r in [&plain, &sliced] {
