@@ -27,7 +27,11 @@
 //! whole fate when it admits it (it leaves when the packets before it have, through the same
 //! server calls and random draws in the same order), so it can work that out at once and put the
 //! packet among those in propagation. A driver whose next hop is fed by this link alone can then
-//! take each packet at its arrival instant ([`Link::poll_output_until`]) without waking the link.
+//! take each packet at its arrival instant ([`Link::poll_output_until`]) without waking the link,
+//! or have it straight back with its arrival instant when nothing is before it in propagation
+//! ([`Link::pass`]). A link whose middlebox hears of transmissions ahead
+//! ([`Middlebox::hears_transmissions_ahead`]) may be eager too: the middlebox is told of each
+//! transmission's end at the packet's admission.
 
 use crate::capacity::{Capacity, Server};
 use crate::histogram::NsHistogram;
@@ -158,6 +162,19 @@ impl LinkStats {
         b.sojourn_sum_ns += ns;
         b.dequeued += 1;
         b.sojourn_max_ns = b.sojourn_max_ns.max(ns);
+    }
+
+    /// Counts a transmission that ended (sent, and lost on the wire if its fate says so).
+    #[inline(always)]
+    fn record_completed(&mut self, size: u32, finish: Time, lost: bool) {
+        self.tx_packets += 1;
+        self.tx_bytes += size as u64;
+        let bin = self.bin_at(finish);
+        bin.tx_bytes += size as u64;
+        if lost {
+            bin.drops += 1;
+            self.random_losses += 1;
+        }
     }
 
     /// [`LinkStats::record_sojourn`] of a packet served the instant it arrived: what a zero adds
@@ -581,22 +598,15 @@ impl Link {
                 break;
             }
             let s = *s;
-            self.stats.tx_packets += 1;
-            self.stats.tx_bytes += s.size as u64;
             if let Some(mb) = self.middlebox.as_mut().filter(|_| !s.handed) {
                 // The queue as it is once this packet is out (the next one not yet in service).
                 // (A handed packet's middlebox heard of it at its admission.)
                 let state = state_of(&self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &self.serving, &state);
             }
-            self.stats.bin_at(s.finish).tx_bytes += s.size as u64;
-            match s.delivery {
-                None => {
-                    self.stats.random_losses += 1;
-                    self.stats.bin_at(s.finish).drops += 1;
-                }
-                Some(delivery) if !s.handed => self.in_flight.push_back((delivery, self.serving)),
-                Some(_) => {}
+            self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
+            if let (Some(delivery), false) = (s.delivery, s.handed) {
+                self.in_flight.push_back((delivery, self.serving));
             }
             self.start_next(s.finish);
         }
@@ -613,13 +623,7 @@ impl Link {
             }
             let s = *s;
             debug_assert!(s.handed && self.middlebox.is_none());
-            self.stats.tx_packets += 1;
-            self.stats.tx_bytes += s.size as u64;
-            self.stats.bin_at(s.finish).tx_bytes += s.size as u64;
-            if s.delivery.is_none() {
-                self.stats.random_losses += 1;
-                self.stats.bin_at(s.finish).drops += 1;
-            }
+            self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
             self.start_next(s.finish);
         }
     }

@@ -315,6 +315,17 @@ impl Wakeups {
         self.pos[e.slot as usize] = i as u32;
     }
 
+    /// The child of `i` with the earlier key (`None`: `i` is a leaf of a heap of `n` entries).
+    #[inline(always)]
+    fn smaller_child(&self, i: usize, n: usize) -> Option<usize> {
+        let left = 2 * i + 1;
+        if left >= n {
+            return None;
+        }
+        let right = left + 1;
+        Some(if right < n && self.heap[right].before(&self.heap[left]) { right } else { left })
+    }
+
     /// Moves the entry at the root down to its place, as [`Wakeups::sift_down`] does, for an
     /// entry that likely belongs near the bottom: the hole walks down along the smaller children
     /// (one comparison per level instead of two), then the entry climbs back up from there.
@@ -323,13 +334,7 @@ impl Wakeups {
         let e = self.heap[0];
         let n = self.heap.len();
         let mut i = 0;
-        loop {
-            let left = 2 * i + 1;
-            if left >= n {
-                break;
-            }
-            let right = left + 1;
-            let child = if right < n && self.heap[right].before(&self.heap[left]) { right } else { left };
+        while let Some(child) = self.smaller_child(i, n) {
             let c = self.heap[child];
             self.heap[i] = c;
             self.pos[c.slot as usize] = i as u32;
@@ -346,13 +351,7 @@ impl Wakeups {
     fn sift_down(&mut self, mut i: usize) {
         let e = self.heap[i];
         let n = self.heap.len();
-        loop {
-            let left = 2 * i + 1;
-            if left >= n {
-                break;
-            }
-            let right = left + 1;
-            let child = if right < n && self.heap[right].before(&self.heap[left]) { right } else { left };
+        while let Some(child) = self.smaller_child(i, n) {
             let c = self.heap[child];
             if !c.before(&e) {
                 break;

@@ -85,6 +85,10 @@ impl Path {
     fn get(&self, hop: u8) -> Option<u32> {
         (hop < self.len).then(|| self.links[hop as usize])
     }
+    /// The hop at which the path crosses `link`, if it does.
+    fn index_of(&self, link: u32) -> Option<u8> {
+        (0..self.len).find(|&h| self.links[h as usize] == link)
+    }
 }
 
 pub(crate) struct FlowState {
@@ -496,7 +500,7 @@ impl Simulation {
         for (i, f) in self.flows.iter().enumerate() {
             let rule = mb.reverse_rule(FlowId(i as u32));
             for (path, feedback) in [(f.reverse, true), (f.forward, false)] {
-                let Some(h) = (0..path.len).find(|&h| path.get(h) == Some(reverse)) else { continue };
+                let Some(h) = path.index_of(reverse) else { continue };
                 // Data crossing the reverse link is not shown to the middlebox; its flow must get
                 // nothing from it.
                 let ok = match rule {
@@ -533,14 +537,14 @@ impl Simulation {
         for (i, f) in self.flows.iter().enumerate() {
             let rule = mb.reverse_rule(FlowId(i as u32));
             if rule != ReverseRule::PassesAll {
-                let h = (0..f.reverse.len).find(|&h| f.reverse.get(h) == Some(reverse));
+                let h = f.reverse.index_of(reverse);
                 match (rule, h.and_then(|h| f.reverse.get(h + 1))) {
                     (ReverseRule::DropsAll, Some(m)) if fed_by_reverse(m) => builds.push(m),
                     _ => return false,
                 }
             }
             for (path, dropped) in [(f.reverse, rule == ReverseRule::DropsAll), (f.forward, false)] {
-                let h = (0..path.len).find(|&h| path.get(h) == Some(reverse));
+                let h = path.index_of(reverse);
                 if let Some(m) = h.and_then(|h| path.get(h + 1)).filter(|_| !dropped) {
                     passes[m as usize] = true;
                 }
@@ -834,7 +838,7 @@ impl Simulation {
     /// The hop of flow `flow`'s reverse path that ends at the site (its reverse link).
     fn site_hop(&self, flow: FlowId) -> u8 {
         let path = self.flows[flow.index()].reverse;
-        (0..path.len).find(|&h| path.get(h) == Some(self.reverse)).unwrap_or(0)
+        path.index_of(self.reverse).unwrap_or(0)
     }
 
     /// A packet leaves a link at `now`: on to its next hop, or to its endpoint. Feedback leaving

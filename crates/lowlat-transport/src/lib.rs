@@ -141,7 +141,9 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
         Reads::ALL
     }
 
-    /// The congestion window.
+    /// The congestion window. The sender reads it (and [`WindowController::pacing_rate`]) again
+    /// only after calling into the controller or updating its RTT estimator, so it must depend
+    /// on nothing else (no clock of its own).
     fn window(&self) -> u64;
 
     /// The rate the controller means to send at, for an application that sets its own rate from
