@@ -78,6 +78,23 @@ class Result:
             frame = self._frames[name] = pd.DataFrame({k: _column(v) for k, v in self._raw.pop(name).items()})
         return frame
 
+    def columns(self, name: str, *columns: str) -> list[Any]:
+        """Some columns of a table (see the class doc) as arrays, without building its DataFrame:
+        what a caller that reads two columns of a table with millions of rows (Zhuge's
+        per-packet predictions) needs. The table's DataFrame can still be built afterwards."""
+        if name in self._left_out:
+            raise ValueError(f"{name}: this run did not build it (lowlat.run(..., tables=...) left it out)")
+        frame = self._frames.get(name)
+        if frame is not None:
+            return [frame[c].to_numpy() for c in columns]
+        raw = self._raw.get(name)
+        if raw is None:
+            raise ValueError(f"{name}: no such table, expected one of {', '.join(self._raw)}")
+        missing = [c for c in columns if c not in raw]
+        if missing:
+            raise ValueError(f"{name}: no column {missing[0]!r}, expected some of {', '.join(raw)}")
+        return [np.asarray(_column(raw[c])) for c in columns]
+
     @property
     def flow_series(self) -> pd.DataFrame:
         """One row per flow and bin (see the class doc)."""

@@ -348,23 +348,15 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, col) in &t.columns {
         match col {
-            Column::F64(v) if !v.is_empty() => {
-                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                d.set_item(name, ("<f8", PyBytes::new(py, &bytes)))?
-            }
-            Column::I64(v) if !v.is_empty() => {
-                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                d.set_item(name, ("<i8", PyBytes::new(py, &bytes)))?
-            }
+            Column::F64(v) if !v.is_empty() => d.set_item(name, ("<f8", packed(py, v, |x| x.to_le_bytes())?))?,
+            Column::I64(v) if !v.is_empty() => d.set_item(name, ("<i8", packed(py, v, |x| x.to_le_bytes())?))?,
             Column::Str(v) if !v.is_empty() => {
                 let (labels, codes) = label_codes(v);
-                let bytes: Vec<u8> = codes.iter().flat_map(|x| x.to_le_bytes()).collect();
-                d.set_item(name, ("labels", labels, PyBytes::new(py, &bytes)))?
+                d.set_item(name, ("labels", labels, packed(py, &codes, |x| x.to_le_bytes())?))?
             }
             Column::Labels { values, codes } if !codes.is_empty() => {
                 // Already the ("labels", distinct values, u32 codes) form `_column` reads.
-                let bytes: Vec<u8> = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
-                d.set_item(name, ("labels", values, PyBytes::new(py, &bytes)))?
+                d.set_item(name, ("labels", values, packed(py, codes, |x| x.to_le_bytes())?))?
             }
             Column::Labels { .. } => d.set_item(name, Vec::<String>::new())?,
             Column::F64(v) => d.set_item(name, v)?,
@@ -373,6 +365,21 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
         }
     }
     Ok(d)
+}
+
+/// `values` packed little-endian into a new `bytes`, written in place (a table of Zhuge's
+/// per-packet predictions has millions of rows: no intermediate buffer).
+fn packed<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    values: &[T],
+    le_bytes: impl Fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, values.len() * N, |buf| {
+        for (chunk, &x) in buf.chunks_exact_mut(N).zip(values) {
+            chunk.copy_from_slice(&le_bytes(x));
+        }
+        Ok(())
+    })
 }
 
 /// A label column as its distinct values (in order of first appearance) and, per row, the index
