@@ -260,6 +260,26 @@ def test_a_run_can_leave_out_its_per_sample_tables():
         lowlat.run(sc, progress=False, tables=["frames"])
 
 
+def test_the_sampled_predictions_are_the_rows_dataframe_sample_picks():
+    import lowlat
+
+    sc = zhuge.scenario("GCC+Zhuge", {"rate": "5 Mbit/s"}, False, 5.0, 1)
+    r = lowlat.run(sc, progress=False, tables=["predictions"])
+    predicted, actual = r.columns("predictions", "predicted_ms", "actual_ms")
+    assert len(predicted) > 200
+    for n in (10, 100, len(predicted) + 5):
+        got = zhuge.sample_predictions(predicted, actual, seed=7, n=n)
+        want = r.predictions.sample(n=min(len(r.predictions), n), random_state=7)[["predicted_ms", "actual_ms"]]
+        pd.testing.assert_frame_equal(got, want)
+    # Columns read after the DataFrame was built are its columns.
+    assert (r.columns("predictions", "actual_ms")[0] == r.predictions["actual_ms"].to_numpy()).all()
+    assert zhuge.sample_predictions(predicted[:0], actual[:0], seed=7) is None
+    with pytest.raises(ValueError, match="predictions: no column 'nope'"):
+        r.columns("predictions", "nope")
+    with pytest.raises(ValueError, match="sender_rtt: this run did not build it"):
+        r.columns("sender_rtt", "rtt_ms")
+
+
 def test_the_artifacts_copa_runs_over_its_tcp():
     cap = {"rate": "10 Mbit/s"}
     flow = lambda label, copa: zhuge.scenario(label, cap, False, 10.0, 1, copa=copa)["flows"][0]  # noqa: E731

@@ -85,14 +85,16 @@ class Result:
         if name in self._left_out:
             raise ValueError(f"{name}: this run did not build it (lowlat.run(..., tables=...) left it out)")
         frame = self._frames.get(name)
+        raw = self._raw.get(name)
+        if frame is None and raw is None:
+            raise ValueError(f"{name}: no such table, expected one of {', '.join(self._raw)}")
+        have = list(frame.columns) if frame is not None else list(raw or {})
+        missing = [c for c in columns if c not in have]
+        if missing:
+            raise ValueError(f"{name}: no column {missing[0]!r}, expected some of {', '.join(have)}")
         if frame is not None:
             return [frame[c].to_numpy() for c in columns]
-        raw = self._raw.get(name)
-        if raw is None:
-            raise ValueError(f"{name}: no such table, expected one of {', '.join(self._raw)}")
-        missing = [c for c in columns if c not in raw]
-        if missing:
-            raise ValueError(f"{name}: no column {missing[0]!r}, expected some of {', '.join(raw)}")
+        assert raw is not None
         return [np.asarray(_column(raw[c])) for c in columns]
 
     @property

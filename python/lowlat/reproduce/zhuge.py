@@ -1072,7 +1072,8 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(counted) if len(counted) else float("nan")
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
         if spec.scheme == "GCC+Zhuge":
-            row["predictions"] = sample_predictions(*r.columns("predictions", "predicted_ms", "actual_ms"), seed=spec.seed)
+            predicted, actual = r.columns("predictions", "predicted_ms", "actual_ms")
+            row["predictions"] = sample_predictions(predicted, actual, seed=spec.seed)
         row["error"] = ""
     except BaseException as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
