@@ -459,6 +459,7 @@ the name before the last ``_``).
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import asdict, dataclass, replace
@@ -887,23 +888,24 @@ def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FR
 
     Returns the frames that left: ``frame``, ``delay_ms``, ``decoded`` (False: its last line is a
     "discard frame": given up, or given up again after the step back)."""
-    import numpy as np
 
     f = frames.sort_values("frame")
     ids = f["frame"].to_numpy()
     n = len(ids)
     cap = f["capture_s"].to_numpy(dtype=float)
-    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
-    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
+    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan).tolist()
+    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan).tolist()
     # (instant, frame, 0: a newest frame's first packet / 1: completion): within one packet the
     # decoder gives up first, then adds the packet.
     events = sorted(
         [(t, i, 0) for i, t in enumerate(newest) if t == t] + [(t, i, 1) for i, t in enumerate(complete) if t == t]
     )
-    played = np.zeros(n, dtype=bool)
-    done = np.zeros(n, dtype=bool)
-    leaves = np.full(n, np.nan)
-    decoded = np.zeros(n, dtype=bool)
+    # Python lists, not arrays: the replay reads and writes single elements (a tenth of a
+    # reproduction's time went to numpy's per-element access).
+    played = [False] * n
+    done = [False] * n
+    leaves = [math.nan] * n
+    decoded = [False] * n
     last = -1  # the last played id (the artifact's m_lastPlayedFrameId + 1 wraps -1 to 0)
     highest = 0  # the artifact's max_frame_id before this packet
 
@@ -933,8 +935,10 @@ def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FR
                 last = 0
             elif i == last + 1:
                 last = play_run(i, t)
-    ok = np.isfinite(leaves)
-    return pd.DataFrame({"frame": ids[ok], "delay_ms": (leaves[ok] - cap[ok]) * 1000.0, "decoded": decoded[ok]}).reset_index(drop=True)
+    left = np.array(leaves, dtype=float)
+    was_decoded = np.array(decoded, dtype=bool)
+    ok = np.isfinite(left)
+    return pd.DataFrame({"frame": ids[ok], "delay_ms": (left[ok] - cap[ok]) * 1000.0, "decoded": was_decoded[ok]}).reset_index(drop=True)
 
 
 #: The causes :func:`late_frame_causes` tells apart.
