@@ -356,7 +356,12 @@ impl RtpSender {
     /// Queues what the retransmission timer found due at `now`, ahead of new media.
     #[inline]
     fn poll_timeout_rtx(&mut self, now: Time) {
-        if self.timeout_rtx.as_ref().and_then(TimeoutRetransmitter::poll_timeout).is_some_and(|due| due <= now) {
+        if self
+            .timeout_rtx
+            .as_ref()
+            .and_then(TimeoutRetransmitter::poll_timeout)
+            .is_some_and(|due| due <= now)
+        {
             self.queue_timed_out(now);
         }
     }

@@ -943,7 +943,8 @@ impl Simulation {
     fn hand_ahead_past_site(&mut self) {
         let (r, b) = (self.reverse as usize, self.bottleneck as usize);
         while let Some((at, mut pkt)) = self.links[r].poll_output_until(self.flush_until) {
-            if pkt.kind == PacketKind::Feedback && self.links[b].handle_reverse(at, &mut pkt) != Verdict::Pass {
+            if pkt.kind == PacketKind::Feedback && self.links[b].handle_reverse(at, &mut pkt) != Verdict::Pass
+            {
                 continue;
             }
             self.next_hop(at, pkt);
@@ -1015,7 +1016,9 @@ impl Simulation {
             PacketKind::Feedback => {
                 flow.metrics.on_feedback_received(pkt.size as u64);
                 if pkt.app == ASSIST_APP {
-                    if let Some(payload) = self.assist_payloads.get_mut(pkt.seq as usize).and_then(Option::take) {
+                    if let Some(payload) =
+                        self.assist_payloads.get_mut(pkt.seq as usize).and_then(Option::take)
+                    {
                         self.free_payload_slots.push(pkt.seq);
                         if let Some(fb) = self.decode_assist(pkt.flow, pkt.sent_at, payload) {
                             let e = 2 * flow_index;

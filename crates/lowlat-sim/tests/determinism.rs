@@ -153,7 +153,9 @@ egress = { rate = "50 Mbit/s", delay = "5 ms" }
 /// exactly the results of waking every hop for every packet, in one run or in slices.
 #[test]
 fn middleboxes_heard_ahead_give_the_results_of_waking_every_hop() {
-    for assist in [r#"assist = "fastack""#, "assist = \"zhuge\"\nzhuge = { in_band = \"sampled\", ack_copy = true }"] {
+    for assist in
+        [r#"assist = "fastack""#, "assist = \"zhuge\"\nzhuge = { in_band = \"sampled\", ack_copy = true }"]
+    {
         let text = format!(
             r#"
 duration = "4 s"

@@ -206,8 +206,11 @@ fn a_json_file_is_read_as_json_and_its_errors_name_it() {
     let sc = lowlat_sim::Scenario::from_file(&good).expect("a valid JSON scenario");
     assert_eq!(sc.duration, lowlat_core::Duration::from_secs(10));
     let bad = dir.join("bad.json");
-    std::fs::write(&bad, r#"{"duration": "10 s", "bottleneck": {"rate": "1 ms", "delay": "50 ms"}, "flows": []}"#)
-        .unwrap();
+    std::fs::write(
+        &bad,
+        r#"{"duration": "10 s", "bottleneck": {"rate": "1 ms", "delay": "50 ms"}, "flows": []}"#,
+    )
+    .unwrap();
     let e = lowlat_sim::Scenario::from_file(&bad).unwrap_err().to_string();
     assert!(e.contains("bad.json") && e.contains("bottleneck.rate"), "{e}");
     std::fs::remove_dir_all(&dir).ok();

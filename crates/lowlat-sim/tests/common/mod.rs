@@ -34,7 +34,8 @@ pub fn series(table: &lowlat_sim::Table, id: &str, column: &str) -> Vec<(f64, f6
     use lowlat_sim::Column;
     let get = |name: &str| &table.columns.iter().find(|c| c.0 == name).unwrap_or_else(|| panic!("{name}")).1;
     let ids = &table.columns[0].1;
-    let (Column::Str(_) | Column::Labels { .. }, Column::F64(t), Column::F64(v)) = (ids, get("t_s"), get(column))
+    let (Column::Str(_) | Column::Labels { .. }, Column::F64(t), Column::F64(v)) =
+        (ids, get("t_s"), get(column))
     else {
         panic!("unexpected column types")
     };
