@@ -168,6 +168,17 @@ def test_frames_decode_in_order_and_are_given_up_25_frames_later():
     assert list(short["frame"]) == [0, 1]
 
 
+def test_a_drop_run_stopped_after_its_window_gives_the_figures_of_the_full_run(monkeypatch):
+    spec = zhuge.DropRun(10, "Copa+Zhuge", zhuge.drop_instant("Copa+Zhuge", 150.0), 3, "codel")
+    assert zhuge.drop_run_seconds(spec) == spec.drop_s + 21.0 < 72.0
+    short = zhuge.run_drop(spec)
+    monkeypatch.setattr(zhuge, "DROP_RUN_MARGIN_S", 100.0)
+    assert zhuge.drop_run_seconds(spec) == 72.0
+    full = zhuge.run_drop(spec)
+    assert short["error"] == "" and short["rtt_over_200ms_s"] > 0
+    assert short == full
+
+
 def test_the_abw_statistic_is_the_first_episode_of_the_senders_smoothed_rtt():
     t = [5.0, 10.5, 11.0, 11.5, 12.0, 12.0, 12.5, 13.0, 14.0, 31.0]
     r = [400, 100, 250, 300, 250, 150, 150, 260, 100, 100]
