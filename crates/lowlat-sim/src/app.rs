@@ -98,6 +98,13 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// [`Endpoint::media_metrics`], moved out: what the simulator's results call once at the end
+    /// of the run, so that an endpoint with a sample per ACK (millions in a long run) gives its
+    /// vectors up instead of copying them. Reading the metrics again afterwards gives them empty.
+    fn take_media_metrics(&mut self) -> Option<crate::media::MediaMetrics> {
+        self.media_metrics()
+    }
+
     /// Completion times of the finished transfers of a transport endpoint (web flows), read once
     /// at the end of the run.
     fn transfer_times(&self) -> Option<Vec<lowlat_core::Duration>> {

@@ -641,6 +641,12 @@ impl Endpoint for RtpSender {
         Some(m)
     }
 
+    fn take_media_metrics(&mut self) -> Option<MediaMetrics> {
+        let mut m = std::mem::take(&mut self.metrics);
+        m.discarded_packets = self.pacer.discarded_packets();
+        Some(m)
+    }
+
     fn poll_timeout(&self) -> Option<Time> {
         let now = self.last_now;
         let rate = self.cc.pacing_rate();

@@ -645,7 +645,11 @@ pub fn link_results_with(
 
 impl RunResult {
     /// The results of `sim`, with the per-sample tables `tables` asks for (the others empty).
-    pub(crate) fn collect(sim: &Simulation, tables: Tables) -> RunResult {
+    pub(crate) fn collect(sim: &mut Simulation, tables: Tables) -> RunResult {
+        // The senders' metrics are moved out, not copied (a sample per ACK).
+        let mut senders_media: Vec<_> =
+            sim.flows.iter_mut().map(|st| st.sender.take_media_metrics()).collect();
+        let sim: &Simulation = sim;
         let sc = &sim.scenario;
         let end = sim.end();
         let dur_s = sc.duration.as_secs_f64();
@@ -660,7 +664,7 @@ impl RunResult {
         let (mut fr_id, mut fr_n, mut fr_cap, mut fr_done, mut fr_new) =
             (vec![], vec![], vec![], vec![], vec![]);
         let (mut r_values, mut r_id, mut r_t, mut r_ms) = (vec![], vec![], vec![], vec![]);
-        for (cfg, st) in sc.flows.iter().zip(&sim.flows) {
+        for ((cfg, st), sender_media) in sc.flows.iter().zip(&sim.flows).zip(&mut senders_media) {
             let m = &st.metrics;
             // Received over the time packets kept arriving: what was in flight (or queued) at
             // `stop` still arrives after it, and counting it over [start, stop] alone would
@@ -685,7 +689,7 @@ impl RunResult {
                 );
                 f_frames.extend(frame_bins.iter().map(|&(_, n)| i64::from(n)));
             }
-            let sender_media = st.sender.media_metrics();
+            let sender_media = sender_media.take();
             if let (Some(r), Some(media), true) = (&receiver_media, &cfg.media, tables.frames) {
                 let last = r.newest_frames.iter().map(|x| x.0).chain(r.frame_ids.iter().copied()).max();
                 let n = last.map_or(0, |l| l as usize + 1);

@@ -715,7 +715,7 @@ impl Simulation {
         if let Some(h) = self.horizon {
             self.links.iter_mut().for_each(|l| l.settle(h));
         }
-        RunResult::collect(&self, tables)
+        RunResult::collect(&mut self, tables)
     }
 
     /// Endpoint `e`: the sender of flow `e / 2` if `e` is even, else its receiver.

@@ -255,6 +255,13 @@ impl Endpoint for TransportVideoSender {
         m.ce_reported = self.sender.stats().ce_marks;
         Some(m)
     }
+
+    fn take_media_metrics(&mut self) -> Option<MediaMetrics> {
+        let mut m = std::mem::take(&mut self.metrics);
+        m.discarded_packets = self.queue.discarded_packets();
+        m.ce_reported = self.sender.stats().ce_marks;
+        Some(m)
+    }
 }
 
 /// The receiving side: acknowledges like any transport receiver and assembles frames.
