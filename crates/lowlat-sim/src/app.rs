@@ -98,6 +98,10 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// Told before the run starts which per-sample tables the run builds
+    /// ([`crate::Simulation::plan_tables`]): an endpoint need not keep what none of them shows.
+    fn plan_tables(&mut self, _tables: crate::results::Tables) {}
+
     /// [`Endpoint::media_metrics`], moved out: what the simulator's results call once at the end
     /// of the run, so that an endpoint with a sample per ACK (millions in a long run) gives its
     /// vectors up instead of copying them. Reading the metrics again afterwards gives them empty.

@@ -82,8 +82,11 @@ pub type Mailbox = Arc<Mutex<VecDeque<(u64, RtcpMessage)>>>;
 pub struct MediaMetrics {
     /// Round-trip samples (one per feedback report).
     pub rtt: Vec<Duration>,
-    /// When the sender took each sample of `rtt`.
+    /// When the sender took each sample of `rtt` (empty if `rtt_at_off`).
     pub rtt_at: Vec<Time>,
+    /// The run builds no table of the RTT samples' instants (`sender_rtt`): `rtt_at` stays empty
+    /// (it would hold 8 bytes per ACK, millions in a long run of a window controller).
+    pub rtt_at_off: bool,
     /// `(completion, delay)` of every complete frame.
     pub frames: Vec<(Time, Duration)>,
     /// The frame id of each entry of `frames`.
@@ -103,6 +106,17 @@ pub struct MediaMetrics {
     pub nacks_sent: u64,
     /// Lost packets recovered by a retransmission, with `nack = true`.
     pub recovered: u64,
+}
+
+impl MediaMetrics {
+    /// An RTT sample taken at `now` (its instant kept unless `rtt_at_off`).
+    #[inline]
+    pub fn record_rtt(&mut self, now: Time, rtt: Duration) {
+        self.rtt.push(rtt);
+        if !self.rtt_at_off {
+            self.rtt_at.push(now);
+        }
+    }
 }
 
 /// Frame id, packet index and packet count in one `Packet::app` word (bits 46-24, 23-12 and
@@ -348,8 +362,7 @@ impl RtpSender {
         // Under Zhuge the AP's reports, one per millisecond, set the dispersion to 0.
         let dispersion = (!self.assisted).then_some(dispersion);
         if let Some(rtt) = t.on_ack(now, frame, index, seq, dispersion) {
-            self.metrics.rtt.push(rtt);
-            self.metrics.rtt_at.push(now);
+            self.metrics.record_rtt(now, rtt);
         }
     }
 
@@ -494,8 +507,7 @@ impl RtpSender {
         }
         self.report = FeedbackReport { packets, report_time };
         if let Some(rtt) = self.report.rtt_sample(now).filter(|_| self.timeout_rtx.is_none()) {
-            self.metrics.rtt.push(rtt);
-            self.metrics.rtt_at.push(now);
+            self.metrics.record_rtt(now, rtt);
         }
         self.last_now = now;
         self.cc.get_mut().on_send_queue(now, self.pacer.queued_bytes(), self.pacer.queue_delay(now));
@@ -645,6 +657,10 @@ impl Endpoint for RtpSender {
         let mut m = std::mem::take(&mut self.metrics);
         m.discarded_packets = self.pacer.discarded_packets();
         Some(m)
+    }
+
+    fn plan_tables(&mut self, tables: crate::results::Tables) {
+        self.metrics.rtt_at_off = !tables.sender_rtt;
     }
 
     fn poll_timeout(&self) -> Option<Time> {

@@ -584,6 +584,8 @@ impl Simulation {
         if self.events() > 0 {
             return Err("tables can only be planned before the run starts".into());
         }
+        // The senders keep no instant per RTT sample that no table shows.
+        self.flows.iter_mut().for_each(|st| st.sender.plan_tables(tables));
         if self.scenario.assist == "zhuge" {
             // The same middlebox built afresh (nothing has reached it yet), with or without the log.
             if let Some(mb) = crate::assist::assist_middlebox_logging(&self.scenario, tables.predictions) {

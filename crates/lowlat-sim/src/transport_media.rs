@@ -160,8 +160,7 @@ fn on_ack_parts(
 ) {
     sender.on_ack(now, frame);
     if sender.rtt().has_sample() {
-        metrics.rtt.push(sender.rtt().latest());
-        metrics.rtt_at.push(now);
+        metrics.record_rtt(now, sender.rtt().latest());
     }
     collect_lost(sender, resend);
 }
@@ -261,6 +260,10 @@ impl Endpoint for TransportVideoSender {
         m.discarded_packets = self.queue.discarded_packets();
         m.ce_reported = self.sender.stats().ce_marks;
         Some(m)
+    }
+
+    fn plan_tables(&mut self, tables: crate::results::Tables) {
+        self.metrics.rtt_at_off = !tables.sender_rtt;
     }
 }
 
