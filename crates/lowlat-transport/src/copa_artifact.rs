@@ -206,7 +206,7 @@ impl CopaArtifact {
     }
 
     /// `tcp_detected`: the smallest sample of the last `detect_srtts` x srtt well above RTT_min.
-    fn competitor_detected(&self, srtt: f64, min_rtt: f64) -> bool {
+    fn competitor_detected(&mut self, srtt: f64, min_rtt: f64) -> bool {
         let Some(newest) = self.history.newest() else { return false };
         let span = (self.cfg.artifact.detect_srtts * srtt * 1e9) as u64;
         // The samples taken after `newest - span` (all of them if that is before the start).
