@@ -362,7 +362,7 @@ impl WindowController for CopaArtifact {
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
     fn reads(&self) -> Reads {
-        Reads { sent: false, acks: false, rate_samples: true, delivery_rate: false }
+        Reads { sent: false, acks: false, rate_samples: true, delivery_rate: false, sample_details: false }
     }
 
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {

@@ -580,14 +580,16 @@ impl Sender {
         // The sample is taken over the newest packet acknowledged (the one sent last).
         if acc.prior_delivered.is_none_or(|d| s.delivered >= d) {
             acc.prior_delivered = Some(s.delivered);
-            acc.prior_time = s.delivered_time;
-            acc.app_limited = s.app_limited;
-            acc.send_elapsed = s.time - s.first_sent_time;
-            acc.ack_elapsed = now - s.delivered_time;
             if sample_rtt {
                 acc.rtt = Some(now - s.time);
             }
-            self.first_sent_time = s.time;
+            if self.reads.sample_details {
+                acc.prior_time = s.delivered_time;
+                acc.app_limited = s.app_limited;
+                acc.send_elapsed = s.time - s.first_sent_time;
+                acc.ack_elapsed = now - s.delivered_time;
+                self.first_sent_time = s.time;
+            }
         }
     }
 
@@ -650,13 +652,32 @@ impl Sender {
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
-        let acc = std::mem::take(&mut self.acc);
+        // Only these three start each frame afresh: the others are written with `prior_delivered`
+        // and read only when it is set (a whole reset stored all nine words).
+        let acc = self.acc;
+        self.acc.prior_delivered = None;
+        self.acc.newly_acked = 0;
+        self.acc.rtt = None;
         // TCP: an ACK of late originals alone still reaches the controller, with the latest RTT
         // (ns-3 calls `CongControl` on every ACK; its rate sample keeps the last RTT measured).
         let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
         let sample =
             if self.reads.rate_samples { acc.prior_delivered.zip(acc.rtt.or(fallback)) } else { None };
-        if let Some((prior_delivered, rtt)) = sample {
+        if let Some((_, rtt)) = sample.filter(|_| !self.reads.sample_details) {
+            let sample = RateSample {
+                delivery_rate: None,
+                delivered: 0,
+                interval: Duration::ZERO,
+                prior_delivered: 0,
+                total_delivered: 0,
+                is_app_limited: false,
+                newly_acked: acc.newly_acked,
+                newly_lost_packets: self.stats.packets_lost - lost_before,
+                rtt,
+                in_flight: 0,
+            };
+            self.cc.on_rate_sample(now, &sample, &self.rtt);
+        } else if let Some((prior_delivered, rtt)) = sample {
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
             let sample = RateSample {
