@@ -171,10 +171,16 @@ struct HeldFrame {
     /// when they reach the front. The check schedule needs only that smallest key per frame
     /// (every packet's timeout adds the same srtt + 4 deviations to it), and packets leave in
     /// key order almost always, so finding it is O(1) per ACK where a scan was O(frame).
-    keys: VecDeque<(Time, u16)>,
+    /// The queue is `keys[keys_head..]` (a `Vec` and a start index: its front is dropped at
+    /// every ACK, where a `VecDeque` works out the wrap-around at every access).
+    keys: Vec<(Time, u16)>,
+    keys_head: usize,
     /// `keys` was made for another dispersion, or misses packets a pacer flush released: rebuilt
     /// before the next read.
     rebuild: bool,
+    /// What [`HeldFrame::earliest`] last found, kept until the frame changes (`None`: to be
+    /// worked out again). Every ACK reads every held frame's, and changes at most one frame.
+    known: Option<Option<Time>>,
 }
 
 impl HeldFrame {
@@ -184,37 +190,56 @@ impl HeldFrame {
 
     /// Adds the key of packet `index` (not waiting in the pacer), keeping `keys` ascending.
     fn push_key(&mut self, key: Time, index: u16) {
+        self.known = None;
         if self.rebuild {
             return; // the rebuild will see it
         }
-        if self.keys.back().is_none_or(|&(k, _)| k <= key) {
-            self.keys.push_back((key, index));
+        if self.keys.last().is_none_or(|&(k, _)| k <= key) || self.keys_head == self.keys.len() {
+            self.keys.push((key, index));
         } else {
-            let at = self.keys.partition_point(|&(k, _)| k <= key);
+            let at = self.keys_head + self.keys[self.keys_head..].partition_point(|&(k, _)| k <= key);
             self.keys.insert(at, (key, index));
         }
     }
 
+    /// Empties `keys`.
+    fn clear_keys(&mut self) {
+        self.keys.clear();
+        self.keys_head = 0;
+    }
+
     /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
     fn earliest(&mut self, disp: u64) -> Option<Time> {
+        if let Some(known) = self.known {
+            return known;
+        }
+        let e = self.find_earliest(disp);
+        self.known = Some(e);
+        e
+    }
+
+    /// [`HeldFrame::earliest`] from `keys`, stale entries dropped on the way.
+    fn find_earliest(&mut self, disp: u64) -> Option<Time> {
         if self.rebuild {
-            self.keys.clear();
+            self.clear_keys();
             for (i, h) in self.packets.iter().enumerate() {
                 if let Some(h) = h.filter(|h| !h.queued) {
-                    self.keys.push_back((Self::key(&h, disp), i as u16));
+                    self.keys.push((Self::key(&h, disp), i as u16));
                 }
             }
-            self.keys.make_contiguous().sort_unstable();
+            self.keys.sort_unstable();
             self.rebuild = false;
         }
-        while let Some(&(key, i)) = self.keys.front() {
+        while let Some(&(key, i)) = self.keys.get(self.keys_head) {
             let current =
                 self.packets[usize::from(i)].is_some_and(|h| !h.queued && Self::key(&h, disp) == key);
             if current {
                 return Some(key);
             }
-            self.keys.pop_front();
+            self.keys_head += 1;
         }
+        // Drained: its space is reused from the start.
+        self.clear_keys();
         None
     }
 }
@@ -223,8 +248,9 @@ impl HeldFrame {
 #[derive(Clone, Debug)]
 pub struct TimeoutRetransmitter {
     cfg: TimeoutRtxConfig,
-    /// Frames held, by ascending id.
-    frames: VecDeque<HeldFrame>,
+    /// Frames held, by ascending id (a `Vec`: read at every send and ACK, while a frame is
+    /// removed from the front once per frame).
+    frames: Vec<HeldFrame>,
     /// Storage of frames no longer held, for the next ones.
     spare: Vec<HeldFrame>,
     rtt: RttStats,
@@ -232,9 +258,12 @@ pub struct TimeoutRetransmitter {
     /// (every ACK reads it; the statistics change only with a sample).
     base: Duration,
     dispersion: Duration,
-    /// Send time of each transport sequence number from `send_base`.
-    send_times: VecDeque<Time>,
+    /// Send time of each transport sequence number from `send_base` to `send_end` (at most
+    /// `cfg.send_times` of them), sequence number `s` at `s % cfg.send_times`: a ring allocated
+    /// with the first send, where a `VecDeque` pushed one and dropped one per packet.
+    send_times: Vec<Time>,
     send_base: u64,
+    send_end: u64,
     last_acked: Option<u64>,
     /// [`TimeoutRetransmitter::poll_timeout`], kept up to date by every change.
     next_check: Option<Time>,
@@ -253,11 +282,12 @@ impl TimeoutRetransmitter {
             rtt,
             base,
             cfg,
-            frames: VecDeque::new(),
+            frames: Vec::new(),
             spare: Vec::new(),
             dispersion: Duration::ZERO,
-            send_times: VecDeque::new(),
+            send_times: Vec::new(),
             send_base: 0,
+            send_end: 0,
             last_acked: None,
             next_check: None,
             retransmissions: 0,
@@ -276,41 +306,52 @@ impl TimeoutRetransmitter {
     }
 
     fn record_send_time(&mut self, now: Time, seq: u64) {
+        let cap = self.cfg.send_times as u64;
+        if cap == 0 {
+            return; // nothing kept: no sample
+        }
         if self.send_times.is_empty() {
-            self.send_base = seq;
+            self.send_times = vec![Time::MAX; self.cfg.send_times];
+            (self.send_base, self.send_end) = (seq, seq);
         }
         // Sequence numbers are consecutive; a gap (padding sent by the caller) is filled.
-        while self.send_base + (self.send_times.len() as u64) < seq {
-            self.send_times.push_back(Time::MAX);
+        while self.send_end < seq {
+            self.send_times[(self.send_end % cap) as usize] = Time::MAX;
+            self.send_end += 1;
         }
-        if self.send_base + (self.send_times.len() as u64) == seq {
-            self.send_times.push_back(now);
+        if self.send_end == seq {
+            self.send_times[(seq % cap) as usize] = now;
+            self.send_end += 1;
         }
-        while self.send_times.len() > self.cfg.send_times {
-            self.send_times.pop_front();
-            self.send_base += 1;
+        self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
+    }
+
+    /// When transport sequence number `seq` was sent, if it is still known.
+    fn send_time(&self, seq: u64) -> Option<Time> {
+        if seq < self.send_base || seq >= self.send_end {
+            return None;
         }
+        Some(self.send_times[(seq % self.cfg.send_times as u64) as usize])
     }
 
     /// The position of frame `id` in `frames`, or where it would go.
     fn find(&self, id: u64) -> Result<usize, usize> {
         // Frames are sent in order: the newest is the likeliest when sending, the oldest when
         // acknowledged (the newest is being sent while its predecessor's ACKs come back).
-        match self.frames.back() {
+        match self.frames.last() {
             Some(f) if f.id == id => Ok(self.frames.len() - 1),
             Some(f) if f.id < id => Err(self.frames.len()),
-            _ if self.frames.front().is_some_and(|f| f.id == id) => Ok(0),
+            _ if self.frames.first().is_some_and(|f| f.id == id) => Ok(0),
             _ => self.frames.binary_search_by_key(&id, |f| f.id),
         }
     }
 
     /// Removes the frame at `at`, keeping its storage.
     fn forget(&mut self, at: usize) {
-        if let Some(mut f) = self.frames.remove(at) {
-            f.packets.clear();
-            f.keys.clear();
-            self.spare.push(f);
-        }
+        let mut f = self.frames.remove(at);
+        f.packets.clear();
+        f.clear_keys();
+        self.spare.push(f);
     }
 
     /// The original `packet` left at `now` with transport sequence number `seq`.
@@ -324,6 +365,7 @@ impl TimeoutRetransmitter {
                 f.encoded = Time::MAX; // set below
                 f.count = 0;
                 f.rebuild = false;
+                f.known = None;
                 self.frames.insert(at, f);
                 at
             }
@@ -374,6 +416,7 @@ impl TimeoutRetransmitter {
                 h.queued = false;
             }
             f.rebuild = true;
+            f.known = None;
         }
         self.update_next_check();
     }
@@ -394,6 +437,7 @@ impl TimeoutRetransmitter {
             // Its key, if any, is skipped when it reaches the front.
             if f.packets.get_mut(usize::from(index)).and_then(Option::take).is_some() {
                 f.count -= 1;
+                f.known = None;
             }
             if f.count == 0 {
                 self.forget(at);
@@ -412,7 +456,7 @@ impl TimeoutRetransmitter {
             return None;
         }
         self.last_acked = Some(seq);
-        let sent = seq.checked_sub(self.send_base).and_then(|i| self.send_times.get(i as usize)).copied()?;
+        let sent = self.send_time(seq)?;
         if sent == Time::MAX || sent > now {
             return None;
         }
@@ -435,6 +479,7 @@ impl TimeoutRetransmitter {
             self.dispersion = d;
             for f in &mut self.frames {
                 f.rebuild = true;
+                f.known = None;
             }
         }
     }
@@ -536,8 +581,9 @@ impl TimeoutRetransmitter {
                 out.push(h.packet);
             }
             // Every packet now waits in the pacer: no key is current.
-            f.keys.clear();
+            f.clear_keys();
             f.rebuild = false;
+            f.known = None;
             self.groups_retransmitted += 1;
         }
         self.retransmissions += (out.len() - start) as u64;
