@@ -189,17 +189,38 @@ impl HeldFrame {
     }
 
     /// Adds the key of packet `index` (not waiting in the pacer), keeping `keys` ascending.
+    #[inline]
     fn push_key(&mut self, key: Time, index: u16) {
         self.known = None;
         if self.rebuild {
             return; // the rebuild will see it
         }
-        if self.keys.last().is_none_or(|&(k, _)| k <= key) || self.keys_head == self.keys.len() {
+        // Packets leave in key order almost always: their keys go at the back.
+        if self.keys.last().is_none_or(|&(k, _)| k <= key) {
             self.keys.push((key, index));
         } else {
-            let at = self.keys_head + self.keys[self.keys_head..].partition_point(|&(k, _)| k <= key);
-            self.keys.insert(at, (key, index));
+            self.insert_key(key, index);
         }
+    }
+
+    /// [`HeldFrame::push_key`] for a key below the last.
+    #[inline(never)]
+    fn insert_key(&mut self, key: Time, index: u16) {
+        let at = self.keys_head + self.keys[self.keys_head..].partition_point(|&(k, _)| k <= key);
+        self.keys.insert(at, (key, index));
+    }
+
+    /// Makes `keys` anew from the packets (after a dispersion change or a pacer flush: rare).
+    #[inline(never)]
+    fn rebuild_keys(&mut self, disp: u64) {
+        self.clear_keys();
+        for (i, h) in self.packets.iter().enumerate() {
+            if let Some(h) = h.filter(|h| !h.queued) {
+                self.keys.push((Self::key(&h, disp), i as u16));
+            }
+        }
+        self.keys.sort_unstable();
+        self.rebuild = false;
     }
 
     /// Empties `keys`.
@@ -209,6 +230,7 @@ impl HeldFrame {
     }
 
     /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
+    #[inline]
     fn earliest(&mut self, disp: u64) -> Option<Time> {
         if let Some(known) = self.known {
             return known;
@@ -219,16 +241,10 @@ impl HeldFrame {
     }
 
     /// [`HeldFrame::earliest`] from `keys`, stale entries dropped on the way.
+    #[inline]
     fn find_earliest(&mut self, disp: u64) -> Option<Time> {
         if self.rebuild {
-            self.clear_keys();
-            for (i, h) in self.packets.iter().enumerate() {
-                if let Some(h) = h.filter(|h| !h.queued) {
-                    self.keys.push((Self::key(&h, disp), i as u16));
-                }
-            }
-            self.keys.sort_unstable();
-            self.rebuild = false;
+            self.rebuild_keys(disp);
         }
         while let Some(&(key, i)) = self.keys.get(self.keys_head) {
             let current =
@@ -267,6 +283,15 @@ pub struct TimeoutRetransmitter {
     last_acked: Option<u64>,
     /// [`TimeoutRetransmitter::poll_timeout`], kept up to date by every change.
     next_check: Option<Time>,
+    /// A lower bound of [`HeldFrame::earliest`] over every frame but the first (`Time::MAX`:
+    /// none has a key; `None`: not known). While the first frame's is not above it, the first
+    /// frame is due first (see [`Self::update_next_check`]) and an ACK looks at no other frame.
+    /// Acknowledgements and forgotten frames only raise the others' earliest (a bound stays a
+    /// bound); a new key lowers it to the key at most; a rebuild needs a scan.
+    others_floor: Option<Time>,
+    /// Whether the frames' encode instants (and so their check and forget instants) ascend with
+    /// their ids, as a source that encodes frames in order gives them (else every update scans).
+    ordered: bool,
     /// Retransmissions queued.
     pub retransmissions: u64,
     /// Groups (frames) retransmitted.
@@ -290,6 +315,8 @@ impl TimeoutRetransmitter {
             send_end: 0,
             last_acked: None,
             next_check: None,
+            others_floor: None,
+            ordered: true,
             retransmissions: 0,
             groups_retransmitted: 0,
         }
@@ -305,7 +332,22 @@ impl TimeoutRetransmitter {
         &self.rtt
     }
 
+    #[inline]
     fn record_send_time(&mut self, now: Time, seq: u64) {
+        // Usually the next sequence number, once the ring exists.
+        if seq == self.send_end && !self.send_times.is_empty() {
+            let cap = self.send_times.len() as u64;
+            self.send_times[(seq % cap) as usize] = now;
+            self.send_end += 1;
+            self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
+            return;
+        }
+        self.record_send_time_slow(now, seq);
+    }
+
+    /// [`Self::record_send_time`] for the first send, a gap or an old sequence number.
+    #[inline(never)]
+    fn record_send_time_slow(&mut self, now: Time, seq: u64) {
         let cap = self.cfg.send_times as u64;
         if cap == 0 {
             return; // nothing kept: no sample
@@ -366,7 +408,12 @@ impl TimeoutRetransmitter {
                 f.count = 0;
                 f.rebuild = false;
                 f.known = None;
+                // Sized for the whole frame at once (its packets come in index order).
+                f.packets.resize(usize::from(packet.frame_packets), None);
                 self.frames.insert(at, f);
+                if at == 0 && self.frames.len() > 1 {
+                    self.others_floor = None; // the first frame became one of the others
+                }
                 at
             }
         };
@@ -378,6 +425,9 @@ impl TimeoutRetransmitter {
                 (self.tick_at_or_after(encoded + self.cfg.min_age), self.tick_after(encoded + self.cfg.deadline));
             let f = &mut self.frames[at];
             (f.encoded, f.checkable, f.forget) = (encoded, checkable, forget);
+            let after_previous = at == 0 || self.frames[at - 1].encoded <= encoded;
+            let before_next = self.frames.get(at + 1).is_none_or(|n| encoded <= n.encoded);
+            self.ordered &= after_previous && before_next;
         }
         let f = &mut self.frames[at];
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
@@ -388,7 +438,9 @@ impl TimeoutRetransmitter {
         if f.packets[i].replace(h).is_none() {
             f.count += 1;
         }
-        f.push_key(HeldFrame::key(&h, disp), packet.index);
+        let key = HeldFrame::key(&h, disp);
+        f.push_key(key, packet.index);
+        self.lower_others_floor(at, key);
         let t = self.due(&self.frames[at], &h);
         self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
     }
@@ -404,6 +456,7 @@ impl TimeoutRetransmitter {
                 h.queued = false;
                 let key = HeldFrame::key(h, disp);
                 f.push_key(key, packet.index);
+                self.lower_others_floor(at, key);
             }
         }
         self.update_next_check();
@@ -418,6 +471,7 @@ impl TimeoutRetransmitter {
             f.rebuild = true;
             f.known = None;
         }
+        self.others_floor = None;
         self.update_next_check();
     }
 
@@ -481,6 +535,7 @@ impl TimeoutRetransmitter {
                 f.rebuild = true;
                 f.known = None;
             }
+            self.others_floor = None;
         }
     }
 
@@ -527,19 +582,41 @@ impl TimeoutRetransmitter {
     /// The earliest [`Self::due`] over every held packet not waiting in the pacer: per frame, from
     /// its smallest `last_sent + dispersion x batch` ([`HeldFrame::earliest`]), since `due` grows
     /// with it and every timeout adds the same srtt + 4 deviations.
+    ///
+    /// The due instant of a frame grows with its earliest key, its check instant and its forget
+    /// instant, and the first frame has the smallest of the latter two (`ordered`): when its
+    /// earliest key is not above any other frame's (`others_floor`), it is due first.
     fn update_next_check(&mut self) {
         let disp = self.dispersion.as_nanos();
         let base = self.timeout(0);
         let i = self.cfg.check_interval.as_nanos().max(1);
         // As `tick_after`, while the frames are borrowed.
         let tick_after = |t: Time| Time((t.as_nanos() / i + 1) * i);
+        if let (Some(floor), true, Some(f)) = (self.others_floor, self.ordered, self.frames.first_mut()) {
+            if let Some(e) = f.earliest(disp).filter(|&e| e <= floor) {
+                self.next_check = Some(tick_after(e + base).max(f.checkable).min(f.forget));
+                return;
+            }
+        }
         let mut next: Option<Time> = None;
-        for f in &mut self.frames {
+        let mut floor = Time::MAX;
+        for (k, f) in self.frames.iter_mut().enumerate() {
             let Some(e) = f.earliest(disp) else { continue };
+            if k > 0 {
+                floor = floor.min(e);
+            }
             let t = tick_after(e + base).max(f.checkable).min(f.forget);
             next = Some(next.map_or(t, |n| n.min(t)));
         }
         self.next_check = next;
+        self.others_floor = Some(floor);
+    }
+
+    /// Frame `at` got a packet with timeout key `key`: its earliest key is now at most `key`.
+    fn lower_others_floor(&mut self, at: usize, key: Time) {
+        if at > 0 {
+            self.others_floor = self.others_floor.map(|f| f.min(key));
+        }
     }
 
     /// The check at `now` (a check instant): forgets frames past the deadline, then returns, in
