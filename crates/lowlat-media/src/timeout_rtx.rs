@@ -586,18 +586,30 @@ impl TimeoutRetransmitter {
     /// The due instant of a frame grows with its earliest key, its check instant and its forget
     /// instant, and the first frame has the smallest of the latter two (`ordered`): when its
     /// earliest key is not above any other frame's (`others_floor`), it is due first.
+    #[inline(always)]
     fn update_next_check(&mut self) {
+        let disp = self.dispersion.as_nanos();
+        let base = self.timeout(0);
+        if let (Some(floor), true, Some(f)) = (self.others_floor, self.ordered, self.frames.first_mut()) {
+            if let Some(e) = f.earliest(disp).filter(|&e| e <= floor) {
+                let t = e + base;
+                let i = self.cfg.check_interval.as_nanos().max(1);
+                // As `tick_after`, while the frame is borrowed.
+                self.next_check = Some(Time((t.as_nanos() / i + 1) * i).max(f.checkable).min(f.forget));
+                return;
+            }
+        }
+        self.scan_next_check();
+    }
+
+    /// [`Self::update_next_check`] from every frame (and the other frames' bound anew).
+    #[inline(never)]
+    fn scan_next_check(&mut self) {
         let disp = self.dispersion.as_nanos();
         let base = self.timeout(0);
         let i = self.cfg.check_interval.as_nanos().max(1);
         // As `tick_after`, while the frames are borrowed.
         let tick_after = |t: Time| Time((t.as_nanos() / i + 1) * i);
-        if let (Some(floor), true, Some(f)) = (self.others_floor, self.ordered, self.frames.first_mut()) {
-            if let Some(e) = f.earliest(disp).filter(|&e| e <= floor) {
-                self.next_check = Some(tick_after(e + base).max(f.checkable).min(f.forget));
-                return;
-            }
-        }
         let mut next: Option<Time> = None;
         let mut floor = Time::MAX;
         for (k, f) in self.frames.iter_mut().enumerate() {
