@@ -24,10 +24,10 @@
 //!
 //! A few components (a single flow's dumbbell: four links and two endpoints) skip the heap: each
 //! slot keeps its key packed as `time << 64 | seq << 3 | index` (one 128-bit comparison), a
-//! reschedule is a store, and a pop takes the smallest key (a tree of minima of four or eight
-//! keys, where a loop over them cost twice as much). Up to [`LINEAR_MAX`] slots the scan costs
-//! less than the heap's sifts (its reschedule after nearly every event sinks the root through
-//! every level); both pop the same entries in the same order, as the keys are unique.
+//! reschedule is a store, and a pop takes the smallest key (a tree of minima of four, six or
+//! eight keys, where a loop over them cost twice as much). Up to [`LINEAR_MAX`] slots the scan
+//! costs less than the heap's sifts (its reschedule after nearly every event sinks the root
+//! through every level); both pop the same entries in the same order, as the keys are unique.
 //! The scan covers only the slots that have ever asked for a wake-up, packed in the order they
 //! first did: links that hand everything on (and a passive receiver) never ask, so an open-loop
 //! dumbbell scans its source alone. The order of the scan does not matter (unique keys).
@@ -254,12 +254,16 @@ impl Wakeups {
     #[inline]
     pub fn pop_until(&mut self, until: Time) -> Option<(Time, Target)> {
         if self.linear {
-            // The first four or all eight (the others hold no key), in a tree of minima: no
+            // The first four, six or all eight (the others hold no key), in a tree of minima: no
             // loop, no index to carry (the key names its place; sequence numbers are unique, so
             // the order is that of `(time, seq)`).
             let k = &self.keys;
             let four = (k[0].min(k[1])).min(k[2].min(k[3]));
-            let key = if self.scanned <= 4 { four } else { four.min((k[4].min(k[5])).min(k[6].min(k[7]))) };
+            let key = match self.scanned {
+                0..=4 => four,
+                5 | 6 => four.min(k[4].min(k[5])),
+                _ => four.min((k[4].min(k[5])).min(k[6].min(k[7]))),
+            };
             let best = (key & 7) as usize;
             let time = (key >> 64) as u64;
             if key == NO_KEY || time > until.as_nanos() {
@@ -470,9 +474,16 @@ mod tests {
     /// Queues of a few to over a hundred components, down to two.
     #[test]
     fn matches_a_naive_queue_at_every_size() {
-        for (seed, links, endpoints) in
-            [(11, 1, 1), (12, 2, 1), (13, 3, 4), (14, 8, 8), (15, 13, 20), (16, 40, 90)]
-        {
+        for (seed, links, endpoints) in [
+            (11, 1, 1),
+            (12, 2, 1),
+            (17, 2, 3),
+            (18, 3, 3),
+            (13, 3, 4),
+            (14, 8, 8),
+            (15, 13, 20),
+            (16, 40, 90),
+        ] {
             matches_a_naive_queue_with(seed, false, links, endpoints);
             matches_a_naive_queue_with(seed + 100, true, links, endpoints);
         }
