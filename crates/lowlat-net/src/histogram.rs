@@ -91,33 +91,34 @@ impl NsHistogram {
     fn count(&mut self, ns: u64, n: u64) {
         let i = bucket_index(ns);
         if i >= self.counts.len() {
-            // To the end of the bucket, as HdrHistogram sizes itself: a few dozen growths at
-            // most, and no more room than it would take.
-            let want = ((i >> SUB_HALF_MAGNITUDE) + 1) << SUB_HALF_MAGNITUDE;
-            self.counts.reserve_exact(want - self.counts.len());
-            self.counts.resize(want, 0);
+            self.grow_to(i);
         }
         self.counts[i] += n;
         self.binned_len += n;
         self.binned_max = self.binned_max.max(ns);
     }
 
+    /// Room for bucket `i`: to the end of its bucket, as HdrHistogram sizes itself (a few dozen
+    /// growths at most, and no more room than it would take).
+    #[cold]
+    #[inline(never)]
+    fn grow_to(&mut self, i: usize) {
+        let want = ((i >> SUB_HALF_MAGNITUDE) + 1) << SUB_HALF_MAGNITUDE;
+        self.counts.reserve_exact(want - self.counts.len());
+        self.counts.resize(want, 0);
+    }
+
     /// Records one sample.
     #[inline(always)]
     pub fn record(&mut self, ns: u64) {
-        // The common case inline (a run goes on: most samples of an uncongested hop or path),
-        // the rest in a call.
-        if self.binned && ns == self.run_value && self.run_len > 0 {
-            self.run_len += 1;
-            return;
-        }
-        self.record_other(ns);
-    }
-
-    /// [`NsHistogram::record`] of a sample that does not extend the current run.
-    #[inline(never)]
-    fn record_other(&mut self, ns: u64) {
+        // In bucket form inline (a run goes on: most samples of an uncongested hop or path; or
+        // a new one starts: most of a queue that holds packets, once per packet), the raw
+        // samples in a call.
         if self.binned {
+            if ns == self.run_value && self.run_len > 0 {
+                self.run_len += 1;
+                return;
+            }
             if self.run_len > 0 {
                 self.count(self.run_value, self.run_len);
             }
@@ -125,6 +126,12 @@ impl NsHistogram {
             self.run_len = 1;
             return;
         }
+        self.record_raw(ns);
+    }
+
+    /// [`NsHistogram::record`] while the samples are raw.
+    #[inline(never)]
+    fn record_raw(&mut self, ns: u64) {
         self.raw.push(ns);
         if self.raw.len() > Self::RAW_LIMIT {
             let raw = std::mem::take(&mut self.raw);

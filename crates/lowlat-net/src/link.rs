@@ -192,9 +192,9 @@ impl LinkStats {
 }
 
 /// The transmission in progress. Its packet is kept apart ([`Link::serving`]), and only when
-/// something still needs it at the end (not yet handed on, or a middlebox to tell): most
-/// packets of an eager link are handed on when they arrive, and this record is written per
-/// packet per hop.
+/// something still needs it at the end (a middlebox to tell): other packets are among those in
+/// propagation from the start of their service (or their admission, on an eager link), and this
+/// record is written per packet per hop.
 #[derive(Clone, Copy, Debug)]
 struct InService {
     /// Its size, bytes.
@@ -204,8 +204,9 @@ struct InService {
     /// When it reaches the far end; `None` if random loss takes it (drawn at the start of
     /// service, see the module docs).
     delivery: Option<Time>,
-    /// Already among the packets in propagation (an eager link, [`Link::set_eager`]): completing
-    /// it only counts it.
+    /// Already among the packets in propagation (unless lost): completing it only counts it. An
+    /// eager link's ([`Link::set_eager`]) since its admission, with the fates of those queued
+    /// behind it; another link's without a middlebox since its start of service.
     handed: bool,
 }
 
@@ -543,12 +544,23 @@ impl Link {
     #[inline]
     fn serve(&mut self, t: Time, pkt: Packet) {
         self.stats.record_sojourn(t, t - pkt.enqueued_at);
-        let handed = self.eager;
+        let mut handed = self.eager;
         // Whether its fate is worked out here, admitted to an empty queue on an eager link: a
         // middlebox that hears of transmissions ahead hears of it now.
         let mut fated_now = false;
         let (finish, delivery) = if !handed {
-            self.fate(t, &pkt)
+            let (finish, delivery) = self.fate(t, &pkt);
+            if self.middlebox.is_none() {
+                // Nothing needs it at its end: among the packets in propagation at once (in
+                // order, as packets start in delivery order), and its end only counts it. The
+                // driver sees it no earlier: its delivery is at or after its end, which any call
+                // by then completes first.
+                if let Some(d) = delivery {
+                    self.in_flight.push_back((d, pkt));
+                }
+                handed = true;
+            }
+            (finish, delivery)
         } else if let Some(fate) = self.fates.pop_front() {
             // Worked out on admission (a queued packet), already in propagation.
             fate
@@ -692,9 +704,10 @@ impl Link {
     pub fn poll_timeout(&self) -> Option<Time> {
         // Written out by hand: this runs once or twice per packet per hop.
         let mut next = match self.in_service.as_ref() {
-            // Among the packets in propagation already (as is every packet queued behind it),
-            // and heard of by any middlebox.
-            Some(s) if s.handed => None,
+            // Among the packets in propagation already (on an eager link, as is every packet
+            // queued behind it, and heard of by any middlebox). A lost one of a link that is not
+            // eager goes on below: the next one starts at its end.
+            Some(s) if s.handed && (self.eager || s.delivery.is_some()) => None,
             Some(s) if s.finish != Time::MAX && self.lazy_completion => match s.delivery {
                 // Its delivery, the first thing anyone sees of it (and of the ones after it).
                 Some(d) => Some(d),
@@ -715,7 +728,9 @@ impl Link {
 
     /// Packets in the queue, in service and in propagation.
     pub fn packets_inside(&self) -> usize {
-        self.queue.len() + self.in_service.is_some() as usize + self.in_flight.len()
+        // (A handed packet in service is among those in propagation already.)
+        let serving = self.in_service.is_some_and(|s| !s.handed || s.delivery.is_none());
+        self.queue.len() + serving as usize + self.in_flight.len()
     }
 }
 

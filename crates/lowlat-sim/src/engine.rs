@@ -23,8 +23,9 @@
 //! code inlined into the reschedule (no call per event).
 //!
 //! A few components (a single flow's dumbbell: four links and two endpoints) skip the heap: each
-//! slot keeps its key packed as `time << 64 | seq` (one 128-bit comparison), a reschedule is a
-//! store, and a pop scans the slots for the smallest key. Up to [`LINEAR_MAX`] slots the scan
+//! slot keeps its key packed as `time << 64 | seq << 3 | index` (one 128-bit comparison), a
+//! reschedule is a store, and a pop takes the smallest key (a tree of minima of four, six or
+//! eight keys, where a loop over them cost twice as much). Up to [`LINEAR_MAX`] slots the scan
 //! costs less than the heap's sifts (its reschedule after nearly every event sinks the root
 //! through every level); both pop the same entries in the same order, as the keys are unique.
 //! The scan covers only the slots that have ever asked for a wake-up, packed in the order they
@@ -54,6 +55,8 @@ const ABSENT: u32 = u32::MAX;
 
 /// Most slots for which the queue is a plain scan of packed keys (see the module docs).
 const LINEAR_MAX: usize = 8;
+// A scanned key holds its index in 3 bits, and the scan is a tree of eight.
+const _: () = assert!(LINEAR_MAX == 8);
 
 /// A packed key of a slot with no wake-up (a slot's own key always has a smaller `seq`).
 const NO_KEY: u128 = u128::MAX;
@@ -86,9 +89,13 @@ pub struct Wakeups {
     links: u32,
     seq: u64,
     processed: u64,
-    /// Few slots: the key `time << 64 | seq` or [`NO_KEY`] of each slot that has ever asked for a
-    /// wake-up, scanned instead of the heap (which then stays empty).
-    keys: Vec<u128>,
+    /// Few slots: the key `time << 64 | seq << 3 | index` (its own index here: the smallest key
+    /// names itself) or [`NO_KEY`] of each slot that has ever asked for a wake-up, in the order
+    /// they first did, then [`NO_KEY`]s; scanned whole instead of the heap (which then stays
+    /// empty).
+    keys: [u128; LINEAR_MAX],
+    /// Few slots: how many of `keys` belong to a slot.
+    scanned: usize,
     /// Few slots: the slot of each of `keys`.
     owners: Vec<u32>,
     /// Few slots: per slot, its index in `keys` or [`ABSENT`].
@@ -114,7 +121,8 @@ impl Wakeups {
             links: links as u32,
             seq: 0,
             processed: 0,
-            keys: Vec::with_capacity(if linear { n } else { 0 }),
+            keys: [NO_KEY; LINEAR_MAX],
+            scanned: 0,
             owners: Vec::with_capacity(if linear { n } else { 0 }),
             key_index: if linear { vec![ABSENT; n] } else { Vec::new() },
             linear,
@@ -158,9 +166,9 @@ impl Wakeups {
                     return;
                 }
                 // Its first wake-up: the slot joins the scan (at most once, within capacity).
-                k = self.keys.len() as u32;
+                k = self.scanned as u32;
+                self.scanned += 1;
                 self.key_index[slot as usize] = k;
-                self.keys.push(NO_KEY);
                 self.owners.push(slot);
             }
             let key = &mut self.keys[k as usize];
@@ -169,7 +177,7 @@ impl Wakeups {
                 Some(t) if *key != NO_KEY && (*key >> 64) as u64 == t.as_nanos() => {}
                 Some(t) => {
                     self.seq += 1;
-                    *key = (u128::from(t.as_nanos()) << 64) | u128::from(self.seq);
+                    *key = (u128::from(t.as_nanos()) << 64) | u128::from(self.seq << 3 | u64::from(k));
                 }
             }
             return;
@@ -246,12 +254,17 @@ impl Wakeups {
     #[inline]
     pub fn pop_until(&mut self, until: Time) -> Option<(Time, Target)> {
         if self.linear {
-            let (mut best, mut key) = (0, NO_KEY);
-            for (i, &k) in self.keys.iter().enumerate() {
-                if k < key {
-                    (best, key) = (i, k);
-                }
-            }
+            // The first four, six or all eight (the others hold no key), in a tree of minima: no
+            // loop, no index to carry (the key names its place; sequence numbers are unique, so
+            // the order is that of `(time, seq)`).
+            let k = &self.keys;
+            let four = (k[0].min(k[1])).min(k[2].min(k[3]));
+            let key = match self.scanned {
+                0..=4 => four,
+                5 | 6 => four.min(k[4].min(k[5])),
+                _ => four.min((k[4].min(k[5])).min(k[6].min(k[7]))),
+            };
+            let best = (key & 7) as usize;
             let time = (key >> 64) as u64;
             if key == NO_KEY || time > until.as_nanos() {
                 return None;
@@ -461,9 +474,16 @@ mod tests {
     /// Queues of a few to over a hundred components, down to two.
     #[test]
     fn matches_a_naive_queue_at_every_size() {
-        for (seed, links, endpoints) in
-            [(11, 1, 1), (12, 2, 1), (13, 3, 4), (14, 8, 8), (15, 13, 20), (16, 40, 90)]
-        {
+        for (seed, links, endpoints) in [
+            (11, 1, 1),
+            (12, 2, 1),
+            (17, 2, 3),
+            (18, 3, 3),
+            (13, 3, 4),
+            (14, 8, 8),
+            (15, 13, 20),
+            (16, 40, 90),
+        ] {
             matches_a_naive_queue_with(seed, false, links, endpoints);
             matches_a_naive_queue_with(seed + 100, true, links, endpoints);
         }

@@ -85,6 +85,16 @@ impl CoDel {
         Ok(())
     }
 
+    /// What enqueueing a packet into the empty queue and dequeueing it at once does to the
+    /// state: its sojourn of zero is below target (or the queue then holds less than a packet),
+    /// so CoDel is below target and leaves the dropping state; nothing is dropped or marked.
+    #[inline]
+    pub fn pass_idle(&mut self) {
+        debug_assert!(self.packets.is_empty());
+        self.first_above_time = None;
+        self.dropping = false;
+    }
+
     /// `interval / sqrt(count)` after `t` (RFC 8289 §5.5 control law).
     fn control_law(&self, t: Time, count: u32) -> Time {
         let step = self.config.interval.as_nanos() as f64 / (count.max(1) as f64).sqrt();

@@ -84,7 +84,18 @@ impl DeviceQueue {
     // dequeue, asked several times per packet, is then two stores), which a call through the
     // recursive `QueueDiscipline` would prevent.
     #[inline(never)]
-    pub fn enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+    pub fn enqueue(&mut self, now: Time, mut pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        // A device FIFO with room means an empty qdisc (a refill leaves the FIFO full or the
+        // qdisc empty): the packet passes the qdisc at once, with a sojourn of zero. Most
+        // packets of a queue shorter than the FIFO take this way, without the trip through the
+        // qdisc (its admission, stamp and dequeue), when the qdisc can say what that trip does
+        // to its state.
+        if self.device.len() < self.limit && self.qdisc.pass_idle() {
+            pkt.enqueued_at = now;
+            self.device_bytes += pkt.size as u64;
+            self.device.push_back(pkt);
+            return Ok(());
+        }
         self.qdisc.enqueue(now, pkt, rate)?;
         self.refill(now);
         Ok(())
@@ -94,7 +105,16 @@ impl DeviceQueue {
     /// qdisc at the same instant.
     #[inline(never)]
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        self.refill(now);
+        if self.qdisc.is_empty() {
+            // Both refills would find the qdisc empty: one dequeue of nothing does what they do
+            // (at least one of them runs, and an empty dequeue's effect does not depend on how
+            // many follow).
+            self.qdisc.dequeue(now);
+            let p = self.device.pop_front()?;
+            self.device_bytes -= p.size as u64;
+            return Some(p);
+        }
+        // A qdisc holding packets means a full device FIFO: nothing to refill before the pop.
         let p = self.device.pop_front()?;
         self.device_bytes -= p.size as u64;
         self.refill(now);
@@ -102,16 +122,19 @@ impl DeviceQueue {
     }
 
     /// Bytes waiting in both stages.
+    #[inline]
     pub fn bytes(&self) -> Bytes {
         Bytes(self.qdisc.bytes().0 + self.device_bytes)
     }
 
     /// Packets waiting in both stages.
+    #[inline]
     pub fn len(&self) -> usize {
         self.qdisc.len() + self.device.len()
     }
 
     /// Whether both stages are empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

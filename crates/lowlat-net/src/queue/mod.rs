@@ -207,6 +207,22 @@ impl QueueDiscipline {
         matches!(self, QueueDiscipline::DropTail(q) if q.is_empty())
     }
 
+    /// What offering a packet to this queue while it is empty and taking it straight back out
+    /// (with a sojourn of zero) does to its state, done without the packet; returns whether the
+    /// discipline can say (`false`: L4S, whose marking may act even then, or a device queue).
+    /// An empty queue admits any packet, so such a trip always gives it back.
+    #[inline]
+    pub fn pass_idle(&mut self) -> bool {
+        match self {
+            QueueDiscipline::DropTail(_) => true,
+            QueueDiscipline::CoDel(q) => {
+                q.pass_idle();
+                true
+            }
+            QueueDiscipline::L4s(_) | QueueDiscipline::Device(_) => false,
+        }
+    }
+
     /// Packets the AQM dropped at dequeue so far (tail drops are returned by `enqueue`).
     pub fn aqm_drops(&self) -> u64 {
         match self {
