@@ -30,11 +30,13 @@ impl AckRing {
     /// also gets the slot's note of the frame it holds (see [`Receiver::poll_ack_into_held`]).
     pub fn push_with(&mut self, id: u64, fill: impl FnOnce(&mut AckFrame, &mut Option<u64>) -> bool) -> bool {
         if self.len == self.slots.len() {
-            // Full: make room after the newest (the order is kept; this happens only while the
-            // ring grows to the most frames ever in flight).
+            // Full: make room after the newest (the order is kept). The room doubles: the ring
+            // grows to the most frames ever in flight, and growing it a slot at a time moved
+            // every slot (half a kilobyte each) at each of some 360 growths in a Copa run.
             self.slots.rotate_left(self.head);
             self.head = 0;
-            self.slots.push((0, AckFrame::default(), None));
+            let more = self.slots.len().max(8);
+            self.slots.resize_with(self.slots.len() + more, || (0, AckFrame::default(), None));
         }
         // (head < slots and len < slots here: one subtraction wraps, where `%` divides per ACK.)
         let mut i = self.head + self.len;
@@ -194,6 +196,8 @@ impl AckReceiver {
 }
 
 impl Endpoint for AckReceiver {
+    /// (Inlinable: the video receiver calls it per packet, and the call cost a third of it.)
+    #[inline]
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
         self.receiver.on_packet_ecn(now, pkt.seq, pkt.ecn);
     }

@@ -206,7 +206,7 @@ impl CopaArtifact {
     }
 
     /// `tcp_detected`: the smallest sample of the last `detect_srtts` x srtt well above RTT_min.
-    fn competitor_detected(&self, srtt: f64, min_rtt: f64) -> bool {
+    fn competitor_detected(&mut self, srtt: f64, min_rtt: f64) -> bool {
         let Some(newest) = self.history.newest() else { return false };
         let span = (self.cfg.artifact.detect_srtts * srtt * 1e9) as u64;
         // The samples taken after `newest - span` (all of them if that is before the start).
@@ -362,7 +362,7 @@ impl WindowController for CopaArtifact {
     fn on_ack(&mut self, _now: Time, _sent: Time, _bytes: u64, _app_limited: bool, _rtt: &RttEstimator) {}
 
     fn reads(&self) -> Reads {
-        Reads { sent: false, acks: false, rate_samples: true, delivery_rate: false }
+        Reads { sent: false, acks: false, rate_samples: true, delivery_rate: false, sample_details: false }
     }
 
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {

@@ -105,9 +105,13 @@ impl WindowedFilter {
 /// too), found by binary search: O(1) amortised per sample and O(log n) per query, where a scan
 /// of the samples costs O(n). Values are never NaN.
 ///
+/// Samples wait in a batch until a query (or [`PENDING_MAX`] of them): a batch goes into a
+/// queue in two passes over it (its extremum, then its own monotonic chain from the newest
+/// back), which leaves the queue as the samples pushed one by one would, for a third of the
+/// work (the artifact's Copa pushes a sample per ACK and asks once per half RTT).
+///
 /// Samples older than the horizon are forgotten lazily: the queries skip them, and the queues
-/// drop them every [`SWEEP_EVERY`] samples (checking the oldest at every sample cost the
-/// artifact's Copa 5 % of its work per rate sample).
+/// drop them when they take a batch in.
 #[derive(Clone, Debug, Default)]
 pub struct SuffixExtrema {
     mins: Monotonic,
@@ -115,12 +119,12 @@ pub struct SuffixExtrema {
     /// Samples taken before this are forgotten: the latest `t - keep` of the pushes (a sample is
     /// forgotten once a push finds it more than its `keep` old).
     horizon: u64,
-    /// Pushes since the queues last dropped forgotten samples.
-    since_sweep: u32,
+    /// Samples pushed since the queues last took them in, oldest first.
+    pending: Vec<(u64, f64)>,
 }
 
-/// How many samples [`SuffixExtrema`] takes between two sweeps of its forgotten ones.
-const SWEEP_EVERY: u32 = 64;
+/// The most samples [`SuffixExtrema`] keeps waiting between two queries.
+const PENDING_MAX: usize = 1024;
 
 /// One monotonic queue: a vector whose front is `head` (popping the front moves it; the dead
 /// part is dropped once it is half the vector), cheaper per sample than a `VecDeque`'s ring.
@@ -131,21 +135,24 @@ struct Monotonic {
 }
 
 impl Monotonic {
-    /// Appends `(t, v)` after dropping the newest samples that `v` supersedes (`drop(kept, v)`;
-    /// forgotten samples among them too, which changes nothing a query sees).
-    #[inline]
-    fn push(&mut self, t: u64, v: f64, drop: impl Fn(f64, f64) -> bool) {
+    /// Appends `batch` (in order of time) as pushing its samples one by one would: a sample
+    /// stays if `keeps(v, w)` holds for every later sample `w` (of the queue or the batch), and
+    /// `extreme` is the batch's best (the `keeps` of all its samples folded).
+    fn take_batch(&mut self, batch: &[(u64, f64)], extreme: f64, keeps: impl Fn(f64, f64) -> bool) {
         let mut n = self.items.len();
-        while n > self.head && drop(self.items[n - 1].1, v) {
+        while n > self.head && !keeps(self.items[n - 1].1, extreme) {
             n -= 1;
         }
-        // Mostly a sample was dropped: the new one takes its slot, with no check of the capacity.
-        if n < self.items.len() {
-            self.items.truncate(n + 1);
-            self.items[n] = (t, v);
-        } else {
-            self.items.push((t, v));
+        self.items.truncate(n);
+        // The batch's own chain, newest first, then turned around.
+        let mut best: Option<f64> = None;
+        for &(t, v) in batch.iter().rev() {
+            if best.is_none_or(|b| keeps(v, b)) {
+                best = Some(v);
+                self.items.push((t, v));
+            }
         }
+        self.items[n..].reverse();
     }
 
     /// Drops the samples taken before `horizon` (never the newest, which no horizon passes).
@@ -182,25 +189,34 @@ impl SuffixExtrema {
     /// than `keep` before `t` (never the one just added).
     #[inline]
     pub fn push(&mut self, t: u64, v: f64, keep: u64) {
-        self.mins.push(t, v, |kept, v| kept >= v);
-        self.maxs.push(t, v, |kept, v| kept <= v);
+        self.pending.push((t, v));
         self.horizon = self.horizon.max(t.saturating_sub(keep));
-        self.since_sweep += 1;
-        if self.since_sweep == SWEEP_EVERY {
-            self.since_sweep = 0;
-            self.mins.sweep(self.horizon);
-            self.maxs.sweep(self.horizon);
+        if self.pending.len() >= PENDING_MAX {
+            self.settle();
         }
+    }
+
+    /// The queues take the waiting samples in, and drop the forgotten ones.
+    fn settle(&mut self) {
+        let Some(&(_, first)) = self.pending.first() else { return };
+        let (lo, hi) = self.pending.iter().fold((first, first), |(lo, hi), &(_, v)| (lo.min(v), hi.max(v)));
+        // A kept sample is strictly better than every later one (an equal later one replaces it).
+        self.mins.take_batch(&self.pending, lo, |kept, later| kept < later);
+        self.maxs.take_batch(&self.pending, hi, |kept, later| kept > later);
+        self.pending.clear();
+        self.mins.sweep(self.horizon);
+        self.maxs.sweep(self.horizon);
     }
 
     /// The time of the newest sample (`None`: none yet).
     pub fn newest(&self) -> Option<u64> {
-        self.mins.live().last().map(|&(t, _)| t)
+        self.pending.last().or(self.mins.live().last()).map(|&(t, _)| t)
     }
 
     /// `(min, max)` of the samples kept that were taken after `from` (`None`: all of them);
     /// `None` if there is none.
-    pub fn after(&self, from: Option<u64>) -> Option<(f64, f64)> {
+    pub fn after(&mut self, from: Option<u64>) -> Option<(f64, f64)> {
+        self.settle();
         Some((self.mins.first_after(from, self.horizon)?, self.maxs.first_after(from, self.horizon)?))
     }
 }
@@ -266,7 +282,7 @@ mod tests {
             let mut ext = SuffixExtrema::new();
             let mut history: VecDeque<(u64, f64)> = VecDeque::new();
             let mut t = next(1_000);
-            for _ in 0..2_000 {
+            for _ in 0..4_000 {
                 t += next(40); // equal times too
                 let v = match case % 3 {
                     // Few distinct values: ties between kept samples are common.
@@ -281,6 +297,16 @@ mod tests {
                     history.pop_front();
                 }
                 assert_eq!(ext.newest(), Some(t));
+                // Queries now and then (the samples between wait in a batch), or rarely (batches
+                // beyond the most that wait).
+                let skip = match case % 4 {
+                    1 => next(64) > 0,
+                    3 => next(3_000) > 0,
+                    _ => false,
+                };
+                if skip {
+                    continue;
+                }
                 let span = next(2 * keep + 2);
                 let from = t.checked_sub(span);
                 let (mut lo, mut hi, mut any) = (f64::INFINITY, f64::NEG_INFINITY, false);

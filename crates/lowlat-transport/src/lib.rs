@@ -97,11 +97,16 @@ pub struct Reads {
     pub rate_samples: bool,
     /// [`RateSample::delivery_rate`] (without it the field is `None`).
     pub delivery_rate: bool,
+    /// The rest of a [`RateSample`] but `newly_acked`, `newly_lost_packets` and `rtt`: the
+    /// delivery bookkeeping of its newest packet (without it `delivered`, `interval`,
+    /// `prior_delivered`, `total_delivered` and `in_flight` are zero, `is_app_limited` false).
+    pub sample_details: bool,
 }
 
 impl Reads {
     /// Everything (the default: a controller that says nothing gets every signal).
-    pub const ALL: Reads = Reads { sent: true, acks: true, rate_samples: true, delivery_rate: true };
+    pub const ALL: Reads =
+        Reads { sent: true, acks: true, rate_samples: true, delivery_rate: true, sample_details: true };
 }
 
 /// A window-based congestion controller.

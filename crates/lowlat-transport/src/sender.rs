@@ -129,8 +129,9 @@ pub struct SenderStats {
 /// One sent packet, kept until acknowledged or lost.
 #[derive(Clone, Copy, Debug)]
 struct Sent {
-    size: u64,
-    payload: u64,
+    /// (Sizes of one packet: 32 bits keep the record to a cache line.)
+    size: u32,
+    payload: u32,
     time: Time,
     outstanding: bool,
     /// The application's name for it (message mode).
@@ -140,10 +141,82 @@ struct Sent {
     delivered_time: Time,
     first_sent_time: Time,
     app_limited: bool,
-    /// TCP recovery: the lost packet whose data this one carries again (`None`: new data).
-    retx_of: Option<u64>,
+    /// TCP recovery: the lost packet whose data this one carries again (`NEW_DATA`: none; see
+    /// [`Sent::retx_of`]).
+    retx_of: u64,
     /// TCP recovery: declared lost and its data not delivered yet (it holds the cumulative point).
     hole: bool,
+}
+
+/// [`Sent`]'s `retx_of` of new data (no packet number gets this high).
+const NEW_DATA: u64 = u64::MAX;
+
+impl Sent {
+    /// TCP recovery: the lost packet whose data this one carries again (`None`: new data).
+    #[inline]
+    fn retx_of(&self) -> Option<u64> {
+        (self.retx_of != NEW_DATA).then_some(self.retx_of)
+    }
+
+    /// What fills the ring's slots outside the live range.
+    const EMPTY: Sent = Sent {
+        size: 0,
+        payload: 0,
+        time: Time::ZERO,
+        outstanding: false,
+        tag: 0,
+        delivered: 0,
+        delivered_time: Time::ZERO,
+        first_sent_time: Time::ZERO,
+        app_limited: false,
+        retx_of: NEW_DATA,
+        hole: false,
+    };
+}
+
+/// The sent packets' records by packet number: packet `pn` sits at `pn & (size - 1)` of a ring
+/// whose size is a power of two (the sender keeps the live range, `base_pn..next_pn`). A
+/// look-up is a mask and a bounds check, where a `VecDeque`'s wraps its index with a comparison
+/// and a subtraction; the sender looks packets up several times per ACK.
+#[derive(Debug)]
+struct SentRing {
+    slots: Vec<Sent>,
+}
+
+impl SentRing {
+    /// Room for `size` (a power of two) records.
+    fn with_size(size: usize) -> SentRing {
+        debug_assert!(size.is_power_of_two());
+        SentRing { slots: vec![Sent::EMPTY; size] }
+    }
+
+    /// How many records fit.
+    #[inline]
+    fn size(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
+    #[inline]
+    fn at(&self, pn: u64) -> &Sent {
+        &self.slots[pn as usize & (self.slots.len() - 1)]
+    }
+
+    #[inline]
+    fn at_mut(&mut self, pn: u64) -> &mut Sent {
+        let mask = self.slots.len() - 1;
+        &mut self.slots[pn as usize & mask]
+    }
+
+    /// Twice the room, keeping the records of `base..end`.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, base: u64, end: u64) {
+        let mut bigger = SentRing::with_size(2 * self.slots.len());
+        for pn in base..end {
+            *bigger.at_mut(pn) = *self.at(pn);
+        }
+        *self = bigger;
+    }
 }
 
 /// TCP recovery's state (`TcpSocketState::m_congState`, reduced to what the timer needs).
@@ -183,8 +256,8 @@ pub struct Sender {
     window: u64,
     pacing: Option<f64>,
     rtt: RttEstimator,
-    /// Sent packets from `base_pn` on, indexed by packet number.
-    sent: VecDeque<Sent>,
+    /// Sent packets from `base_pn` to `next_pn`, by packet number.
+    sent: SentRing,
     base_pn: u64,
     next_pn: u64,
     largest_acked: Option<u64>,
@@ -243,7 +316,7 @@ impl Sender {
             pacing: None,
             cc,
             rtt: RttEstimator::default(),
-            sent: VecDeque::with_capacity(1024),
+            sent: SentRing::with_size(1024),
             base_pn: 0,
             next_pn: 0,
             largest_acked: None,
@@ -470,15 +543,18 @@ impl Sender {
         }
         self.probes = self.probes.saturating_sub(1);
         let pn = self.next_pn;
+        if pn - self.base_pn == self.sent.size() {
+            self.sent.grow(self.base_pn, pn);
+        }
         self.next_pn += 1;
         if self.in_flight == 0 {
             // Start of a new send interval after an idle period.
             self.first_sent_time = now;
             self.delivered_time = now;
         }
-        self.sent.push_back(Sent {
-            size,
-            payload,
+        *self.sent.at_mut(pn) = Sent {
+            size: size as u32,
+            payload: payload as u32,
             time: now,
             outstanding: true,
             tag,
@@ -486,9 +562,9 @@ impl Sender {
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
             app_limited: self.app_limited_until != 0,
-            retx_of,
+            retx_of: retx_of.unwrap_or(NEW_DATA),
             hole: false,
-        });
+        };
         self.in_flight += size;
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
@@ -528,8 +604,8 @@ impl Sender {
     }
 
     fn entry(&mut self, pn: u64) -> Option<&mut Sent> {
-        let i = pn.checked_sub(self.base_pn)?;
-        self.sent.get_mut(i as usize)
+        // (`pn` below `base_pn` wraps to beyond the live range.)
+        (pn.wrapping_sub(self.base_pn) < self.next_pn - self.base_pn).then(|| self.sent.at_mut(pn))
     }
 
     /// Marks `pn` acknowledged if it was outstanding.
@@ -542,7 +618,7 @@ impl Sender {
             // on): its hole is repaired.
             let s = *s;
             let hole =
-                if s.hole { Some(pn) } else { s.retx_of.filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
+                if s.hole { Some(pn) } else { s.retx_of().filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
             if let Some(h) = hole {
                 if let Some(e) = self.entry(h) {
                     e.hole = false;
@@ -554,9 +630,9 @@ impl Sender {
         }
         s.outstanding = false;
         let s = *s;
-        self.in_flight -= s.size;
+        self.in_flight -= u64::from(s.size);
         if tcp {
-            if let Some(orig) = s.retx_of {
+            if let Some(orig) = s.retx_of() {
                 if let Some(e) = self.entry(orig) {
                     e.hole = false;
                 }
@@ -565,29 +641,31 @@ impl Sender {
         }
         self.deliver(now, &s, true);
         if self.reads.acks {
-            self.cc.on_ack(now, s.time, s.size, false, &self.rtt);
+            self.cc.on_ack(now, s.time, u64::from(s.size), false, &self.rtt);
         }
     }
 
     /// Counts `s` delivered into the rate sample being built (`sample_rtt`: its RTT may be the
     /// sample's).
     fn deliver(&mut self, now: Time, s: &Sent, sample_rtt: bool) {
-        self.stats.bytes_acked += s.payload;
-        self.delivered += s.size;
+        self.stats.bytes_acked += u64::from(s.payload);
+        self.delivered += u64::from(s.size);
         self.delivered_time = now;
         let acc = &mut self.acc;
-        acc.newly_acked += s.size;
+        acc.newly_acked += u64::from(s.size);
         // The sample is taken over the newest packet acknowledged (the one sent last).
         if acc.prior_delivered.is_none_or(|d| s.delivered >= d) {
             acc.prior_delivered = Some(s.delivered);
-            acc.prior_time = s.delivered_time;
-            acc.app_limited = s.app_limited;
-            acc.send_elapsed = s.time - s.first_sent_time;
-            acc.ack_elapsed = now - s.delivered_time;
             if sample_rtt {
                 acc.rtt = Some(now - s.time);
             }
-            self.first_sent_time = s.time;
+            if self.reads.sample_details {
+                acc.prior_time = s.delivered_time;
+                acc.app_limited = s.app_limited;
+                acc.send_elapsed = s.time - s.first_sent_time;
+                acc.ack_elapsed = now - s.delivered_time;
+                self.first_sent_time = s.time;
+            }
         }
     }
 
@@ -650,13 +728,32 @@ impl Sender {
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
-        let acc = std::mem::take(&mut self.acc);
+        // Only these three start each frame afresh: the others are written with `prior_delivered`
+        // and read only when it is set (a whole reset stored all nine words).
+        let acc = self.acc;
+        self.acc.prior_delivered = None;
+        self.acc.newly_acked = 0;
+        self.acc.rtt = None;
         // TCP: an ACK of late originals alone still reaches the controller, with the latest RTT
         // (ns-3 calls `CongControl` on every ACK; its rate sample keeps the last RTT measured).
         let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
         let sample =
             if self.reads.rate_samples { acc.prior_delivered.zip(acc.rtt.or(fallback)) } else { None };
-        if let Some((prior_delivered, rtt)) = sample {
+        if let Some((_, rtt)) = sample.filter(|_| !self.reads.sample_details) {
+            let sample = RateSample {
+                delivery_rate: None,
+                delivered: 0,
+                interval: Duration::ZERO,
+                prior_delivered: 0,
+                total_delivered: 0,
+                is_app_limited: false,
+                newly_acked: acc.newly_acked,
+                newly_lost_packets: self.stats.packets_lost - lost_before,
+                rtt,
+                in_flight: 0,
+            };
+            self.cc.on_rate_sample(now, &sample, &self.rtt);
+        } else if let Some((prior_delivered, rtt)) = sample {
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
             let sample = RateSample {
@@ -681,8 +778,10 @@ impl Sender {
         }
         self.pto_count = 0;
         // Holes stay: they hold TCP's cumulative point.
-        while self.sent.front().is_some_and(|s| !s.outstanding && !s.hole) {
-            self.sent.pop_front();
+        while self.base_pn < self.next_pn && {
+            let s = self.sent.at(self.base_pn);
+            !s.outstanding && !s.hole
+        } {
             self.base_pn += 1;
         }
         if self.tcp() {
@@ -713,7 +812,7 @@ impl Sender {
         };
         if restart {
             self.rto_count = 0;
-            let pending = self.in_flight > 0 || !self.sent.is_empty();
+            let pending = self.in_flight > 0 || self.next_pn > self.base_pn;
             self.rto_at = pending.then(|| now + self.rto());
         }
     }
@@ -721,43 +820,36 @@ impl Sender {
     /// TCP: the retransmission timeout fired (`ReTxTimeout`): everything in flight is lost.
     fn on_rto(&mut self, now: Time) {
         self.rto_at = None;
-        if self.sent.is_empty() {
+        if self.next_pn == self.base_pn {
             return;
         }
         self.stats.rtos += 1;
         self.rto_count += 1;
         let (mut lost_bytes, mut newest) = (0, None);
-        for i in 0..self.sent.len() {
-            let s = self.sent[i];
+        for pn in self.base_pn..self.next_pn {
+            let s = *self.sent.at(pn);
             if !s.outstanding {
                 continue;
             }
-            let pn = self.base_pn + i as u64;
-            let hole = s.retx_of.unwrap_or(pn);
-            self.sent[i].outstanding = false;
+            let hole = s.retx_of().unwrap_or(pn);
+            self.sent.at_mut(pn).outstanding = false;
             if let Some(e) = self.entry(hole) {
                 e.hole = true;
             }
-            self.in_flight -= s.size;
+            self.in_flight -= u64::from(s.size);
             self.holes.insert(s.tag, hole);
-            self.lost_tags.push_back((s.tag, Bytes(s.size)));
+            self.lost_tags.push_back((s.tag, Bytes(u64::from(s.size))));
             self.stats.packets_lost += 1;
-            lost_bytes += s.size;
+            lost_bytes += u64::from(s.size);
             newest = Some(s.time);
         }
         // Every hole below the largest acknowledged is a suspect (the ones above are walked when
         // acknowledgements reach them).
         let largest = self.largest_acked.unwrap_or(0);
-        let base = self.base_pn;
         self.suspects.clear();
-        self.suspects.extend(
-            self.sent
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.hole)
-                .map(|(i, _)| base + i as u64)
-                .take_while(|&pn| pn < largest),
-        );
+        let sent = &self.sent;
+        self.suspects
+            .extend((self.base_pn..self.next_pn).filter(|&pn| sent.at(pn).hole).take_while(|&pn| pn < largest));
         self.tcp_state = TcpState::Loss { until: self.next_pn };
         self.stats.congestion_events += 1;
         self.cc.on_congestion_event(now, newest.unwrap_or(now), true, lost_bytes);
@@ -816,7 +908,7 @@ impl Sender {
             };
             // TCP: only the packet threshold, and never for a retransmission (see the module doc).
             let lost = if tcp {
-                s.retx_of.is_none() && pn + self.cfg.packet_threshold <= largest
+                s.retx_of().is_none() && pn + self.cfg.packet_threshold <= largest
             } else {
                 pn + self.cfg.packet_threshold <= largest || s.time + loss_delay <= now
             };
@@ -825,7 +917,7 @@ impl Sender {
                     e.outstanding = false;
                     e.hole = tcp;
                 }
-                self.in_flight -= s.size;
+                self.in_flight -= u64::from(s.size);
                 if tcp {
                     self.holes.insert(s.tag, pn);
                     if self.tcp_state == TcpState::Open {
@@ -833,12 +925,12 @@ impl Sender {
                     }
                 }
                 if self.messages {
-                    self.lost_tags.push_back((s.tag, Bytes(s.size)));
+                    self.lost_tags.push_back((s.tag, Bytes(u64::from(s.size))));
                 } else {
-                    self.retx += s.payload;
+                    self.retx += u64::from(s.payload);
                 }
                 self.stats.packets_lost += 1;
-                lost_bytes += s.size;
+                lost_bytes += u64::from(s.size);
                 newest_lost = Some(newest_lost.map_or(s.time, |t: Time| t.max(s.time)));
                 if tcp {
                     k += 1; // a hole stays a suspect: its late original may still be acknowledged
@@ -880,11 +972,11 @@ impl Sender {
             self.stats.ptos += 1;
             self.probes = 2;
             // The oldest outstanding data is what the probes carry again.
-            if let Some(s) = self.sent.iter().find(|s| s.outstanding) {
+            if let Some(s) = (self.base_pn..self.next_pn).map(|pn| *self.sent.at(pn)).find(|s| s.outstanding) {
                 if self.messages {
-                    self.lost_tags.push_back((s.tag, Bytes(s.size)));
+                    self.lost_tags.push_back((s.tag, Bytes(u64::from(s.size))));
                 } else {
-                    self.retx += s.payload;
+                    self.retx += u64::from(s.payload);
                 }
             }
         }
@@ -1035,6 +1127,20 @@ mod tests {
         s.on_ack(Time::from_millis(205), &ack(&[(11, 13), (1, 9)]));
         assert_eq!(s.pop_lost(), Some((0, Bytes(1200))));
         assert_eq!(s.stats().rtos, 0);
+    }
+
+    #[test]
+    fn the_records_ring_grows_past_its_first_size_keeping_every_record() {
+        let mut s = ten_sent(None);
+        for tag in 10..3000 {
+            s.send_message(Time::ZERO, Bytes(1200), tag);
+        }
+        assert_eq!(s.in_flight(), 3000 * 1200);
+        s.on_ack(Time::from_millis(100), &ack(&[(1003, 2999), (0, 999)]));
+        let lost: Vec<u64> = std::iter::from_fn(|| s.pop_lost().map(|(tag, _)| tag)).collect();
+        assert_eq!(lost, [1000, 1001, 1002]);
+        assert_eq!(s.in_flight(), 0);
+        assert_eq!(s.stats().bytes_acked, 2997 * (1200 - SenderConfig::default().overhead.0));
     }
 
     #[test]
