@@ -163,8 +163,14 @@ impl Pacer {
 
     /// The next packet to send at `now` at pacing rate `rate`, if the bucket allows.
     pub fn poll_transmit(&mut self, now: Time, rate: Bitrate) -> Option<RtpPacket> {
-        self.refill(now, rate);
         self.discard_stale(now);
+        self.poll_discarded(now, rate)
+    }
+
+    /// [`Pacer::poll_transmit`] for a caller that has just called [`Pacer::discard_stale`] at
+    /// `now` (a second call at the same instant finds nothing: it runs at every poll).
+    pub fn poll_discarded(&mut self, now: Time, rate: Bitrate) -> Option<RtpPacket> {
+        self.refill(now, rate);
         if self.tokens < 0.0 {
             return None;
         }

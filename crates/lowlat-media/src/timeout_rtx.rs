@@ -171,10 +171,16 @@ struct HeldFrame {
     /// when they reach the front. The check schedule needs only that smallest key per frame
     /// (every packet's timeout adds the same srtt + 4 deviations to it), and packets leave in
     /// key order almost always, so finding it is O(1) per ACK where a scan was O(frame).
-    keys: VecDeque<(Time, u16)>,
+    /// The queue is `keys[keys_head..]` (a `Vec` and a start index: its front is dropped at
+    /// every ACK, where a `VecDeque` works out the wrap-around at every access).
+    keys: Vec<(Time, u16)>,
+    keys_head: usize,
     /// `keys` was made for another dispersion, or misses packets a pacer flush released: rebuilt
     /// before the next read.
     rebuild: bool,
+    /// What [`HeldFrame::earliest`] last found, kept until the frame changes (`None`: to be
+    /// worked out again). Every ACK reads every held frame's, and changes at most one frame.
+    known: Option<Option<Time>>,
 }
 
 impl HeldFrame {
@@ -183,38 +189,73 @@ impl HeldFrame {
     }
 
     /// Adds the key of packet `index` (not waiting in the pacer), keeping `keys` ascending.
+    #[inline]
     fn push_key(&mut self, key: Time, index: u16) {
+        self.known = None;
         if self.rebuild {
             return; // the rebuild will see it
         }
-        if self.keys.back().is_none_or(|&(k, _)| k <= key) {
-            self.keys.push_back((key, index));
+        // Packets leave in key order almost always: their keys go at the back.
+        if self.keys.last().is_none_or(|&(k, _)| k <= key) {
+            self.keys.push((key, index));
         } else {
-            let at = self.keys.partition_point(|&(k, _)| k <= key);
-            self.keys.insert(at, (key, index));
+            self.insert_key(key, index);
         }
     }
 
-    /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
-    fn earliest(&mut self, disp: u64) -> Option<Time> {
-        if self.rebuild {
-            self.keys.clear();
-            for (i, h) in self.packets.iter().enumerate() {
-                if let Some(h) = h.filter(|h| !h.queued) {
-                    self.keys.push_back((Self::key(&h, disp), i as u16));
-                }
+    /// [`HeldFrame::push_key`] for a key below the last.
+    #[inline(never)]
+    fn insert_key(&mut self, key: Time, index: u16) {
+        let at = self.keys_head + self.keys[self.keys_head..].partition_point(|&(k, _)| k <= key);
+        self.keys.insert(at, (key, index));
+    }
+
+    /// Makes `keys` anew from the packets (after a dispersion change or a pacer flush: rare).
+    #[inline(never)]
+    fn rebuild_keys(&mut self, disp: u64) {
+        self.clear_keys();
+        for (i, h) in self.packets.iter().enumerate() {
+            if let Some(h) = h.filter(|h| !h.queued) {
+                self.keys.push((Self::key(&h, disp), i as u16));
             }
-            self.keys.make_contiguous().sort_unstable();
-            self.rebuild = false;
         }
-        while let Some(&(key, i)) = self.keys.front() {
+        self.keys.sort_unstable();
+        self.rebuild = false;
+    }
+
+    /// Empties `keys`.
+    fn clear_keys(&mut self) {
+        self.keys.clear();
+        self.keys_head = 0;
+    }
+
+    /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
+    #[inline]
+    fn earliest(&mut self, disp: u64) -> Option<Time> {
+        if let Some(known) = self.known {
+            return known;
+        }
+        let e = self.find_earliest(disp);
+        self.known = Some(e);
+        e
+    }
+
+    /// [`HeldFrame::earliest`] from `keys`, stale entries dropped on the way.
+    #[inline]
+    fn find_earliest(&mut self, disp: u64) -> Option<Time> {
+        if self.rebuild {
+            self.rebuild_keys(disp);
+        }
+        while let Some(&(key, i)) = self.keys.get(self.keys_head) {
             let current =
                 self.packets[usize::from(i)].is_some_and(|h| !h.queued && Self::key(&h, disp) == key);
             if current {
                 return Some(key);
             }
-            self.keys.pop_front();
+            self.keys_head += 1;
         }
+        // Drained: its space is reused from the start.
+        self.clear_keys();
         None
     }
 }
@@ -223,8 +264,9 @@ impl HeldFrame {
 #[derive(Clone, Debug)]
 pub struct TimeoutRetransmitter {
     cfg: TimeoutRtxConfig,
-    /// Frames held, by ascending id.
-    frames: VecDeque<HeldFrame>,
+    /// Frames held, by ascending id (a `Vec`: read at every send and ACK, while a frame is
+    /// removed from the front once per frame).
+    frames: Vec<HeldFrame>,
     /// Storage of frames no longer held, for the next ones.
     spare: Vec<HeldFrame>,
     rtt: RttStats,
@@ -232,12 +274,24 @@ pub struct TimeoutRetransmitter {
     /// (every ACK reads it; the statistics change only with a sample).
     base: Duration,
     dispersion: Duration,
-    /// Send time of each transport sequence number from `send_base`.
-    send_times: VecDeque<Time>,
+    /// Send time of each transport sequence number from `send_base` to `send_end` (at most
+    /// `cfg.send_times` of them), sequence number `s` at `s % cfg.send_times`: a ring allocated
+    /// with the first send, where a `VecDeque` pushed one and dropped one per packet.
+    send_times: Vec<Time>,
     send_base: u64,
+    send_end: u64,
     last_acked: Option<u64>,
     /// [`TimeoutRetransmitter::poll_timeout`], kept up to date by every change.
     next_check: Option<Time>,
+    /// A lower bound of [`HeldFrame::earliest`] over every frame but the first (`Time::MAX`:
+    /// none has a key; `None`: not known). While the first frame's is not above it, the first
+    /// frame is due first (see [`Self::update_next_check`]) and an ACK looks at no other frame.
+    /// Acknowledgements and forgotten frames only raise the others' earliest (a bound stays a
+    /// bound); a new key lowers it to the key at most; a rebuild needs a scan.
+    others_floor: Option<Time>,
+    /// Whether the frames' encode instants (and so their check and forget instants) ascend with
+    /// their ids, as a source that encodes frames in order gives them (else every update scans).
+    ordered: bool,
     /// Retransmissions queued.
     pub retransmissions: u64,
     /// Groups (frames) retransmitted.
@@ -253,13 +307,16 @@ impl TimeoutRetransmitter {
             rtt,
             base,
             cfg,
-            frames: VecDeque::new(),
+            frames: Vec::new(),
             spare: Vec::new(),
             dispersion: Duration::ZERO,
-            send_times: VecDeque::new(),
+            send_times: Vec::new(),
             send_base: 0,
+            send_end: 0,
             last_acked: None,
             next_check: None,
+            others_floor: None,
+            ordered: true,
             retransmissions: 0,
             groups_retransmitted: 0,
         }
@@ -275,42 +332,68 @@ impl TimeoutRetransmitter {
         &self.rtt
     }
 
+    #[inline]
     fn record_send_time(&mut self, now: Time, seq: u64) {
+        // Usually the next sequence number, once the ring exists.
+        if seq == self.send_end && !self.send_times.is_empty() {
+            let cap = self.send_times.len() as u64;
+            self.send_times[(seq % cap) as usize] = now;
+            self.send_end += 1;
+            self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
+            return;
+        }
+        self.record_send_time_slow(now, seq);
+    }
+
+    /// [`Self::record_send_time`] for the first send, a gap or an old sequence number.
+    #[inline(never)]
+    fn record_send_time_slow(&mut self, now: Time, seq: u64) {
+        let cap = self.cfg.send_times as u64;
+        if cap == 0 {
+            return; // nothing kept: no sample
+        }
         if self.send_times.is_empty() {
-            self.send_base = seq;
+            self.send_times = vec![Time::MAX; self.cfg.send_times];
+            (self.send_base, self.send_end) = (seq, seq);
         }
         // Sequence numbers are consecutive; a gap (padding sent by the caller) is filled.
-        while self.send_base + (self.send_times.len() as u64) < seq {
-            self.send_times.push_back(Time::MAX);
+        while self.send_end < seq {
+            self.send_times[(self.send_end % cap) as usize] = Time::MAX;
+            self.send_end += 1;
         }
-        if self.send_base + (self.send_times.len() as u64) == seq {
-            self.send_times.push_back(now);
+        if self.send_end == seq {
+            self.send_times[(seq % cap) as usize] = now;
+            self.send_end += 1;
         }
-        while self.send_times.len() > self.cfg.send_times {
-            self.send_times.pop_front();
-            self.send_base += 1;
+        self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
+    }
+
+    /// When transport sequence number `seq` was sent, if it is still known.
+    fn send_time(&self, seq: u64) -> Option<Time> {
+        if seq < self.send_base || seq >= self.send_end {
+            return None;
         }
+        Some(self.send_times[(seq % self.cfg.send_times as u64) as usize])
     }
 
     /// The position of frame `id` in `frames`, or where it would go.
     fn find(&self, id: u64) -> Result<usize, usize> {
         // Frames are sent in order: the newest is the likeliest when sending, the oldest when
         // acknowledged (the newest is being sent while its predecessor's ACKs come back).
-        match self.frames.back() {
+        match self.frames.last() {
             Some(f) if f.id == id => Ok(self.frames.len() - 1),
             Some(f) if f.id < id => Err(self.frames.len()),
-            _ if self.frames.front().is_some_and(|f| f.id == id) => Ok(0),
+            _ if self.frames.first().is_some_and(|f| f.id == id) => Ok(0),
             _ => self.frames.binary_search_by_key(&id, |f| f.id),
         }
     }
 
     /// Removes the frame at `at`, keeping its storage.
     fn forget(&mut self, at: usize) {
-        if let Some(mut f) = self.frames.remove(at) {
-            f.packets.clear();
-            f.keys.clear();
-            self.spare.push(f);
-        }
+        let mut f = self.frames.remove(at);
+        f.packets.clear();
+        f.clear_keys();
+        self.spare.push(f);
     }
 
     /// The original `packet` left at `now` with transport sequence number `seq`.
@@ -324,7 +407,13 @@ impl TimeoutRetransmitter {
                 f.encoded = Time::MAX; // set below
                 f.count = 0;
                 f.rebuild = false;
+                f.known = None;
+                // Sized for the whole frame at once (its packets come in index order).
+                f.packets.resize(usize::from(packet.frame_packets), None);
                 self.frames.insert(at, f);
+                if at == 0 && self.frames.len() > 1 {
+                    self.others_floor = None; // the first frame became one of the others
+                }
                 at
             }
         };
@@ -336,6 +425,9 @@ impl TimeoutRetransmitter {
                 (self.tick_at_or_after(encoded + self.cfg.min_age), self.tick_after(encoded + self.cfg.deadline));
             let f = &mut self.frames[at];
             (f.encoded, f.checkable, f.forget) = (encoded, checkable, forget);
+            let after_previous = at == 0 || self.frames[at - 1].encoded <= encoded;
+            let before_next = self.frames.get(at + 1).is_none_or(|n| encoded <= n.encoded);
+            self.ordered &= after_previous && before_next;
         }
         let f = &mut self.frames[at];
         let h = Held { packet, last_sent: now, batch: packet.frame_packets.max(1), queued: false };
@@ -346,7 +438,9 @@ impl TimeoutRetransmitter {
         if f.packets[i].replace(h).is_none() {
             f.count += 1;
         }
-        f.push_key(HeldFrame::key(&h, disp), packet.index);
+        let key = HeldFrame::key(&h, disp);
+        f.push_key(key, packet.index);
+        self.lower_others_floor(at, key);
         let t = self.due(&self.frames[at], &h);
         self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
     }
@@ -362,6 +456,7 @@ impl TimeoutRetransmitter {
                 h.queued = false;
                 let key = HeldFrame::key(h, disp);
                 f.push_key(key, packet.index);
+                self.lower_others_floor(at, key);
             }
         }
         self.update_next_check();
@@ -374,7 +469,9 @@ impl TimeoutRetransmitter {
                 h.queued = false;
             }
             f.rebuild = true;
+            f.known = None;
         }
+        self.others_floor = None;
         self.update_next_check();
     }
 
@@ -394,6 +491,7 @@ impl TimeoutRetransmitter {
             // Its key, if any, is skipped when it reaches the front.
             if f.packets.get_mut(usize::from(index)).and_then(Option::take).is_some() {
                 f.count -= 1;
+                f.known = None;
             }
             if f.count == 0 {
                 self.forget(at);
@@ -412,7 +510,7 @@ impl TimeoutRetransmitter {
             return None;
         }
         self.last_acked = Some(seq);
-        let sent = seq.checked_sub(self.send_base).and_then(|i| self.send_times.get(i as usize)).copied()?;
+        let sent = self.send_time(seq)?;
         if sent == Time::MAX || sent > now {
             return None;
         }
@@ -435,7 +533,9 @@ impl TimeoutRetransmitter {
             self.dispersion = d;
             for f in &mut self.frames {
                 f.rebuild = true;
+                f.known = None;
             }
+            self.others_floor = None;
         }
     }
 
@@ -482,19 +582,53 @@ impl TimeoutRetransmitter {
     /// The earliest [`Self::due`] over every held packet not waiting in the pacer: per frame, from
     /// its smallest `last_sent + dispersion x batch` ([`HeldFrame::earliest`]), since `due` grows
     /// with it and every timeout adds the same srtt + 4 deviations.
+    ///
+    /// The due instant of a frame grows with its earliest key, its check instant and its forget
+    /// instant, and the first frame has the smallest of the latter two (`ordered`): when its
+    /// earliest key is not above any other frame's (`others_floor`), it is due first.
+    #[inline(always)]
     fn update_next_check(&mut self) {
+        let disp = self.dispersion.as_nanos();
+        let base = self.timeout(0);
+        if let (Some(floor), true, Some(f)) = (self.others_floor, self.ordered, self.frames.first_mut()) {
+            if let Some(e) = f.earliest(disp).filter(|&e| e <= floor) {
+                let t = e + base;
+                let i = self.cfg.check_interval.as_nanos().max(1);
+                // As `tick_after`, while the frame is borrowed.
+                self.next_check = Some(Time((t.as_nanos() / i + 1) * i).max(f.checkable).min(f.forget));
+                return;
+            }
+        }
+        self.scan_next_check();
+    }
+
+    /// [`Self::update_next_check`] from every frame (and the other frames' bound anew).
+    #[inline(never)]
+    fn scan_next_check(&mut self) {
         let disp = self.dispersion.as_nanos();
         let base = self.timeout(0);
         let i = self.cfg.check_interval.as_nanos().max(1);
         // As `tick_after`, while the frames are borrowed.
         let tick_after = |t: Time| Time((t.as_nanos() / i + 1) * i);
         let mut next: Option<Time> = None;
-        for f in &mut self.frames {
+        let mut floor = Time::MAX;
+        for (k, f) in self.frames.iter_mut().enumerate() {
             let Some(e) = f.earliest(disp) else { continue };
+            if k > 0 {
+                floor = floor.min(e);
+            }
             let t = tick_after(e + base).max(f.checkable).min(f.forget);
             next = Some(next.map_or(t, |n| n.min(t)));
         }
         self.next_check = next;
+        self.others_floor = Some(floor);
+    }
+
+    /// Frame `at` got a packet with timeout key `key`: its earliest key is now at most `key`.
+    fn lower_others_floor(&mut self, at: usize, key: Time) {
+        if at > 0 {
+            self.others_floor = self.others_floor.map(|f| f.min(key));
+        }
     }
 
     /// The check at `now` (a check instant): forgets frames past the deadline, then returns, in
@@ -536,8 +670,9 @@ impl TimeoutRetransmitter {
                 out.push(h.packet);
             }
             // Every packet now waits in the pacer: no key is current.
-            f.keys.clear();
+            f.clear_keys();
             f.rebuild = false;
+            f.known = None;
             self.groups_retransmitted += 1;
         }
         self.retransmissions += (out.len() - start) as u64;

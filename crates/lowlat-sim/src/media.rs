@@ -517,10 +517,12 @@ impl Endpoint for RtpSender {
             // A NACK may overtake reports held on the way (Zhuge out-of-band): take it alone.
             let id = pkt.app & !APP_NON_CC_FEEDBACK;
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            // Usually the front one (`remove(0)` still runs a zero-length `wrap_copy`).
-            let msg = match mb.iter().position(|(i, _)| *i == id) {
-                Some(0) => mb.pop_front(),
-                k => k.and_then(|k| mb.remove(k)),
+            // Usually the front one: checked before a search (`iter` splits the ring, and
+            // `remove(0)` still runs a zero-length `wrap_copy`).
+            let msg = if mb.front().is_some_and(|(i, _)| *i == id) {
+                mb.pop_front()
+            } else {
+                mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k))
             };
             drop(mb);
             match msg {
@@ -596,14 +598,10 @@ impl Endpoint for RtpSender {
         if self.window_closed(now) {
             return None;
         }
-        let flushed_before = self.pacer.discarded_packets();
-        if let Some(p) = self.pacer.poll_transmit(now, rate) {
+        // The stale packets were discarded above, at this instant.
+        if let Some(p) = self.pacer.poll_discarded(now, rate) {
             let sent = self.record_sent(now, p.size);
             if let Some(t) = self.timeout_rtx.as_mut() {
-                if self.pacer.discarded_packets() != flushed_before {
-                    t.on_pacer_flushed();
-                }
-                self.pacer_discarded = self.pacer.discarded_packets();
                 if p.retransmission_of.is_some() {
                     t.on_retransmission_sent(now, sent.seq, &p);
                 } else {
@@ -680,7 +678,10 @@ pub struct RtpReceiver {
     nack_bytes: Vec<u8>,
     /// With `repair = "timeout"`: duplicates and dispersion, and the ACKs to send.
     acks: Option<AckResponder>,
-    pending_acks: VecDeque<RtcpMessage>,
+    /// ACKs in the mailbox whose packets are not sent yet: the last ids given out (an ACK's
+    /// message is posted when its packet arrives, and the pending ACKs leave before anything
+    /// else, so no other message takes an id in between).
+    pending_acks: u64,
     /// The latest frame a packet arrived for and its capture time (none at first: frame ids
     /// have 23 bits).
     capture: (u64, Time),
@@ -704,7 +705,7 @@ impl RtpReceiver {
             next_rtt_at: start,
             nack_bytes: Vec::with_capacity(256),
             acks: (media.repair == Repair::Timeout).then(AckResponder::default),
-            pending_acks: VecDeque::new(),
+            pending_acks: 0,
             capture: (u64::MAX, start),
         }
     }
@@ -736,7 +737,13 @@ impl Endpoint for RtpReceiver {
             let new = acks.on_packet(now, frame, index, count, rtx);
             // Every arrival is acknowledged, a copy too (`PacketReceiverUdp::ReplyACK`).
             let dispersion = acks.dispersion();
-            self.pending_acks.push_back(RtcpMessage::Ack { frame, index, seq: pkt.seq, dispersion });
+            let id = self.next_report_id;
+            self.next_report_id += 1;
+            self.pending_acks += 1;
+            self.mailbox
+                .lock()
+                .expect("the mailbox lock is never held across a panic")
+                .push_back((id, RtcpMessage::Ack { frame, index, seq: pkt.seq, dispersion }));
             if !new {
                 return;
             }
@@ -751,10 +758,9 @@ impl Endpoint for RtpReceiver {
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        if let Some(ack) = self.pending_acks.pop_front() {
-            let id = self.next_report_id;
-            self.next_report_id += 1;
-            self.mailbox.lock().expect("the mailbox lock is never held across a panic").push_back((id, ack));
+        if self.pending_acks > 0 {
+            let id = self.next_report_id - self.pending_acks;
+            self.pending_acks -= 1;
             let size = TimeoutRtxConfig::default().ack_size;
             return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
         }
