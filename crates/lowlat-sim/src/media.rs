@@ -286,6 +286,9 @@ pub struct RtpSender {
     assisted: bool,
     /// The pacer's discarded count as last seen (a flush drops queued retransmissions).
     pacer_discarded: u64,
+    /// Under Zhuge: the mailbox entries with smaller ids hold no receiver report (those were
+    /// dropped at the AP's reports before).
+    mailbox_checked: u64,
 }
 
 /// The slots of the retransmission-rate window.
@@ -339,6 +342,7 @@ impl RtpSender {
             rtx_batch: Vec::new(),
             assisted: false,
             pacer_discarded: 0,
+            mailbox_checked: 0,
         }
     }
 
@@ -558,9 +562,20 @@ impl Endpoint for RtpSender {
             // Checked first: a report comes every few milliseconds, the receiver's reports every
             // 100 ms or so, and `retain` costs several times the check per entry (the ACKs in
             // flight).
+            // Ids only grow along the mailbox (each message is posted with the next id), so only
+            // the entries posted since the last report need looking at: older ones were checked
+            // then (the ACKs in flight, a hundred or more, were scanned at every report).
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            if mb.iter().any(|(_, m)| matches!(m, RtcpMessage::Report { .. })) {
-                mb.retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. } | RtcpMessage::Ack { .. }));
+            let mut k = mb.len();
+            while k > 0 && mb[k - 1].0 >= self.mailbox_checked {
+                k -= 1;
+                if matches!(mb[k].1, RtcpMessage::Report { .. }) {
+                    // Near the back: the removal moves the few entries behind it.
+                    mb.remove(k);
+                }
+            }
+            if let Some((last, _)) = mb.back() {
+                self.mailbox_checked = self.mailbox_checked.max(last + 1);
             }
             drop(mb);
             self.assisted = true;
