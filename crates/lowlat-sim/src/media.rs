@@ -173,18 +173,23 @@ struct Controller {
     kept_across_sends: bool,
     /// Whether it outlives a wake-up ([`RateController::pacing_rate_ignores_timeouts`]).
     kept_across_timeouts: bool,
+    /// Whether `can_send` may say no ([`RateController::never_blocks_sends`] false): asked
+    /// before each packet only then (GCC was asked twice per packet for a constant yes).
+    windowed: bool,
 }
 
 impl Controller {
     fn new(cc: Box<dyn RateController>, cacheable: bool) -> Controller {
         let kept_across_sends = cacheable && cc.pacing_rate_ignores_sends();
         let kept_across_timeouts = cacheable && cc.pacing_rate_ignores_timeouts();
+        let windowed = !cc.never_blocks_sends();
         Controller {
             cc,
             pacing: std::sync::atomic::AtomicU64::new(0),
             cacheable,
             kept_across_sends,
             kept_across_timeouts,
+            windowed,
         }
     }
 
@@ -467,7 +472,7 @@ impl RtpSender {
 
     /// Whether the controller's window holds back the packet at the head of the queue.
     fn window_closed(&self, now: Time) -> bool {
-        self.pacer.front_size().is_some_and(|size| !self.cc.can_send(now, size))
+        self.cc.windowed && self.pacer.front_size().is_some_and(|size| !self.cc.can_send(now, size))
     }
 
     fn record_sent(&mut self, now: Time, size: Bytes) -> SentPacket {
