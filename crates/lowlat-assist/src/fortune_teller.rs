@@ -296,6 +296,7 @@ impl FortuneTeller {
     /// The delay of a packet arriving at `now` behind `ahead` bytes, while the head-of-line
     /// packet has waited `head_wait` at the head. Remembers `ahead` for the next prediction's
     /// "is the queue shrinking?" test.
+    #[inline]
     pub fn predict(&mut self, now: Time, ahead: Bytes, head_wait: Duration) -> Prediction {
         let p = self.peek(now, ahead, head_wait);
         self.last_ahead = ahead;
@@ -304,6 +305,8 @@ impl FortuneTeller {
 
     /// As [`FortuneTeller::predict`], without remembering anything (a prediction made only to be
     /// logged, which the artifact does not make).
+    /// (Inlined into Zhuge's per-packet hook, which calls it for every packet.)
+    #[inline]
     pub fn peek(&mut self, now: Time, ahead: Bytes, head_wait: Duration) -> Prediction {
         // `tx_rate` and `tx_interval` at once (one `advance`: this runs per packet).
         self.advance(now);

@@ -71,6 +71,13 @@ pub trait RateController: std::fmt::Debug + Send + Sync {
         true
     }
 
+    /// Whether [`RateController::can_send`] always answers true (a purely rate-based controller,
+    /// no window): the sender, which would ask before each packet, then never asks. False unless
+    /// a controller says so (a controller that overrides `can_send` must not).
+    fn never_blocks_sends(&self) -> bool {
+        false
+    }
+
     /// Whether the sender should fill idle pacing time with padding (GCC's probes).
     fn wants_padding(&self, _now: Time) -> bool {
         false

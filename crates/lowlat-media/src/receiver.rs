@@ -183,18 +183,27 @@ impl FeedbackCollector {
     #[inline(never)]
     fn take_report(&mut self, now: Time) -> Option<Vec<Arrival>> {
         self.last_report = now;
-        self.pending.sort_unstable_by_key(|p| p.0);
+        // Usually in order already (a check costs less than the sort's own scan for runs).
+        if !self.pending.is_sorted_by_key(|p| p.0) {
+            self.pending.sort_unstable_by_key(|p| p.0);
+        }
         let highest = self.pending.last()?.0;
         let mut out = Vec::with_capacity((highest + 1).saturating_sub(self.next_seq) as usize);
         // One pass over the sorted arrivals (from `next_seq`), the gaps reported lost. A second
         // arrival of a sequence number already reported makes every later one lost, as a
         // sequence-by-sequence walk that peeks at the arrivals does (it never gets past it).
+        // (Gaps written out one by one: most arrivals follow the one before, and an `extend`
+        // of an empty range per arrival cost more than the rare loop.)
         let mut seq = self.next_seq;
-        for &(s, t, ecn) in self.pending.iter().filter(|p| p.0 >= self.next_seq) {
+        let from = self.pending.partition_point(|p| p.0 < self.next_seq);
+        for &(s, t, ecn) in &self.pending[from..] {
             if s < seq {
                 break;
             }
-            out.extend((seq..s).map(Arrival::lost));
+            while seq < s {
+                out.push(Arrival::lost(seq));
+                seq += 1;
+            }
             out.push(Arrival::received(s, t, ecn));
             seq = s + 1;
         }

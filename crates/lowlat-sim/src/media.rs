@@ -187,18 +187,23 @@ struct Controller {
     kept_across_sends: bool,
     /// Whether it outlives a wake-up ([`RateController::pacing_rate_ignores_timeouts`]).
     kept_across_timeouts: bool,
+    /// Whether `can_send` may say no ([`RateController::never_blocks_sends`] false): asked
+    /// before each packet only then (GCC was asked twice per packet for a constant yes).
+    windowed: bool,
 }
 
 impl Controller {
     fn new(cc: Box<dyn RateController>, cacheable: bool) -> Controller {
         let kept_across_sends = cacheable && cc.pacing_rate_ignores_sends();
         let kept_across_timeouts = cacheable && cc.pacing_rate_ignores_timeouts();
+        let windowed = !cc.never_blocks_sends();
         Controller {
             cc,
             pacing: std::sync::atomic::AtomicU64::new(0),
             cacheable,
             kept_across_sends,
             kept_across_timeouts,
+            windowed,
         }
     }
 
@@ -300,6 +305,9 @@ pub struct RtpSender {
     assisted: bool,
     /// The pacer's discarded count as last seen (a flush drops queued retransmissions).
     pacer_discarded: u64,
+    /// Under Zhuge: the mailbox entries with smaller ids hold no receiver report (those were
+    /// dropped at the AP's reports before).
+    mailbox_checked: u64,
 }
 
 /// The slots of the retransmission-rate window.
@@ -353,6 +361,7 @@ impl RtpSender {
             rtx_batch: Vec::new(),
             assisted: false,
             pacer_discarded: 0,
+            mailbox_checked: 0,
         }
     }
 
@@ -476,7 +485,7 @@ impl RtpSender {
 
     /// Whether the controller's window holds back the packet at the head of the queue.
     fn window_closed(&self, now: Time) -> bool {
-        self.pacer.front_size().is_some_and(|size| !self.cc.can_send(now, size))
+        self.cc.windowed && self.pacer.front_size().is_some_and(|size| !self.cc.can_send(now, size))
     }
 
     fn record_sent(&mut self, now: Time, size: Bytes) -> SentPacket {
@@ -570,9 +579,20 @@ impl Endpoint for RtpSender {
             // Checked first: a report comes every few milliseconds, the receiver's reports every
             // 100 ms or so, and `retain` costs several times the check per entry (the ACKs in
             // flight).
+            // Ids only grow along the mailbox (each message is posted with the next id), so only
+            // the entries posted since the last report need looking at: older ones were checked
+            // then (the ACKs in flight, a hundred or more, were scanned at every report).
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            if mb.iter().any(|(_, m)| matches!(m, RtcpMessage::Report { .. })) {
-                mb.retain(|(_, m)| matches!(m, RtcpMessage::Nack { .. } | RtcpMessage::Ack { .. }));
+            let mut k = mb.len();
+            while k > 0 && mb[k - 1].0 >= self.mailbox_checked {
+                k -= 1;
+                if matches!(mb[k].1, RtcpMessage::Report { .. }) {
+                    // Near the back: the removal moves the few entries behind it.
+                    mb.remove(k);
+                }
+            }
+            if let Some((last, _)) = mb.back() {
+                self.mailbox_checked = self.mailbox_checked.max(last + 1);
             }
             drop(mb);
             self.assisted = true;

@@ -385,15 +385,60 @@ impl TwccBuilder {
 
     /// The number of bytes [`TwccBuilder::encode_into`] would write for these arrivals, worked
     /// out without writing them; advances the feedback packet count the same way.
-    pub fn encoded_len(&mut self, base_seq: u16, arrivals: &[Option<i64>]) -> usize {
-        let mut packet = std::mem::take(&mut self.packet);
+    pub fn encoded_len(&mut self, _base_seq: u16, arrivals: &[Option<i64>]) -> usize {
+        // Only the status symbols matter for the length: they are made straight from the
+        // arrivals, without the packet's delta list (a receiver sizes hundreds per report).
+        let mut sym = std::mem::take(&mut self.scratch.symbols);
         let (mut start, mut len) = (0, 0);
         while start < arrivals.len() {
-            start += self.fill(base_seq, arrivals, start, &mut packet);
-            len += packet.encoded_len_with(&mut self.scratch);
+            let delta_bytes = self.fill_symbols(arrivals, start, &mut sym);
+            start += sym.len();
+            let mut chunks = 0;
+            walk_chunks(&sym, |_, _| chunks += 1);
+            // As `TransportCcFeedback::encoded_len_with`.
+            len += (20 + 2 * chunks + delta_bytes).div_ceil(4) * 4;
         }
-        self.packet = packet;
+        self.scratch.symbols = sym;
         len
+    }
+
+    /// [`TwccBuilder::fill`] for the length only: the status symbols of the packet it would
+    /// fill into `sym` (cleared first), the same statuses cut at the same place; returns the
+    /// packet's delta bytes. Advances the feedback packet count as `fill` does.
+    fn fill_symbols(&mut self, arrivals: &[Option<i64>], start: usize, sym: &mut Vec<u8>) -> usize {
+        let first = arrivals[start..].iter().flatten().next().copied().unwrap_or(0);
+        let mut t = first.div_euclid(REFERENCE_TIME_US) * REFERENCE_TIME_US;
+        sym.clear();
+        let rest = &arrivals[start..arrivals.len().min(start + 0xffff)];
+        sym.reserve(rest.len());
+        let mut delta_bytes = 0;
+        for a in rest {
+            let s = match *a {
+                None => 0,
+                Some(a) => {
+                    let ticks = (a - t + DELTA_TICK_US / 2).div_euclid(DELTA_TICK_US);
+                    let Ok(v) = i16::try_from(ticks) else { break };
+                    t += i64::from(v) * DELTA_TICK_US;
+                    let s = symbol(Some(v));
+                    delta_bytes += usize::from(s);
+                    s
+                }
+            };
+            sym.push(s);
+        }
+        let room = self.max_len.checked_sub(20 + 3);
+        let fits = |n: usize, delta_bytes: usize| room.is_some_and(|r| 2 * n.div_ceil(7) + delta_bytes <= r);
+        if sym.len() > 1 && !fits(sym.len(), delta_bytes) {
+            let mut bytes = 0;
+            let cut = sym.iter().enumerate().position(|(k, &s)| {
+                bytes += usize::from(s);
+                k > 0 && !fits(k + 1, bytes)
+            });
+            sym.truncate(cut.unwrap_or(sym.len()));
+            delta_bytes = sym.iter().map(|&s| usize::from(s)).sum();
+        }
+        self.fb_pkt_count = self.fb_pkt_count.wrapping_add(1);
+        delta_bytes
     }
 
     /// Fills `fb` with the next packet, covering `arrivals[start..]` as far as it fits; returns
@@ -484,6 +529,32 @@ mod tests {
             deltas.push(d);
         }
         deltas
+    }
+
+    #[test]
+    fn encoded_len_is_the_length_encode_into_writes() {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
+        let (mut sized, mut written) = (TwccBuilder::new(1, 2), TwccBuilder::new(1, 2));
+        for case in 0..3000 {
+            let max_len = rng.random_range(0..1300);
+            let mut t: i64 = rng.random_range(-1_000_000..1_000_000);
+            let arrivals: Vec<_> = (0..rng.random_range(1..800))
+                .map(|_| {
+                    t += match rng.random_range(0..10) {
+                        0 => rng.random_range(0..9_000_000),
+                        1 => -rng.random_range(0..50_000),
+                        2..=4 => rng.random_range(0..300),
+                        _ => rng.random_range(0..70_000),
+                    };
+                    rng.random_bool(0.8).then_some(t)
+                })
+                .collect();
+            (sized.max_len, written.max_len) = (max_len, max_len);
+            let mut out = Vec::new();
+            written.encode_into(7, &arrivals, &mut out);
+            assert_eq!(sized.encoded_len(7, &arrivals), out.len(), "case {case}");
+            assert_eq!(sized.fb_pkt_count, written.fb_pkt_count, "case {case}");
+        }
     }
 
     #[test]

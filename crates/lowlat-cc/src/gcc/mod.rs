@@ -1072,6 +1072,11 @@ impl RateController for Gcc {
     fn pacing_rate_ignores_timeouts(&self) -> bool {
         true
     }
+
+    /// GCC paces at its rate and has no window.
+    fn never_blocks_sends(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
