@@ -180,40 +180,6 @@ impl TransportVideoSender {
     }
 }
 
-impl TransportVideoSender {
-    /// [`Endpoint::poll_transmit`] at an instant the application's side is not prepared for.
-    #[inline(never)]
-    fn prepare_and_poll(&mut self, now: Time) -> Option<Transmit> {
-        self.prepare(now);
-        if !self.sender.can_send(now) {
-            return None;
-        }
-        Some(self.send_next(now))
-    }
-
-    /// [`TransportVideoSender::send_next`] as a call of its own.
-    #[inline(never)]
-    fn send_next_apart(&mut self, now: Time) -> Transmit {
-        self.send_next(now)
-    }
-
-    /// Sends the next packet, once the sender said it may.
-    #[inline(always)]
-    fn send_next(&mut self, now: Time) -> Transmit {
-        // Lost packets first, then new ones; the probe timeout allows packets beyond the window
-        // even with nothing to say: a PING (as QUIC sends) elicits the ACK it is waiting for.
-        let (tag, size) = self
-            .resend
-            .pop_front()
-            .or_else(|| self.queue.pop().map(|p| (pack(p.frame, p.index, p.frame_packets), p.size)))
-            .unwrap_or((PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)));
-        let pn = self.sender.send_message(now, size, tag);
-        self.skip_delivered();
-        self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
-        Transmit { size, seq: pn, app: tag, ecn: self.ecn }
-    }
-}
-
 /// An ACK frame for the sender (its fields, so that the frame can be read in the mailbox while
 /// they change). (Inlined: a call of its own per ACK cost a third of what it does.)
 #[inline(always)]
