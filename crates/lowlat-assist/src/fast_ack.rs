@@ -29,6 +29,10 @@ pub struct FastAck {
     /// alone, so this is brought up to date by the hooks that change one; the link asks for it
     /// after every call, twice per packet.
     next_timeout: Option<Time>,
+    /// The earlier of `next_timeout` and the instant the first ACK built leaves: what
+    /// [`Middlebox::poll_timeout`] answers, asked after every event of the link (kept up to
+    /// date where either changes, rather than worked out at each asking).
+    wake: Option<Time>,
 }
 
 impl FastAck {
@@ -37,7 +41,14 @@ impl FastAck {
     pub fn new(roles: &[FlowRole], cfg: ReceiverConfig) -> FastAck {
         let receivers =
             roles.iter().map(|r| (*r == FlowRole::OutOfBand).then(|| Receiver::new(cfg.clone()))).collect();
-        FastAck { receivers, out: VecDeque::new(), spare: Vec::new(), dropped_client_acks: 0, next_timeout: None }
+        FastAck {
+            receivers,
+            out: VecDeque::new(),
+            spare: Vec::new(),
+            dropped_client_acks: 0,
+            next_timeout: None,
+            wake: None,
+        }
     }
 
     /// Client ACKs dropped so far.
@@ -49,6 +60,11 @@ impl FastAck {
     fn poll_acks(&mut self, now: Time) {
         for (i, r) in self.receivers.iter_mut().enumerate() {
             let Some(r) = r else { continue };
+            // Asked at every packet, an ACK is due at every second: a frame's room is taken
+            // only for one.
+            if !r.ack_due(now) {
+                continue;
+            }
             // Written in place into a frame handed back (a frame is some 500 bytes of room for
             // its ranges; moving one whole costs more than writing the ranges in use).
             let mut frame = self.spare.pop().unwrap_or_default();
@@ -62,7 +78,24 @@ impl FastAck {
                 self.spare.push(frame);
             }
         }
-        self.next_timeout = self.receivers.iter().flatten().filter_map(Receiver::poll_timeout).min();
+        // (A loop of its own: the iterator chain it was cost as much as the rest of a poll.)
+        let mut next: Option<Time> = None;
+        for r in self.receivers.iter().flatten() {
+            if let Some(t) = r.poll_timeout() {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        self.next_timeout = next;
+        self.update_wake();
+    }
+
+    /// Brings `wake` up to date.
+    #[inline]
+    fn update_wake(&mut self) {
+        self.wake = match (self.next_timeout, self.out.front()) {
+            (Some(t), Some(o)) => Some(t.min(o.0)),
+            (t, o) => t.or(o.map(|o| o.0)),
+        };
     }
 }
 
@@ -83,7 +116,8 @@ impl Middlebox for FastAck {
         if pkt.kind != PacketKind::Data {
             return;
         }
-        if !matches!(self.receivers.get(pkt.flow.index()), Some(Some(_))) {
+        let i = pkt.flow.index();
+        if !matches!(self.receivers.get(i), Some(Some(_))) {
             return;
         }
         // Heard of ahead (see `hears_transmissions_ahead`), the delay timers due before this
@@ -91,7 +125,7 @@ impl Middlebox for FastAck {
         while let Some(t) = self.next_timeout.filter(|&t| t < now) {
             self.poll_acks(t);
         }
-        if let Some(Some(r)) = self.receivers.get_mut(pkt.flow.index()) {
+        if let Some(r) = self.receivers[i].as_mut() {
             r.on_packet(now, pkt.seq);
             self.poll_acks(now);
         }
@@ -124,10 +158,7 @@ impl Middlebox for FastAck {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        match (self.next_timeout, self.out.front()) {
-            (Some(t), Some(o)) => Some(t.min(o.0)),
-            (t, o) => t.or(o.map(|o| o.0)),
-        }
+        self.wake
     }
 
     fn poll_feedback(&mut self, now: Time) -> Option<BuiltFeedback> {
@@ -144,7 +175,11 @@ impl Middlebox for FastAck {
 
     fn poll_feedback_at(&mut self, until: Time) -> Option<(Time, BuiltFeedback)> {
         match self.out.front() {
-            Some(o) if o.0 <= until => self.out.pop_front(),
+            Some(o) if o.0 <= until => {
+                let o = self.out.pop_front();
+                self.update_wake();
+                o
+            }
             _ => None,
         }
     }
