@@ -531,24 +531,30 @@ mod tests {
         deltas
     }
 
+    /// Arrival times (µs; `None`: lost) of 1 to `most - 1` packets: gaps from none to beyond a
+    /// 2-byte delta, some negative, a fifth of the packets lost.
+    fn random_arrivals(rng: &mut rand_pcg::Pcg64Mcg, most: usize) -> Vec<Option<i64>> {
+        let mut t: i64 = rng.random_range(-1_000_000..1_000_000);
+        (0..rng.random_range(1..most))
+            .map(|_| {
+                t += match rng.random_range(0..10) {
+                    0 => rng.random_range(0..9_000_000), // beyond a 2-byte delta
+                    1 => -rng.random_range(0..50_000),
+                    2..=4 => rng.random_range(0..300),
+                    _ => rng.random_range(0..70_000),
+                };
+                rng.random_bool(0.8).then_some(t)
+            })
+            .collect()
+    }
+
     #[test]
     fn encoded_len_is_the_length_encode_into_writes() {
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
         let (mut sized, mut written) = (TwccBuilder::new(1, 2), TwccBuilder::new(1, 2));
         for case in 0..3000 {
             let max_len = rng.random_range(0..1300);
-            let mut t: i64 = rng.random_range(-1_000_000..1_000_000);
-            let arrivals: Vec<_> = (0..rng.random_range(1..800))
-                .map(|_| {
-                    t += match rng.random_range(0..10) {
-                        0 => rng.random_range(0..9_000_000),
-                        1 => -rng.random_range(0..50_000),
-                        2..=4 => rng.random_range(0..300),
-                        _ => rng.random_range(0..70_000),
-                    };
-                    rng.random_bool(0.8).then_some(t)
-                })
-                .collect();
+            let arrivals = random_arrivals(&mut rng, 800);
             (sized.max_len, written.max_len) = (max_len, max_len);
             let mut out = Vec::new();
             written.encode_into(7, &arrivals, &mut out);
@@ -565,18 +571,7 @@ mod tests {
         let mut cut = 0;
         for case in 0..3000 {
             let max_len = rng.random_range(0..400);
-            let mut t: i64 = rng.random_range(-1_000_000..1_000_000);
-            let arrivals: Vec<_> = (0..rng.random_range(1..500))
-                .map(|_| {
-                    t += match rng.random_range(0..10) {
-                        0 => rng.random_range(0..9_000_000), // beyond a 2-byte delta
-                        1 => -rng.random_range(0..50_000),
-                        2..=4 => rng.random_range(0..300),
-                        _ => rng.random_range(0..70_000),
-                    };
-                    rng.random_bool(0.8).then_some(t)
-                })
-                .collect();
+            let arrivals = random_arrivals(&mut rng, 500);
             builder.max_len = max_len;
             let n = builder.fill(0, &arrivals, 0, &mut fb);
             let expected = fill_checking_each(max_len, &arrivals);
