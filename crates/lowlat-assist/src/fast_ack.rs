@@ -69,11 +69,14 @@ impl FastAck {
             // its ranges; moving one whole costs more than writing the ranges in use).
             let mut frame = self.spare.pop().unwrap_or_default();
             if r.poll_ack_into(now, &mut frame) {
-                self.out.push_back((now, BuiltFeedback {
-                    flow: FlowId(i as u32),
-                    size: Bytes(r.last_datagram_len()),
-                    payload: FeedbackPayload::Frame(frame),
-                }));
+                self.out.push_back((
+                    now,
+                    BuiltFeedback {
+                        flow: FlowId(i as u32),
+                        size: Bytes(r.last_datagram_len()),
+                        payload: FeedbackPayload::Frame(frame),
+                    },
+                ));
             } else {
                 self.spare.push(frame);
             }
@@ -244,7 +247,13 @@ mod tests {
         // Bursts of packets of two flows, with gaps longer than the ACK delay between some: one AP
         // hears of each transmission at its end and is woken for its timers; the other hears of
         // a burst at once (ahead) and is woken only when it asks. Same ACKs, same instants.
-        let q = QueueState { bytes: Bytes(0), packets: 0, rate: Bitrate::mbps(10), busy: false, head_since: None };
+        let q = QueueState {
+            bytes: Bytes(0),
+            packets: 0,
+            rate: Bitrate::mbps(10),
+            busy: false,
+            head_since: None,
+        };
         let roles = [FlowRole::OutOfBand, FlowRole::OutOfBand];
         let mut next = lowlat_core::rng::below(4, "fast-ack-ahead-test");
         let (mut t, mut seq) = (Time::ZERO, [0u64; 2]);

@@ -291,7 +291,7 @@ impl FeedbackEncoder {
                 self.arrivals_us.extend(report.iter().map(|r| r.at.map(us)));
                 self.twcc_last = Some((first as u16, self.twcc.fb_pkt_count));
                 self.twcc_bytes.take();
-                let len = self.twcc.encoded_len(first as u16, &self.arrivals_us);
+                let len = self.twcc.encoded_len(&self.arrivals_us);
                 Bytes(IP_UDP_OVERHEAD + len as u64)
             }
             FeedbackFormat::Rfc8888 => {

@@ -421,8 +421,10 @@ impl TimeoutRetransmitter {
         // A frame's packets are queued together: its instants are worked out with its first.
         if packet.enqueued < self.frames[at].encoded {
             let encoded = packet.enqueued;
-            let (checkable, forget) =
-                (self.tick_at_or_after(encoded + self.cfg.min_age), self.tick_after(encoded + self.cfg.deadline));
+            let (checkable, forget) = (
+                self.tick_at_or_after(encoded + self.cfg.min_age),
+                self.tick_after(encoded + self.cfg.deadline),
+            );
             let f = &mut self.frames[at];
             (f.encoded, f.checkable, f.forget) = (encoded, checkable, forget);
             let after_previous = at == 0 || self.frames[at - 1].encoded <= encoded;

@@ -875,7 +875,12 @@ mod tests {
             }
             out.extend(drain(&mut link).into_iter().map(|(t, p)| (t, p.id)));
             let heard = link.middlebox().and_then(|m| m.as_any()).and_then(|a| a.downcast_ref::<Heard>());
-            (out, heard.expect("the recorder").heard.clone(), link.stats().tx_packets, link.stats().tail_drops)
+            (
+                out,
+                heard.expect("the recorder").heard.clone(),
+                link.stats().tx_packets,
+                link.stats().tail_drops,
+            )
         };
         let (at_end, ahead) = (run(false), run(true));
         assert!(at_end.3 > 0 && at_end.1.len() > 2_000, "drops {} heard {}", at_end.3, at_end.1.len());

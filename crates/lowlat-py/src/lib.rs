@@ -348,8 +348,12 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, col) in &t.columns {
         match col {
-            Column::F64(v) if !v.is_empty() => d.set_item(name, ("<f8", packed(py, v, |x| x.to_le_bytes())?))?,
-            Column::I64(v) if !v.is_empty() => d.set_item(name, ("<i8", packed(py, v, |x| x.to_le_bytes())?))?,
+            Column::F64(v) if !v.is_empty() => {
+                d.set_item(name, ("<f8", packed(py, v, |x| x.to_le_bytes())?))?
+            }
+            Column::I64(v) if !v.is_empty() => {
+                d.set_item(name, ("<i8", packed(py, v, |x| x.to_le_bytes())?))?
+            }
             Column::Str(v) if !v.is_empty() => {
                 let (labels, codes) = label_codes(v);
                 d.set_item(name, ("labels", labels, packed(py, &codes, |x| x.to_le_bytes())?))?

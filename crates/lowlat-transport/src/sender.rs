@@ -617,8 +617,11 @@ impl Sender {
             // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
             // on): its hole is repaired.
             let s = *s;
-            let hole =
-                if s.hole { Some(pn) } else { s.retx_of().filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
+            let hole = if s.hole {
+                Some(pn)
+            } else {
+                s.retx_of().filter(|&o| self.entry(o).is_some_and(|e| e.hole))
+            };
             if let Some(h) = hole {
                 if let Some(e) = self.entry(h) {
                     e.hole = false;
@@ -848,8 +851,9 @@ impl Sender {
         let largest = self.largest_acked.unwrap_or(0);
         self.suspects.clear();
         let sent = &self.sent;
-        self.suspects
-            .extend((self.base_pn..self.next_pn).filter(|&pn| sent.at(pn).hole).take_while(|&pn| pn < largest));
+        self.suspects.extend(
+            (self.base_pn..self.next_pn).filter(|&pn| sent.at(pn).hole).take_while(|&pn| pn < largest),
+        );
         self.tcp_state = TcpState::Loss { until: self.next_pn };
         self.stats.congestion_events += 1;
         self.cc.on_congestion_event(now, newest.unwrap_or(now), true, lost_bytes);
@@ -972,7 +976,8 @@ impl Sender {
             self.stats.ptos += 1;
             self.probes = 2;
             // The oldest outstanding data is what the probes carry again.
-            if let Some(s) = (self.base_pn..self.next_pn).map(|pn| *self.sent.at(pn)).find(|s| s.outstanding) {
+            if let Some(s) = (self.base_pn..self.next_pn).map(|pn| *self.sent.at(pn)).find(|s| s.outstanding)
+            {
                 if self.messages {
                     self.lost_tags.push_back((s.tag, Bytes(u64::from(s.size))));
                 } else {
