@@ -199,16 +199,15 @@ mod tests {
     use super::*;
     use lowlat_core::{Bitrate, Duration};
 
+    /// An empty 10 Mbit/s queue, as the AP's link reports it.
+    fn idle_queue() -> QueueState {
+        QueueState { bytes: Bytes(0), packets: 0, rate: Bitrate::mbps(10), busy: false, head_since: None }
+    }
+
     #[test]
     fn the_ap_acknowledges_what_it_delivered_and_drops_the_clients_acks() {
         let mut f = FastAck::new(&[FlowRole::OutOfBand, FlowRole::Pass], ReceiverConfig::default());
-        let q = QueueState {
-            bytes: Bytes(0),
-            packets: 0,
-            rate: Bitrate::mbps(10),
-            busy: false,
-            head_since: None,
-        };
+        let q = idle_queue();
         for pn in 0..4u64 {
             let p = Packet::new(pn, FlowId(0), Bytes(1200), pn, Time::ZERO);
             f.on_transmitted(Time::from_millis(pn), &p, &q);
@@ -247,13 +246,7 @@ mod tests {
         // Bursts of packets of two flows, with gaps longer than the ACK delay between some: one AP
         // hears of each transmission at its end and is woken for its timers; the other hears of
         // a burst at once (ahead) and is woken only when it asks. Same ACKs, same instants.
-        let q = QueueState {
-            bytes: Bytes(0),
-            packets: 0,
-            rate: Bitrate::mbps(10),
-            busy: false,
-            head_since: None,
-        };
+        let q = idle_queue();
         let roles = [FlowRole::OutOfBand, FlowRole::OutOfBand];
         let mut next = lowlat_core::rng::below(4, "fast-ack-ahead-test");
         let (mut t, mut seq) = (Time::ZERO, [0u64; 2]);
