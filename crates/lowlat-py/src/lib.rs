@@ -78,6 +78,44 @@ fn estimate(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<(
     Ok((e.memory_bytes, e.events))
 }
 
+/// Scenario `text` with the overrides a [`Simulation`] takes: `seed`, `cc` (every video flow's
+/// controller), `queue` (the bottleneck queues), `rtt_s` and `jitter_s` (the path).
+#[allow(clippy::too_many_arguments)]
+fn scenario_with(
+    text: &str,
+    format: &str,
+    label: &str,
+    base_dir: &str,
+    seed: Option<u64>,
+    cc: Option<&str>,
+    queue: Option<&str>,
+    rtt_s: Option<f64>,
+    jitter_s: Option<f64>,
+) -> PyResult<Scenario> {
+    let mut s = parse(text, format, label, base_dir)?;
+    if let Some(cc) = cc {
+        s = s.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    }
+    if let Some(q) = queue {
+        s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    }
+    if let Some(rtt) = rtt_s {
+        // Below a million seconds: the run limits then compare them with the duration.
+        let ok = |x: f64| x.is_finite() && (0.0..1e6).contains(&x);
+        if !ok(rtt) || !jitter_s.is_none_or(ok) {
+            return Err(ScenarioError::new_err(format!(
+                "rtt_s, jitter_s: got {rtt}, {}, expected seconds from 0 to 1e6",
+                jitter_s.unwrap_or(0.0)
+            )));
+        }
+        s = s.with_path(Duration::from_secs_f64(rtt), Duration::from_secs_f64(jitter_s.unwrap_or(0.0)));
+    }
+    if let Some(seed) = seed {
+        s.seed = seed;
+    }
+    Ok(s)
+}
+
 /// A simulation in progress.
 #[pyclass(module = "lowlat._native")]
 struct Simulation {
@@ -156,27 +194,7 @@ impl Simulation {
         jitter_s: Option<f64>,
         memory_budget: Option<&str>,
     ) -> PyResult<Self> {
-        let mut s = parse(text, format, label, base_dir)?;
-        if let Some(cc) = cc {
-            s = s.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
-        }
-        if let Some(q) = queue {
-            s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
-        }
-        if let Some(rtt) = rtt_s {
-            // Below a million seconds: the run limits then compare them with the duration.
-            let ok = |x: f64| x.is_finite() && (0.0..1e6).contains(&x);
-            if !ok(rtt) || !jitter_s.is_none_or(ok) {
-                return Err(ScenarioError::new_err(format!(
-                    "rtt_s, jitter_s: got {rtt}, {}, expected seconds from 0 to 1e6",
-                    jitter_s.unwrap_or(0.0)
-                )));
-            }
-            s = s.with_path(Duration::from_secs_f64(rtt), Duration::from_secs_f64(jitter_s.unwrap_or(0.0)));
-        }
-        if let Some(seed) = seed {
-            s.seed = seed;
-        }
+        let s = scenario_with(text, format, label, base_dir, seed, cc, queue, rtt_s, jitter_s)?;
         check_limits(&s, memory_budget)?;
         Ok(Simulation { inner: Some(lowlat_sim::Simulation::new(s)) })
     }
@@ -188,6 +206,53 @@ impl Simulation {
         let until = Time::from_secs_f64(until_s);
         py.detach(|| sim.advance(until));
         Ok(())
+    }
+
+    /// The simulated second at which scenario `text` (with the same overrides as the
+    /// constructor's) departs from the one being run, when it differs only in its bottleneck's
+    /// capacity (`None`: never); raises `ScenarioError` naming what else differs.
+    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None, rtt_s=None, jitter_s=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn bottleneck_departure_s(
+        &self,
+        text: &str,
+        format: &str,
+        label: &str,
+        base_dir: &str,
+        seed: Option<u64>,
+        cc: Option<&str>,
+        queue: Option<&str>,
+        rtt_s: Option<f64>,
+        jitter_s: Option<f64>,
+    ) -> PyResult<Option<f64>> {
+        let s = scenario_with(text, format, label, base_dir, seed, cc, queue, rtt_s, jitter_s)?;
+        let at = self.sim()?.bottleneck_departure(&s).map_err(ScenarioError::new_err)?;
+        Ok(at.map(Time::as_secs_f64))
+    }
+
+    /// Continues the run as one built from scenario `text` would have gone on (see
+    /// `lowlat_sim::Simulation::switch_bottleneck`): raises `ScenarioError` if it differs in
+    /// more than its bottleneck's capacity, `RuntimeError` (nothing changed) if the run has
+    /// already worked something out with the capacity where it differs.
+    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None, rtt_s=None, jitter_s=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn switch_bottleneck(
+        &mut self,
+        text: &str,
+        format: &str,
+        label: &str,
+        base_dir: &str,
+        seed: Option<u64>,
+        cc: Option<&str>,
+        queue: Option<&str>,
+        rtt_s: Option<f64>,
+        jitter_s: Option<f64>,
+    ) -> PyResult<()> {
+        let s = scenario_with(text, format, label, base_dir, seed, cc, queue, rtt_s, jitter_s)?;
+        let sim =
+            self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
+        sim.bottleneck_departure(&s).map_err(ScenarioError::new_err)?;
+        sim.switch_bottleneck(s).map_err(PyRuntimeError::new_err)
     }
 
     /// Says before the run which per-sample tables `finish` will build, so that nothing records

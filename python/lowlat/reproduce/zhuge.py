@@ -845,6 +845,26 @@ class DropRun:
     in_band: str = CONDITIONS["zhuge_in_band"]
 
 
+@dataclass(frozen=True)
+class DropGroup:
+    """The ABW-drop runs that are one run until their drop: one scheme on one queue with one
+    seed, at each ``(k, drop_s)`` of ``drops`` (see :func:`run_drop_group`)."""
+
+    scheme: str
+    seed: int
+    queue: str
+    drops: list[tuple[int, float]]
+    copa: str = "artifact"
+    repair: str = CONDITIONS["repair"]
+    paced: bool = CONDITIONS["paced"]
+    gcc: str = CONDITIONS["gcc"]
+    in_band: str = CONDITIONS["zhuge_in_band"]
+
+    def runs(self) -> list[DropRun]:
+        """Its runs, in the order of ``drops``."""
+        return [DropRun(int(k), self.scheme, float(d), self.seed, self.queue, self.copa, self.repair, self.paced, self.gcc, self.in_band) for k, d in self.drops]
+
+
 def _mean_mbps(path: str, trace_format: str) -> float:
     """A trace's mean rate in Mbit/s as the runs replay it (for the start order only: an
     unreadable trace counts as 1 Mbit/s; its run fails fast anyway)."""
@@ -871,6 +891,15 @@ def trace_cost(spec: TraceRun) -> float:
     rmax = float(CONDITIONS["rmax"].split()[0])
     rate = min(_mean_mbps(spec.trace, spec.trace_format), rmax) + 0.5
     return spec.seconds * rate * (_COPA_COST if spec.scheme.startswith("Copa") else 1.0)
+
+
+def drop_group_cost(group: DropGroup) -> float:
+    """A group's expected cost: its shared run up to the last drop, then each run's own part."""
+    runs = group.runs()
+    top = float(CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"])
+    shared = max((r.drop_s for r in runs), default=0.0) * top
+    own = sum((drop_run_seconds(r) - r.drop_s) * top / r.k for r in runs)
+    return (shared + own) * (_COPA_COST if group.scheme.startswith("Copa") else 1.0)
 
 
 def drop_cost(spec: DropRun) -> float:
@@ -1040,9 +1069,24 @@ def srtt_episode_s(srtt: pd.DataFrame, drop_s: float, window_s: float = 20.0) ->
     step for each sample of a 200 s run cost more than the statistic needs). The same value:
     a sample before the window has an earlier instant, so the first one in it is never skipped
     as a repeat."""
-    t = srtt["t_s"].to_numpy()
+    return _episode_in_window(srtt["t_s"].to_numpy(), srtt["srtt_ms"].to_numpy(), drop_s, window_s)
+
+
+def _episode_in_window(t: Any, srtt_ms: Any, drop_s: float, window_s: float) -> float:
     lo, hi = t.searchsorted(drop_s, "left"), t.searchsorted(drop_s + window_s, "left")
-    return first_episode_s(t[lo:hi].tolist(), srtt["srtt_ms"].to_numpy()[lo:hi].tolist(), drop_s, window_s)
+    return first_episode_s(t[lo:hi].tolist(), srtt_ms[lo:hi].tolist(), drop_s, window_s)
+
+
+def video_srtt_episode_s(r: Any, gain: float, drop_s: float, window_s: float = 20.0) -> float:
+    """:func:`srtt_episode_s` of the video flow's smoothed RTT (:func:`smoothed_rtt` of its
+    sender's samples), read from the ``sender_rtt`` columns: the same steps on the same values
+    without a DataFrame of every sample."""
+    video = r.label_is("sender_rtt", "flow", "video")
+    t, rtt = (c[video] for c in r.columns("sender_rtt", "t_s", "rtt_ms"))
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    srtt = pd.Series(rtt[order]).ewm(alpha=gain, adjust=False).mean().to_numpy()
+    return _episode_in_window(t, srtt, drop_s, window_s)
 
 
 def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
@@ -1109,15 +1153,20 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
 
 def durations_after(r: Any, drop_s: float, window_s: float = 20.0) -> dict[str, float]:
     """Seconds, in ``window_s`` after the drop, of RTT > 200 ms and frame delay > 400 ms (200 ms
-    bins), and of fps < 10 (1 s bins)."""
-    fs = r.flow_series
-    fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop_s - 1e-9) & (fs["t_s"] < drop_s + window_s - 1e-9)]
+    bins), and of fps < 10 (1 s bins). Read from the flow series' columns (a DataFrame per drop
+    run cost more than the run's last 20 s of simulation)."""
+    video = r.label_is("flow_series", "flow", "video")
+    t, owd, delay, frames = (c[video] for c in r.columns("flow_series", "t_s", "owd_ms", "frame_delay_ms", "frames"))
+    inside = (t >= drop_s - 1e-9) & (t < drop_s + window_s - 1e-9)
+    t, owd, delay, frames = t[inside], owd[inside], delay[inside], frames[inside]
     reverse_ms = WIRED_ONE_WAY_MS + HOP_MS
-    bin_s = float(fs["t_s"].diff().dropna().min()) if len(fs) > 1 else 0.2
-    rtt = (fs["owd_ms"] + reverse_ms > 200).sum() * bin_s
-    frame = (fs["frame_delay_ms"] > 400).sum() * bin_s
-    per_s = fs.groupby(((fs["t_s"] - drop_s) // 1.0).astype(int))["frames"].sum()
-    return {"rtt_over_200ms_s": rtt, "frame_delay_over_400ms_s": frame, "fps_below_10_s": float((per_s < 10).sum())}
+    bin_s = float(np.diff(t).min()) if len(t) > 1 else 0.2
+    rtt = int(np.count_nonzero(owd + reverse_ms > 200)) * bin_s
+    frame = int(np.count_nonzero(delay > 400)) * bin_s
+    # Frames per whole second after the drop (a second with no bin has no count).
+    _, second = np.unique(((t - drop_s) // 1.0).astype(int), return_inverse=True)
+    per_s = np.bincount(second, weights=np.nan_to_num(frames.astype(float))) if len(t) else np.zeros(0)
+    return {"rtt_over_200ms_s": rtt, "frame_delay_over_400ms_s": frame, "fps_below_10_s": float(np.count_nonzero(per_s < 10))}
 
 
 def own_drop_queue(scheme: str) -> str:
@@ -1131,33 +1180,84 @@ def own_drop_queue(scheme: str) -> str:
 DROP_COLUMNS = ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s", "srtt_episode_s"]
 
 
+def drop_scenario(spec: DropRun, seconds: float | None = None, dropped: bool = True) -> dict[str, Any]:
+    """The scenario of ABW-drop run ``spec``, ``seconds`` long (default
+    :func:`drop_run_seconds`); without ``dropped``, the rate never drops (the run its group
+    shares)."""
+    top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
+    steps = [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}]
+    if dropped:
+        steps.append({"at": f"{spec.drop_s} s", "rate": f"{top / spec.k:.6g} Mbit/s"})
+    queue = None if spec.queue == "own" else spec.queue
+    return scenario(
+        spec.scheme, {"schedule": steps}, False, drop_run_seconds(spec) if seconds is None else seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band
+    )
+
+
+def drop_figures(spec: DropRun, r: Any) -> dict[str, float]:
+    """The ABW-drop columns (:data:`DROP_COLUMNS`) of run ``spec``'s results ``r``."""
+    row = durations_after(r, spec.drop_s, DROP_WINDOW_S)
+    _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
+    row["srtt_episode_s"] = video_srtt_episode_s(r, SRTT_GAIN[cc], spec.drop_s, DROP_WINDOW_S)
+    return row
+
+
+def _drop_row(spec: DropRun, figures: dict[str, float] | BaseException) -> dict[str, Any]:
+    row: dict[str, Any] = asdict(spec)
+    if isinstance(figures, BaseException):
+        row.update({c: float("nan") for c in DROP_COLUMNS})
+        row["error"] = f"{type(figures).__name__}: {figures}"
+    else:
+        row.update(figures)
+        row["error"] = ""
+    return row
+
+
 def run_drop(spec: DropRun) -> dict[str, Any]:
     """One ABW-drop run; never raises."""
     from ..api import run
 
-    row: dict[str, Any] = asdict(spec)
     try:
-        top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
-        cap = {
-            "schedule": [
-                {"at": "0 s", "rate": f"{top:.6g} Mbit/s"},
-                {"at": f"{spec.drop_s} s", "rate": f"{top / spec.k:.6g} Mbit/s"},
-            ]
-        }
-        queue = None if spec.queue == "own" else spec.queue
-        sc = scenario(spec.scheme, cap, False, drop_run_seconds(spec), spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band)
-        r = run(sc, progress=False, tables=["sender_rtt"])
-        row.update(durations_after(r, spec.drop_s, DROP_WINDOW_S))
-        _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
-        srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
-        row["srtt_episode_s"] = srtt_episode_s(srtt, spec.drop_s, DROP_WINDOW_S)
-        row["error"] = ""
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
-        row.update({c: float("nan") for c in DROP_COLUMNS})
-        row["error"] = f"{type(e).__name__}: {e}"
-    return row
+        r = run(drop_scenario(spec), progress=False, tables=["sender_rtt"])
+        return _drop_row(spec, drop_figures(spec, r))
+    except Exception as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
+        return _drop_row(spec, e)
+
+
+def run_drop_group(group: DropGroup) -> dict[str, Any]:
+    """A group's ABW-drop runs (:class:`DropGroup`), never raising: their rows, under ``rows``.
+    The runs are the same until their drop, so they share one run (:func:`lowlat.api.run_branches`:
+    each goes on from a copy of it a second before its drop). Each is the artifact's full run
+    stopped a second past the window its figures read (:func:`drop_run_seconds`), so its row is
+    that of :func:`run_drop`, bit for bit."""
+    from ..api import run_branches
+
+    runs = group.runs()
+    seconds, _, _ = abw_run(group.scheme)
+    base = drop_scenario(runs[0], seconds, dropped=False) if runs else {}
+    branches = [(drop_scenario(r, seconds), drop_run_seconds(r)) for r in runs]
+    got = run_branches(base, branches, lambda i, res: drop_figures(runs[i], res), tables=["sender_rtt"]) if runs else []
+    rows = [_drop_row(r, g) for r, g in zip(runs, got)]
+    return {"rows": pd.DataFrame(rows), "error": ""}
+
+
+def run_drops(out: Path, specs: list[DropRun], runner: Runner) -> pd.DataFrame:
+    """The rows of ABW-drop runs ``specs``, in their order, run in groups that share their run
+    up to the drop (:func:`run_drop_group`; kept in ``out/sweeps/abw-drop``, resumed per group).
+    A group that fails gives each of its runs its error."""
+    keys: dict[tuple[Any, ...], list[DropRun]] = {}
+    for sp in specs:
+        keys.setdefault((sp.scheme, sp.seed, sp.queue), []).append(sp)
+    groups = [
+        DropGroup(sc, sd, q, [(r.k, r.drop_s) for r in sorted(rs, key=lambda r: (r.drop_s, r.k))], rs[0].copa, rs[0].repair, rs[0].paced, rs[0].gcc, rs[0].in_band)
+        for (sc, sd, q), rs in keys.items()
+    ]
+    gdf, data = run_grid(out, "abw-drop", run_drop_group, groups, runner, "abw drop", data=["rows"], cost=drop_group_cost)
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for g, err, rows in zip(groups, gdf["error"], data["rows"]):
+        for r, got in zip(g.runs(), rows.to_dict("records") if rows is not None else [None] * len(g.drops)):
+            found[(r.k, r.scheme, r.drop_s, r.seed, r.queue)] = got if got is not None else _drop_row(r, RuntimeError(err or "no result"))
+    return pd.DataFrame([found[(sp.k, sp.scheme, sp.drop_s, sp.seed, sp.queue)] for sp in specs])
 
 
 #: How the artifact names each ABW scheme once scored by the better of its FIFO and CoDel runs.
@@ -1524,7 +1624,7 @@ def reproduce(
         dspecs += [
             DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced, gcc, in_band) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
         ]
-    drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop", cost=drop_cost)
+    drows = run_drops(out, dspecs, runner)
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
     figure_rows: list[tuple[str, pd.DataFrame]] = []
