@@ -249,7 +249,8 @@ impl Server {
     /// cache, found again). The caller makes sure no rate was asked for at or after `from`.
     pub fn reschedule(&mut self, capacity: Capacity, from: Time) -> Result<(), String> {
         match (&self.capacity, &capacity) {
-            (Capacity::Schedule(a), Capacity::Schedule(b)) if a.period().is_none() && b.period().is_none() => {}
+            (Capacity::Schedule(a), Capacity::Schedule(b))
+                if a.period().is_none() && b.period().is_none() => {}
             _ => return Err("only a rate schedule that does not repeat can change for another".into()),
         }
         if self.read_until > from {

@@ -685,7 +685,9 @@ impl Simulation {
             return Ok(());
         };
         if let Some(h) = self.horizon.filter(|&h| h >= from) {
-            return Err(format!("the bottleneck's capacity changes at {from}, which the run has reached ({h})"));
+            return Err(format!(
+                "the bottleneck's capacity changes at {from}, which the run has reached ({h})"
+            ));
         }
         let capacity = scenario.bottleneck.capacity.clone();
         self.links[self.bottleneck as usize].reschedule(capacity, from)?;
