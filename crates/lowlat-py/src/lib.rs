@@ -725,6 +725,35 @@ fn queue_variants() -> Vec<&'static str> {
 }
 
 /// The version of the Rust core.
+/// The Zhuge artifact's decoder replayed on one flow's frames in id order (see
+/// `lowlat_media::decoder_replay`): `complete_s` and `newest_s` per frame (NaN: never), the
+/// deadline in frames. Returns each frame's exit instant (NaN: none) and whether it was decoded.
+#[pyfunction]
+fn decoder_replay(
+    complete_s: Vec<f64>,
+    newest_s: Vec<f64>,
+    discard_frames: usize,
+) -> PyResult<(Vec<f64>, Vec<bool>)> {
+    if complete_s.len() != newest_s.len() {
+        return Err(PyValueError::new_err(format!(
+            "complete_s and newest_s: got {} and {} values, expected one per frame",
+            complete_s.len(),
+            newest_s.len()
+        )));
+    }
+    let at = |s: f64| (s.is_finite() && s >= 0.0).then(|| Time::from_secs_f64(s));
+    let frames: Vec<lowlat_media::decoder_replay::FrameTimes> = complete_s
+        .iter()
+        .zip(&newest_s)
+        .map(|(&c, &n)| lowlat_media::decoder_replay::FrameTimes { complete: at(c), newest: at(n) })
+        .collect();
+    let exits = lowlat_media::decoder_replay::in_order_exits(&frames, discard_frames);
+    Ok((
+        exits.iter().map(|e| e.left.map_or(f64::NAN, Time::as_secs_f64)).collect(),
+        exits.iter().map(|e| e.decoded).collect(),
+    ))
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     lowlat_sim::results::LOWLAT_VERSION
@@ -744,6 +773,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(decoder_replay, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(window_controllers, m)?)?;
     m.add_function(wrap_pyfunction!(queue_variants, m)?)?;

@@ -465,7 +465,6 @@ the name before the last ``_``).
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from dataclasses import asdict, dataclass, replace
@@ -475,6 +474,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from .. import _native
 from .common import FAMILIES as FAMILIES
 from .common import family_of as family_of
 from .common import Runner, check_seconds, digest, family_traces, results_folder, run_grid, write_csv
@@ -942,50 +942,11 @@ def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FR
 
     f = frames.sort_values("frame")
     ids = f["frame"].to_numpy()
-    n = len(ids)
     cap = f["capture_s"].to_numpy(dtype=float)
-    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan).tolist()
-    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan).tolist()
-    # (instant, frame, 0: a newest frame's first packet / 1: completion): within one packet the
-    # decoder gives up first, then adds the packet.
-    events = sorted(
-        [(t, i, 0) for i, t in enumerate(newest) if t == t] + [(t, i, 1) for i, t in enumerate(complete) if t == t]
-    )
-    # Python lists, not arrays: the replay reads and writes single elements (a tenth of a
-    # reproduction's time went to numpy's per-element access).
-    played = [False] * n
-    done = [False] * n
-    leaves = [math.nan] * n
-    decoded = [False] * n
-    last = -1  # the last played id (the artifact's m_lastPlayedFrameId + 1 wraps -1 to 0)
-    highest = 0  # the artifact's max_frame_id before this packet
-
-    def play_run(first: int, t: float) -> int:
-        """Decodes the complete, unplayed frames from ``first`` on (up to the newest seen) at
-        ``t``; returns the last one decoded, or ``first - 1``."""
-        j = first
-        while j <= highest and not played[j] and done[j]:
-            played[j], leaves[j], decoded[j] = True, t, True
-            j += 1
-        return j - 1
-
-    for t, i, kind in events:
-        if played[i]:
-            continue  # a packet of a frame already played (or given up) is skipped
-        if kind == 0:
-            for idx in range(last + 1, i - discard_frames + 1):
-                # Given up (again, if the step back passed it), then the complete frames behind
-                # it; the last played id is the frame given up unless frames behind it decoded.
-                played[idx], leaves[idx], decoded[idx] = True, t, False
-                last = max(idx, play_run(idx + 1, t))
-            highest = max(highest, i)
-        else:
-            done[i] = True
-            if i == 0:
-                played[0], leaves[0], decoded[0] = True, t, True
-                last = 0
-            elif i == last + 1:
-                last = play_run(i, t)
+    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
+    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
+    # The replay steps event by event: in Rust (``lowlat_media::decoder_replay``).
+    leaves, decoded = _native.decoder_replay(complete.tolist(), newest.tolist(), discard_frames)
     left = np.array(leaves, dtype=float)
     was_decoded = np.array(decoded, dtype=bool)
     ok = np.isfinite(left)
