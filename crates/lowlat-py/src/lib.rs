@@ -78,44 +78,6 @@ fn estimate(text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<(
     Ok((e.memory_bytes, e.events))
 }
 
-/// Scenario `text` with the overrides a [`Simulation`] takes: `seed`, `cc` (every video flow's
-/// controller), `queue` (the bottleneck queues), `rtt_s` and `jitter_s` (the path).
-#[allow(clippy::too_many_arguments)]
-fn scenario_with(
-    text: &str,
-    format: &str,
-    label: &str,
-    base_dir: &str,
-    seed: Option<u64>,
-    cc: Option<&str>,
-    queue: Option<&str>,
-    rtt_s: Option<f64>,
-    jitter_s: Option<f64>,
-) -> PyResult<Scenario> {
-    let mut s = parse(text, format, label, base_dir)?;
-    if let Some(cc) = cc {
-        s = s.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
-    }
-    if let Some(q) = queue {
-        s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
-    }
-    if let Some(rtt) = rtt_s {
-        // Below a million seconds: the run limits then compare them with the duration.
-        let ok = |x: f64| x.is_finite() && (0.0..1e6).contains(&x);
-        if !ok(rtt) || !jitter_s.is_none_or(ok) {
-            return Err(ScenarioError::new_err(format!(
-                "rtt_s, jitter_s: got {rtt}, {}, expected seconds from 0 to 1e6",
-                jitter_s.unwrap_or(0.0)
-            )));
-        }
-        s = s.with_path(Duration::from_secs_f64(rtt), Duration::from_secs_f64(jitter_s.unwrap_or(0.0)));
-    }
-    if let Some(seed) = seed {
-        s.seed = seed;
-    }
-    Ok(s)
-}
-
 /// A simulation in progress.
 #[pyclass(module = "lowlat._native")]
 struct Simulation {
@@ -194,7 +156,27 @@ impl Simulation {
         jitter_s: Option<f64>,
         memory_budget: Option<&str>,
     ) -> PyResult<Self> {
-        let s = scenario_with(text, format, label, base_dir, seed, cc, queue, rtt_s, jitter_s)?;
+        let mut s = parse(text, format, label, base_dir)?;
+        if let Some(cc) = cc {
+            s = s.with_cc(cc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+        }
+        if let Some(q) = queue {
+            s = s.with_queue(q).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+        }
+        if let Some(rtt) = rtt_s {
+            // Below a million seconds: the run limits then compare them with the duration.
+            let ok = |x: f64| x.is_finite() && (0.0..1e6).contains(&x);
+            if !ok(rtt) || !jitter_s.is_none_or(ok) {
+                return Err(ScenarioError::new_err(format!(
+                    "rtt_s, jitter_s: got {rtt}, {}, expected seconds from 0 to 1e6",
+                    jitter_s.unwrap_or(0.0)
+                )));
+            }
+            s = s.with_path(Duration::from_secs_f64(rtt), Duration::from_secs_f64(jitter_s.unwrap_or(0.0)));
+        }
+        if let Some(seed) = seed {
+            s.seed = seed;
+        }
         check_limits(&s, memory_budget)?;
         Ok(Simulation { inner: Some(lowlat_sim::Simulation::new(s)) })
     }
@@ -208,24 +190,17 @@ impl Simulation {
         Ok(())
     }
 
-    /// The simulated second at which scenario `text` (with the same overrides as the
-    /// constructor's) departs from the one being run, when it differs only in its bottleneck's
-    /// capacity (`None`: never); raises `ScenarioError` naming what else differs.
-    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None, rtt_s=None, jitter_s=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// The simulated second at which scenario `text` departs from the one being run, when it
+    /// differs only in its bottleneck's capacity (`None`: never); raises `ScenarioError` naming
+    /// what else differs.
     fn bottleneck_departure_s(
         &self,
         text: &str,
         format: &str,
         label: &str,
         base_dir: &str,
-        seed: Option<u64>,
-        cc: Option<&str>,
-        queue: Option<&str>,
-        rtt_s: Option<f64>,
-        jitter_s: Option<f64>,
     ) -> PyResult<Option<f64>> {
-        let s = scenario_with(text, format, label, base_dir, seed, cc, queue, rtt_s, jitter_s)?;
+        let s = parse(text, format, label, base_dir)?;
         let at = self.sim()?.bottleneck_departure(&s).map_err(ScenarioError::new_err)?;
         Ok(at.map(Time::as_secs_f64))
     }
@@ -234,21 +209,8 @@ impl Simulation {
     /// `lowlat_sim::Simulation::switch_bottleneck`): raises `ScenarioError` if it differs in
     /// more than its bottleneck's capacity, `RuntimeError` (nothing changed) if the run has
     /// already worked something out with the capacity where it differs.
-    #[pyo3(signature = (text, format, label, base_dir, seed=None, cc=None, queue=None, rtt_s=None, jitter_s=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn switch_bottleneck(
-        &mut self,
-        text: &str,
-        format: &str,
-        label: &str,
-        base_dir: &str,
-        seed: Option<u64>,
-        cc: Option<&str>,
-        queue: Option<&str>,
-        rtt_s: Option<f64>,
-        jitter_s: Option<f64>,
-    ) -> PyResult<()> {
-        let s = scenario_with(text, format, label, base_dir, seed, cc, queue, rtt_s, jitter_s)?;
+    fn switch_bottleneck(&mut self, text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<()> {
+        let s = parse(text, format, label, base_dir)?;
         let sim =
             self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
         sim.bottleneck_departure(&s).map_err(ScenarioError::new_err)?;
