@@ -940,17 +940,48 @@ def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FR
     Returns the frames that left: ``frame``, ``delay_ms``, ``decoded`` (False: its last line is a
     "discard frame": given up, or given up again after the step back)."""
 
-    f = frames.sort_values("frame")
-    ids = f["frame"].to_numpy()
-    cap = f["capture_s"].to_numpy(dtype=float)
-    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
-    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
-    # The replay steps event by event: in Rust (``lowlat_media::decoder_replay``).
-    leaves, decoded = _native.decoder_replay(complete.tolist(), newest.tolist(), discard_frames)
+    ids, delay_ms, decoded = frame_exits(FrameColumns.of(frames), discard_frames)
+    return pd.DataFrame({"frame": ids, "delay_ms": delay_ms, "decoded": decoded})
+
+
+@dataclass(frozen=True)
+class FrameColumns:
+    """One flow's frames (:attr:`lowlat.Result.frames`) as arrays in frame order: what
+    :func:`frame_exits` and :func:`late_causes` read (a DataFrame per run cost a reproduction run
+    more than the replay itself)."""
+
+    frame: Any
+    capture_s: Any
+    complete_s: Any
+    newest_s: Any
+
+    @staticmethod
+    def of(frames: pd.DataFrame) -> "FrameColumns":
+        """From a frames DataFrame of one flow."""
+        f = frames.sort_values("frame")
+        return FrameColumns(
+            f["frame"].to_numpy(),
+            f["capture_s"].to_numpy(dtype=float),
+            f["complete_s"].to_numpy(dtype=float, na_value=np.nan),
+            f["newest_s"].to_numpy(dtype=float, na_value=np.nan),
+        )
+
+    @staticmethod
+    def of_flow(r: Any, flow: str) -> "FrameColumns":
+        """Flow ``flow``'s frames of run results ``r``, read from the table's columns."""
+        mine = r.label_is("frames", "flow", flow)
+        frame, cap, complete, newest = (c[mine] for c in r.columns("frames", "frame", "capture_s", "complete_s", "newest_s"))
+        order = np.argsort(frame, kind="stable")
+        return FrameColumns(frame[order], cap[order].astype(float), complete[order].astype(float), newest[order].astype(float))
+
+
+def frame_exits(fc: FrameColumns, discard_frames: int = DISCARD_FRAMES) -> tuple[Any, Any, Any]:
+    """:func:`in_order_frame_delays` on arrays: the frames that left, their delays (ms) and whether
+    each was decoded. The replay steps event by event: in Rust (``lowlat_media::decoder_replay``)."""
+    leaves, decoded = _native.decoder_replay(fc.complete_s.tolist(), fc.newest_s.tolist(), discard_frames)
     left = np.array(leaves, dtype=float)
-    was_decoded = np.array(decoded, dtype=bool)
     ok = np.isfinite(left)
-    return pd.DataFrame({"frame": ids[ok], "delay_ms": (left[ok] - cap[ok]) * 1000.0, "decoded": was_decoded[ok]}).reset_index(drop=True)
+    return fc.frame[ok], (left[ok] - fc.capture_s[ok]) * 1000.0, np.array(decoded, dtype=bool)[ok]
 
 
 #: The causes :func:`late_frame_causes` tells apart.
@@ -970,21 +1001,21 @@ def late_frame_causes(frames: pd.DataFrame, counted: pd.DataFrame, threshold_ms:
       frame (repaired or given up);
     - ``queued``: no loss, but its own last packet arrived ``threshold_ms`` or more after capture
       (queueing at the sender or the bottleneck, outages included)."""
-    import numpy as np
+    c = counted
+    return late_causes(FrameColumns.of(frames), c["frame"].to_numpy(), c["delay_ms"].to_numpy(dtype=float), c["decoded"].to_numpy(dtype=bool), threshold_ms)
 
-    f = frames.sort_values("frame")
-    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
-    newest = np.where(np.isnan(newest), np.inf, newest)
+
+def late_causes(fc: FrameColumns, frame: Any, delay_ms: Any, decoded: Any, threshold_ms: float = 400.0) -> dict[str, int]:
+    """:func:`late_frame_causes` on arrays (the frames and :func:`frame_exits`' answer)."""
+    newest = np.where(np.isnan(fc.newest_s), np.inf, fc.newest_s)
     # The first arrival of any later frame (the earliest newest_s after each one).
-    later = np.append(np.minimum.accumulate(newest[::-1])[::-1][1:], np.inf) if len(f) else newest
-    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
-    own_ms = pd.Series((complete - f["capture_s"].to_numpy(dtype=float)) * 1000.0, index=f["frame"].to_numpy())
-    lossy = pd.Series(np.isnan(complete) | (complete > later), index=f["frame"].to_numpy())
-    late = counted[counted["delay_ms"] >= threshold_ms]
-    fr = late["frame"].to_numpy()
-    dec = late["decoded"].to_numpy(dtype=bool)
-    lo = lossy.reindex(fr).to_numpy(dtype=bool)
-    own = own_ms.reindex(fr).to_numpy(dtype=float)
+    later = np.append(np.minimum.accumulate(newest[::-1])[::-1][1:], np.inf) if len(newest) else newest
+    own_ms = (fc.complete_s - fc.capture_s) * 1000.0
+    lossy = np.isnan(fc.complete_s) | (fc.complete_s > later)
+    late = delay_ms >= threshold_ms
+    # Each late frame's row among the frames (ids in order, each once).
+    at = np.searchsorted(fc.frame, frame[late])
+    dec, lo, own = decoded[late], lossy[at], own_ms[at]
     return {
         "given_up": int((~dec).sum()),
         "repaired": int((dec & lo).sum()),
@@ -1094,13 +1125,13 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
         r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
         row.update(_flow_metrics(r.summary))
-        video = r.frames[r.frames["flow"] == "video"]
-        counted = in_order_frame_delays(video)
-        row["frames_counted_artifact"] = len(counted)
+        video = FrameColumns.of_flow(r, "video")
+        frame, delay_ms, decoded = frame_exits(video)
+        row["frames_counted_artifact"] = len(frame)
         # summary_stat.sh counts a frame delay of 400 ms or more (``$1 >= fd``).
-        row["frames_late_artifact"] = int((counted["delay_ms"] >= 400.0).sum())
-        row.update({f"frames_late_{k}": v for k, v in late_frame_causes(video, counted).items()})
-        row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(counted) if len(counted) else float("nan")
+        row["frames_late_artifact"] = int((delay_ms >= 400.0).sum())
+        row.update({f"frames_late_{k}": v for k, v in late_causes(video, frame, delay_ms, decoded).items()})
+        row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(frame) if len(frame) else float("nan")
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
         if spec.scheme == "GCC+Zhuge":
             predicted, actual = r.columns("predictions", "predicted_ms", "actual_ms")
