@@ -38,6 +38,7 @@ use crate::ack::AckFrame;
 use crate::rtt::RttEstimator;
 use crate::{RateSample, Reads, WindowController};
 use lowlat_core::hash::FastMap;
+use lowlat_core::units::u64_to_f64;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
 
@@ -539,7 +540,7 @@ impl Sender {
             self.rto_at = Some(now + self.rto());
         }
         if paced {
-            self.tokens -= (size * 8) as f64;
+            self.tokens -= u64_to_f64(size * 8);
         }
         self.probes = self.probes.saturating_sub(1);
         let pn = self.next_pn;
