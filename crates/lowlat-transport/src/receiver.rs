@@ -69,10 +69,14 @@ impl Receiver {
     /// packet marked CE, so the sender reacts within an RTT).
     #[inline]
     pub fn on_packet_ecn(&mut self, now: Time, pn: u64, ecn: u8) {
-        self.ecn.count(ecn);
         self.on_packet(now, pn);
-        if ecn & 3 == 3 {
-            self.ack_now = true;
+        // (Not-ECT, mostly, counts nothing: asked first, where the count's match jumps through
+        // a table.)
+        if ecn & 3 != 0 {
+            self.ecn.count(ecn);
+            if ecn & 3 == 3 {
+                self.ack_now = true;
+            }
         }
     }
 

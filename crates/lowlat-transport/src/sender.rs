@@ -502,15 +502,14 @@ impl Sender {
     /// these calls several times a packet, and their own call frames cost a fifth of them.)
     #[inline(always)]
     fn permit(&mut self, now: Time) -> Option<bool> {
-        if !(self.has_data() || self.probes > 0) {
-            if self.window_open() {
-                // Nothing to send though the window allows it: rate samples taken until what is
-                // in flight now is delivered understate the path (delivery-rate estimation §3.4).
-                self.app_limited_until = (self.delivered + self.in_flight).max(1);
-            }
+        // (The window first: mostly closed when asked again after a send.)
+        if !self.window_open() {
             return None;
         }
-        if !self.window_open() {
+        if !(self.has_data() || self.probes > 0) {
+            // Nothing to send though the window allows it: rate samples taken until what is in
+            // flight now is delivered understate the path (delivery-rate estimation §3.4).
+            self.app_limited_until = (self.delivered + self.in_flight).max(1);
             return None;
         }
         // Polled again at the instant of the last refill (after a send, mostly): a refill would
@@ -991,7 +990,8 @@ impl Sender {
     /// When the sender next needs to act: a loss or probe timer, or the pacer.
     #[inline(always)]
     pub fn poll_timeout(&self) -> Option<Time> {
-        let pacer = if (self.has_data() || self.probes > 0) && self.window_open() {
+        // (The window first: mostly closed when asked, after a send.)
+        let pacer = if self.window_open() && (self.has_data() || self.probes > 0) {
             match self.pacing_rate() {
                 Some(rate) if self.probes == 0 => {
                     let deficit = self.packet_bits - self.tokens;
