@@ -54,6 +54,13 @@ pub struct TransportVideoSender {
     /// a send, mostly), there is nothing new to do there: captures and staleness depend only on
     /// the instant, and a send leaves the queues trimmed and the sender told.
     prepared_at: Option<Time>,
+    /// Until when the queue's oldest packet is surely not stale (its capture was handled no
+    /// earlier than `max_queue_delay` before): packets are queued at the instant they are
+    /// prepared, in order, so the front only gets newer, and [`Pacer::discard_stale`], which
+    /// finds the front in the ring at every poll, need not be asked before then.
+    fresh_until: Time,
+    /// The queue's [`PacerConfig::max_queue_delay`].
+    max_queue_delay: Duration,
 }
 
 impl TransportVideoSender {
@@ -80,6 +87,7 @@ impl TransportVideoSender {
             overhead: DATAGRAM_OVERHEAD,
             ..PacerConfig::default()
         };
+        let max_queue_delay = queue_cfg.max_queue_delay;
         Ok(TransportVideoSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),
             queue: Pacer::new(queue_cfg),
@@ -93,6 +101,8 @@ impl TransportVideoSender {
             metrics: MediaMetrics::default(),
             ecn: 0,
             prepared_at: None,
+            fresh_until: Time::ZERO,
+            max_queue_delay,
         })
     }
 
@@ -141,7 +151,11 @@ impl TransportVideoSender {
                 self.queue.enqueue_frame(now, &frame);
             }
         }
-        self.queue.discard_stale(now);
+        if now > self.fresh_until {
+            self.queue.discard_stale(now);
+            // (What is left was queued no earlier than its delay ago; nothing: from now on.)
+            self.fresh_until = now - self.queue.queue_delay(now) + self.max_queue_delay;
+        }
         self.skip_delivered();
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         self.prepared_at = Some(now);
