@@ -270,7 +270,14 @@ mod tests {
     fn u64_to_f64_is_the_cast_bit_for_bit() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut cases = vec![0, 1, (1 << 53) - 1, 1 << 53, (1 << 53) + 1, (1 << 54) + 3, i64::MAX as u64];
-        cases.extend([(1u64 << 63) - 1, 1 << 63, (1 << 63) + 1, (1 << 63) + 1024, (1 << 63) + 1025, u64::MAX]);
+        cases.extend([
+            (1u64 << 63) - 1,
+            1 << 63,
+            (1 << 63) + 1,
+            (1 << 63) + 1024,
+            (1 << 63) + 1025,
+            u64::MAX,
+        ]);
         cases.extend([u64::MAX - 1024, u64::MAX - 1023, u64::MAX - 2047, u64::MAX - 2048]);
         for _ in 0..100_000 {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -281,7 +288,6 @@ mod tests {
             assert_eq!(u64_to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
         }
     }
-
 
     #[test]
     fn round_positive_is_the_library_round() {
