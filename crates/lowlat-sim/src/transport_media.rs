@@ -423,17 +423,24 @@ pub struct TransportVideoReceiver {
     /// packet that arrives twice (a spurious retransmission) counts once: one map look-up per
     /// packet and one removal per frame.
     seen: FastMap<u64, Vec<u64>>,
-    /// The bits of the frame whose packet came last, kept out of `seen`: a frame's packets
-    /// mostly arrive together, so most packets cost no map look-up.
-    current: Option<(u64, Vec<u64>)>,
+    /// The frame whose packet came last ([`NO_FRAME`] once it completed) and its bits, kept out
+    /// of `seen`: a frame's packets mostly arrive together, so most packets cost no map
+    /// look-up. (Apart rather than an option of the pair: asked per packet, the option's
+    /// niche in the vector cost a dozen instructions.)
+    current: u64,
+    current_bits: Vec<u64>,
     /// Packets marked in `seen` and `current`.
     seen_packets: usize,
     start: Time,
     fps: f64,
-    /// The capture time of the frame whose packet came last: `(frame, time)` (a frame's packets
-    /// mostly arrive together, and the time costs a float conversion).
-    last_capture: Option<(u64, Time)>,
+    /// The capture time of the frame whose packet came last: `(frame, time)` ([`NO_FRAME`]
+    /// before any; a frame's packets mostly arrive together, and the time costs a float
+    /// conversion).
+    last_capture: (u64, Time),
 }
+
+/// No frame: frame ids are 23 bits (see [`crate::media`]'s packing).
+const NO_FRAME: u64 = u64::MAX;
 
 impl TransportVideoReceiver {
     /// A receiver for frames captured from `start` at the flow's frame rate.
@@ -445,11 +452,12 @@ impl TransportVideoReceiver {
             ),
             assembler: FrameAssembler::default(),
             seen: FastMap::default(),
-            current: None,
+            current: NO_FRAME,
+            current_bits: Vec::new(),
             seen_packets: 0,
             start,
             fps: media.source.fps,
-            last_capture: None,
+            last_capture: (NO_FRAME, Time::ZERO),
         }
     }
 }
@@ -475,13 +483,15 @@ impl Endpoint for TransportVideoReceiver {
         }
         let (frame, count) = unpack(pkt.app);
         let index = crate::media::unpack_index(pkt.app);
-        if self.current.as_ref().is_none_or(|(f, _)| *f != frame) {
-            if let Some((f, bits)) = self.current.take() {
-                self.seen.insert(f, bits);
+        if self.current != frame {
+            let bits = self.seen.remove(&frame).unwrap_or_default();
+            let bits = std::mem::replace(&mut self.current_bits, bits);
+            if self.current != NO_FRAME {
+                self.seen.insert(self.current, bits);
             }
-            self.current = Some((frame, self.seen.remove(&frame).unwrap_or_default()));
+            self.current = frame;
         }
-        let Some((_, bits)) = self.current.as_mut() else { unreachable!("set above") };
+        let bits = &mut self.current_bits;
         let (word, bit) = (usize::from(index / 64), 1u64 << (index % 64));
         if bits.len() <= word {
             bits.resize(word + 1, 0);
@@ -492,10 +502,10 @@ impl Endpoint for TransportVideoReceiver {
         bits[word] |= bit;
         self.seen_packets += 1;
         let capture = match self.last_capture {
-            Some((f, t)) if f == frame => t,
+            (f, t) if f == frame => t,
             _ => {
                 let t = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
-                self.last_capture = Some((frame, t));
+                self.last_capture = (frame, t);
                 t
             }
         };
@@ -504,11 +514,9 @@ impl Endpoint for TransportVideoReceiver {
         if self.assembler.completed.len() > done_before {
             // Its packets 0..count are forgotten (a later copy of one counts again). (The frame
             // is `current`.)
-            if let Some((_, bits)) = self.current.as_mut() {
-                self.seen_packets -= forget_below(bits, count);
-                if bits.iter().all(|&w| w == 0) {
-                    self.current = None;
-                }
+            self.seen_packets -= forget_below(&mut self.current_bits, count);
+            if self.current_bits.iter().all(|&w| w == 0) {
+                self.current = NO_FRAME;
             }
         }
         if self.seen_packets > 1 << 16 {
