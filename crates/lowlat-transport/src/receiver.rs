@@ -179,7 +179,12 @@ impl Receiver {
             *held = Some(self.version);
         }
         frame.ack_delay = now - self.largest_at;
-        frame.ecn = self.ecn.any().then_some(self.ecn);
+        // (Not-ECT flows, mostly, store nothing: the slot's frame says `None` already.)
+        if self.ecn.any() {
+            frame.ecn = Some(self.ecn);
+        } else if frame.ecn.is_some() {
+            frame.ecn = None;
+        }
         let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
         self.last_len = crate::ack::DATAGRAM_OVERHEAD
             + crate::ack::encoded_len_with(&self.ranges, frame.ack_delay, frame.ecn, tail);
