@@ -453,6 +453,7 @@ impl TimeoutRetransmitter {
     }
 
     /// The original `packet` left at `now` with transport sequence number `seq`.
+    #[inline]
     pub fn on_sent(&mut self, now: Time, seq: u64, packet: RtpPacket) {
         self.record_send_time(now, seq);
         let at = match self.find(packet.frame) {
@@ -537,6 +538,7 @@ impl TimeoutRetransmitter {
     /// An ACK arrived at `now` for packet `index` of `frame`, triggered by transport sequence
     /// number `seq`, with the receiver's dispersion (None: not reported). Returns the RTT
     /// sample it gave, if any.
+    #[inline]
     pub fn on_ack(
         &mut self,
         now: Time,
@@ -783,6 +785,7 @@ const REMEMBERED_FRAMES: u64 = 256;
 impl AckResponder {
     /// A media packet arrived at `now`: packet `index` of `count` of `frame`, `rtx` if a
     /// retransmission. Returns whether it is new (false: a duplicate).
+    #[inline]
     pub fn on_packet(&mut self, now: Time, frame: u64, index: u16, count: u16, rtx: bool) -> bool {
         if frame + REMEMBERED_FRAMES < self.highest {
             return true;
