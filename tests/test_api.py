@@ -173,6 +173,27 @@ def test_branches_give_the_results_of_their_own_runs(monkeypatch):
     assert alone[:4] == got[:4] and str(alone[4]) == str(got[4])
 
 
+def test_branches_do_not_fork_beside_other_threads_or_in_ray(monkeypatch):
+    import threading
+    import types
+
+    from lowlat import api
+
+    waiting = threading.Event()
+    other = threading.Thread(target=waiting.wait)
+    other.start()
+    try:
+        assert not api._can_fork()
+    finally:
+        waiting.set()
+        other.join()
+    monkeypatch.setitem(__import__("sys").modules, "ray", types.SimpleNamespace(is_initialized=lambda: True))
+    assert not api._can_fork()
+    monkeypatch.setattr(api.os, "fork", lambda: pytest.fail("forked in a Ray worker"))
+    got = lowlat.run_branches(_branch_scenario(None), [(_branch_scenario("3 s"), None)], lambda i, r: r.summary["flows"][0]["packets_received"])
+    assert got == [lowlat.run(_branch_scenario("3 s"), progress=False).summary["flows"][0]["packets_received"]]
+
+
 def test_a_failing_branch_keeps_the_others():
     def each(i: int, r: lowlat.Result) -> int:
         if i == 1:

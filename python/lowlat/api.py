@@ -246,8 +246,8 @@ def run_branches(
     (``Simulation.switch_bottleneck``), so its results are those of a run of its own scenario,
     bit for bit. A branch the shared run cannot hand over (it differs in more than the
     bottleneck's capacity, the bottleneck has already timed a transmission past the change, or
-    the platform cannot fork) runs on its own from the start: the same results, the time not
-    saved."""
+    this process cannot fork safely: no fork on the platform, other threads, a Ray worker) runs
+    on its own from the start: the same results, the time not saved."""
     keep, series = _tables_kept(tables, False)
     out: list[T | Exception | None] = [None] * len(branches)
     alone: list[int] = []
@@ -264,7 +264,7 @@ def run_branches(
             alone.append(i)
             continue
         shared.append((sim.end_s() if at is None else at, i, b))
-    can_fork = hasattr(os, "fork") and threading.active_count() == 1
+    can_fork = _can_fork()
     for at, i, b in sorted(shared, key=lambda x: (x[0], x[1])):
         until = branches[i][1]
         if not can_fork or at - BRANCH_MARGIN_S < sim.now_s():
@@ -285,6 +285,14 @@ def run_branches(
         except Exception as e:  # noqa: BLE001 - the branch's entry
             out[i] = e
     return out  # type: ignore[return-value]
+
+
+def _can_fork() -> bool:
+    """Whether this process may fork a copy of a run: a platform with fork, and no other thread
+    that could hold a lock the copy would then wait for (a Python thread, or a Ray worker's)."""
+    ray = sys.modules.get("ray")
+    in_ray = ray is not None and getattr(ray, "is_initialized", lambda: False)()
+    return hasattr(os, "fork") and threading.active_count() == 1 and not in_ray
 
 
 #: What a forked branch answers when the shared run cannot be handed over.
