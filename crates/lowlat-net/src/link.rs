@@ -381,6 +381,16 @@ impl Link {
     #[inline]
     pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
         self.advance(now);
+        if self.middlebox.is_none() && self.in_service.is_none() && self.queue.is_idle_droptail() {
+            // Idle, and nothing to tell: served at once, as `enqueue` and `serve` would (inline,
+            // without their calls and copies of the packet; most packets of a hop that is not
+            // congested, such as the last one before an endpoint).
+            pkt.enqueued_at = now;
+            if let Some(d) = self.serve_idle(now, &pkt) {
+                self.in_flight.push_back((d, pkt));
+            }
+            return;
+        }
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
@@ -468,11 +478,7 @@ impl Link {
             None if self.queue.is_idle_droptail() => {
                 // Idle: served at once, as `enqueue` does.
                 pkt.enqueued_at = now;
-                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
-                self.stats.record_no_sojourn(now);
-                let (finish, delivery) = self.fate(now, pkt);
-                self.in_service =
-                    Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+                let delivery = self.serve_idle(now, pkt);
                 return self.hand_on(delivery, pkt, until);
             }
             // Not reached (a queue holds packets only behind one in service): the general way.
@@ -497,6 +503,19 @@ impl Link {
         let (finish, delivery) = self.fate(start, pkt);
         self.fates.push_back((finish, delivery));
         self.hand_on(delivery, pkt, until)
+    }
+
+    /// What `enqueue` then `serve` do to a packet reaching an idle drop-tail link with no
+    /// middlebox at `now` (stamped `enqueued_at = now`), but for putting it among the packets in
+    /// propagation: it goes into service at once (a sojourn of zero), its fate worked out, and
+    /// counts as handed on. Returns its delivery (`None`: lost).
+    #[inline(always)]
+    fn serve_idle(&mut self, now: Time, pkt: &Packet) -> Option<Time> {
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+        self.stats.record_no_sojourn(now);
+        let (finish, delivery) = self.fate(now, pkt);
+        self.in_service = Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+        delivery
     }
 
     /// An eager link's packet, its delivery worked out: handed back (its delivery instant) if
