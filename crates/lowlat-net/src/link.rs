@@ -615,9 +615,16 @@ impl Link {
     fn advance(&mut self, now: Time) {
         // Most calls complete nothing: answered inline, without the completions' call (whose
         // prologue saves the registers a middlebox call and a next packet's service need).
-        if self.in_service.as_ref().is_some_and(|s| s.finish <= now) {
-            self.complete_due(now);
+        let Some(s) = self.in_service.as_ref().filter(|s| s.finish <= now) else { return };
+        if s.handed && self.middlebox.is_none() && self.queue.is_idle_droptail() {
+            // Nothing waits behind it and nothing is told of its end (an uncongested hop): the
+            // completion only counts it, inline.
+            let s = *s;
+            self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
+            self.in_service = None;
+            return;
         }
+        self.complete_due(now);
     }
 
     /// [`Link::advance`] once the transmission in service is due.
