@@ -379,18 +379,38 @@ impl Link {
 
     /// A packet arrives at the queue at `now`.
     #[inline]
-    pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
-        self.advance(now);
-        if self.middlebox.is_none() && self.in_service.is_none() && self.queue.is_idle_droptail() {
-            // Idle, and nothing to tell: served at once, as `enqueue` and `serve` would (inline,
-            // without their calls and copies of the packet; most packets of a hop that is not
-            // congested, such as the last one before an endpoint).
-            pkt.enqueued_at = now;
-            if let Some(d) = self.serve_idle(now, &pkt) {
+    pub fn handle_input(&mut self, now: Time, pkt: Packet) {
+        self.input(now, pkt);
+    }
+
+    /// [`Link::handle_input`], returning whether [`Link::poll_timeout`] may have changed
+    /// (`false`: it surely says what it said before the call), for a driver that can then skip
+    /// asking.
+    #[inline]
+    pub fn input(&mut self, now: Time, mut pkt: Packet) -> bool {
+        if self.middlebox.is_none() {
+            // What `poll_timeout` says now, when the transmission in service asks for nothing:
+            // the first delivery in propagation (`None`: nothing, or not known here).
+            let asked = match self.in_service.as_ref() {
+                Some(s) if !(s.handed && (self.eager || s.delivery.is_some())) => None,
+                _ => self.in_flight.front().map(|e| e.0),
+            };
+            self.advance(now);
+            if self.in_service.is_none() && self.queue.is_idle_droptail() {
+                // Idle, and nothing to tell: served at once, as `enqueue` and `serve` would
+                // (inline, without their calls and copies of the packet; most packets of a hop
+                // that is not congested, such as the last one before an endpoint).
+                pkt.enqueued_at = now;
+                let Some(d) = self.serve_idle(now, &pkt) else { return true };
                 self.in_flight.push_back((d, pkt));
+                // Delivered behind the packets already in propagation (the one now in service
+                // asks for nothing): the same first delivery as before.
+                return asked.is_none() || self.in_flight.front().map(|e| e.0) != asked;
             }
-            return;
+            self.enqueue(now, pkt);
+            return true;
         }
+        self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
@@ -399,12 +419,13 @@ impl Link {
                 Verdict::Drop => {
                     self.stats.middlebox_drops += 1;
                     self.stats.bin_at(now).drops += 1;
-                    return;
+                    return true;
                 }
-                Verdict::Consume => return,
+                Verdict::Consume => return true,
             }
         }
         self.enqueue(now, pkt);
+        true
     }
 
     /// A packet a middlebox released towards this link's receivers: queued without being shown to

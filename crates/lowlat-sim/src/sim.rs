@@ -907,13 +907,17 @@ impl Simulation {
             }
         }
         let l = &mut self.links[link as usize];
-        l.handle_input(now, pkt);
+        let moved = l.input(now, pkt);
         if mode.quiet {
             self.flush_quiet(link);
             return;
         }
         if mode.ahead {
             self.hand_ahead(link);
+        } else if !moved {
+            // Its wake-up is the one it asked for after the driver's last call (any link that is
+            // neither quiet nor ahead is rescheduled after each), which the arrival left as it was.
+            return;
         }
         self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
         if link == self.bottleneck && self.site && self.drain_site(now) {
