@@ -138,17 +138,19 @@ impl LinkStats {
     #[inline]
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
         let i = self.cursor.index(t);
-        if i >= self.bins.len() {
-            self.add_bins(i);
+        // (One comparison: the index is checked once.)
+        if i < self.bins.len() {
+            return &mut self.bins[i];
         }
-        &mut self.bins[i]
+        self.add_bins(i)
     }
 
-    /// Bins up to index `i`.
+    /// Bins up to index `i`, returning the last.
     #[cold]
     #[inline(never)]
-    fn add_bins(&mut self, i: usize) {
+    fn add_bins(&mut self, i: usize) -> &mut LinkBin {
         self.bins.resize(i + 1, LinkBin::default());
+        &mut self.bins[i]
     }
 
     /// Packets sent by the queue's AQM are added by the link from the queue's counter.
