@@ -567,7 +567,7 @@ impl Link {
     }
 
     /// [`Link::start_next`] when the queue may hold something.
-    #[inline]
+    #[inline(always)]
     fn take_next(&mut self, t: Time) {
         let next = self.queue.dequeue(t);
         let aqm = self.queue.aqm_drops();
