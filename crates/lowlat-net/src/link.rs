@@ -583,7 +583,7 @@ impl Link {
     }
 
     /// Starts serving `pkt`, just taken from the queue, at `t`.
-    #[inline]
+    #[inline(always)]
     fn serve(&mut self, t: Time, pkt: Packet) {
         self.stats.record_sojourn(t, t - pkt.enqueued_at);
         let mut handed = self.eager;
