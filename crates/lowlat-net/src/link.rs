@@ -651,7 +651,7 @@ impl Link {
     }
 
     /// [`Link::advance`] once the transmission in service is due.
-    #[inline]
+    #[inline(always)]
     fn complete_due(&mut self, now: Time) {
         // Looked at in place: the record is a packet's size.
         while let Some(s) = self.in_service.as_ref() {
