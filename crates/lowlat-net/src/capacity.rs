@@ -284,7 +284,13 @@ impl Server {
                 let r = rate.as_bps() as u128;
                 let need = bytes.0 as u128 * BIT_NS_PER_BYTE;
                 if r > 0 && need <= r * (end - start).as_nanos() as u128 {
-                    return Some(start + Duration(need.div_ceil(r) as u64));
+                    // A packet's bit-nanoseconds fit in 64 bits (below 2 GB), as the rate does: a
+                    // 64-bit division, the same quotient without the 128-bit division's call.
+                    let ns = match u64::try_from(need) {
+                        Ok(need) => need.div_ceil(r as u64),
+                        Err(_) => need.div_ceil(r) as u64,
+                    };
+                    return Some(start + Duration(ns));
                 }
                 if s.is_zero_from_cursor(start, &mut self.cursor) {
                     return None;
