@@ -132,3 +132,65 @@ def test_summary_only_builds_no_table_and_the_same_summary():
     for name in ("flow_series", "link_series", "frames", "predictions", "sender_rtt"):
         with pytest.raises(ValueError, match=f"{name}: this run did not build it"):
             getattr(r, name)
+
+
+def _branch_scenario(drop_at: str | None, flows: int = 1) -> dict:
+    steps = [{"at": "0 s", "rate": "6 Mbit/s"}] + ([{"at": drop_at, "rate": "1 Mbit/s"}] if drop_at else [])
+    return {
+        "duration": "8 s",
+        "seed": 5,
+        "bottleneck": {"schedule": steps, "delay": "20 ms", "queue": {"kind": "codel"}},
+        "reverse": {"rate": "50 Mbit/s", "delay": "20 ms"},
+        "flows": [{"id": "v", "kind": "rtp-video", "cc": "gcc", "rmin": "150 kbit/s", "rmax": "5 Mbit/s"}]
+        + [{"id": "c", "kind": "cbr", "rate": "500 kbit/s"}] * (flows - 1),
+    }
+
+
+def _outcome(i: int, r: lowlat.Result) -> tuple:
+    return i, {**r.summary, "wall_s": 0}, r.flow_series.to_json(), r.sender_rtt.to_json()
+
+
+def test_branches_give_the_results_of_their_own_runs(monkeypatch):
+    from lowlat import api
+
+    base = _branch_scenario(None)
+    branches = [
+        (_branch_scenario("5.5 s"), None),
+        (_branch_scenario("3 s"), None),
+        (_branch_scenario("4 s"), 6.0),  # stopped at 6 s
+        (_branch_scenario("5 s", flows=2), None),  # another flow: cannot share, runs alone
+        ({**_branch_scenario("5 s"), "duration": "eight"}, None),  # a bad scenario: its error
+    ]
+    got = lowlat.run_branches(base, branches, _outcome)
+    assert isinstance(got[4], lowlat.ScenarioError) and "duration" in str(got[4])
+    for i in (0, 1, 3):
+        assert got[i] == _outcome(i, lowlat.run(branches[i][0], progress=False)), i
+    assert got[2] != _outcome(2, lowlat.run(branches[2][0], progress=False))
+    assert got[2][1]["flows"][0]["packets_sent"] < _outcome(2, lowlat.run(branches[2][0], progress=False))[1]["flows"][0]["packets_sent"]
+    # Each on its own from the start (no fork): the same answers.
+    monkeypatch.delattr(api.os, "fork")
+    alone = lowlat.run_branches(base, branches, _outcome)
+    assert alone[:4] == got[:4] and str(alone[4]) == str(got[4])
+
+
+def test_a_failing_branch_keeps_the_others():
+    def each(i: int, r: lowlat.Result) -> int:
+        if i == 1:
+            raise ValueError("no figure for this one")
+        return r.summary["flows"][0]["packets_received"]
+
+    base = _branch_scenario(None)
+    got = lowlat.run_branches(base, [(_branch_scenario("3 s"), None), (_branch_scenario("4 s"), None), (_branch_scenario("5 s"), None)], each)
+    assert isinstance(got[1], ValueError) and "no figure" in str(got[1])
+    assert got[0] == lowlat.run(_branch_scenario("3 s"), progress=False).summary["flows"][0]["packets_received"]
+    assert got[2] > got[0] > 1000
+
+
+def test_label_is_reads_the_rows_of_one_label():
+    r = lowlat.run("dumbbell-cbr", progress=False)
+    names = sorted(set(r.link_series["link"]))
+    fresh = lowlat.run("dumbbell-cbr", progress=False)
+    for name in names + ["no such link"]:
+        mask = fresh.label_is("link_series", "link", name)
+        assert mask.tolist() == (r.link_series["link"] == name).tolist()
+    assert fresh.label_is("link_series", "link", names[0]).sum() > 10

@@ -179,6 +179,35 @@ def test_a_drop_run_stopped_after_its_window_gives_the_figures_of_the_full_run(m
     assert short == full
 
 
+def test_a_drop_group_gives_the_rows_of_its_runs_each_on_its_own():
+    runs = [zhuge.DropRun(k, "Copa+Zhuge", zhuge.drop_instant("Copa+Zhuge", u), 2, "fifo") for k, u in ((20, 147.0), (4, 145.5))]
+    group = zhuge.DropGroup("Copa+Zhuge", 2, "fifo", [(r.k, r.drop_s) for r in runs])
+    rows = zhuge.run_drop_group(group)["rows"].to_dict("records")
+    assert rows == [zhuge.run_drop(r) for r in runs]
+    assert rows[0]["error"] == "" and rows[0]["rtt_over_200ms_s"] > rows[1]["rtt_over_200ms_s"] > 0
+
+
+def test_the_drop_figures_read_from_columns_are_those_of_the_dataframes():
+    spec = zhuge.DropRun(20, "GCC+Zhuge", 146.0, 1, "codel")
+    sc = zhuge.drop_scenario(spec, spec.drop_s + 6.0)
+    r = lowlat.run({**sc, "duration": f"{spec.drop_s + 6.0} s"}, progress=False, tables=["sender_rtt"])
+    got = zhuge.drop_figures(spec, r)
+    # The definitions, on the DataFrames.
+    fs = r.flow_series
+    fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= spec.drop_s - 1e-9) & (fs["t_s"] < spec.drop_s + 20 - 1e-9)]
+    bin_s = float(fs["t_s"].diff().dropna().min())
+    per_s = fs.groupby(((fs["t_s"] - spec.drop_s) // 1.0).astype(int))["frames"].sum()
+    srtt = zhuge.smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], zhuge.SRTT_GAIN["gcc"])
+    want = {
+        "rtt_over_200ms_s": (fs["owd_ms"] + zhuge.WIRED_ONE_WAY_MS + zhuge.HOP_MS > 200).sum() * bin_s,
+        "frame_delay_over_400ms_s": (fs["frame_delay_ms"] > 400).sum() * bin_s,
+        "fps_below_10_s": float((per_s < 10).sum()),
+        "srtt_episode_s": zhuge.srtt_episode_s(srtt, spec.drop_s),
+    }
+    assert got == want
+    assert got["rtt_over_200ms_s"] > 0 and got["fps_below_10_s"] > 0
+
+
 def test_the_abw_statistic_is_the_first_episode_of_the_senders_smoothed_rtt():
     t = [5.0, 10.5, 11.0, 11.5, 12.0, 12.0, 12.5, 13.0, 14.0, 31.0]
     r = [400, 100, 250, 300, 250, 150, 150, 260, 100, 100]

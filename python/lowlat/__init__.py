@@ -13,11 +13,11 @@ import importlib
 from types import ModuleType
 
 from ._native import ScenarioError
-from .api import run, validate
+from .api import run, run_branches, validate
 from .catalog import scenarios, find_scenario
 from .results import Result
 
-__all__ = ["run", "validate", "scenarios", "find_scenario", "Result", "ScenarioError", "__version__"]
+__all__ = ["run", "run_branches", "validate", "scenarios", "find_scenario", "Result", "ScenarioError", "__version__"]
 
 from ._native import version as _version
 

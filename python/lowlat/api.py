@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import operator
+import pickle
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from . import _native, controller
 from .catalog import ScenarioSource, resolve
 from .results import Result
+
+T = TypeVar("T")
 
 #: Runs that take longer than this many wall seconds get a progress bar.
 PROGRESS_AFTER_S = 2.0
@@ -110,12 +115,42 @@ def run(
     (what a sweep that keeps summary metrics reads; about a tenth of an RMCAT run's time went to
     the tables); ``summary`` and ``summary_json`` are the same, reading any table raises.
     """
+    if cc is not None and ":" in cc and not cc.startswith("python:"):
+        cc = f"python:{cc}"  # module:Class, a Python controller
+    keep, series = _tables_kept(tables, summary_only)
+    src, sim = _simulation(scenario, seed, cc, queue, rtt_s, jitter_s, memory_budget, keep, series)
+    if pcap is not None:
+        if str(pcap).strip() == "" or Path(pcap).is_dir():
+            raise _native.ScenarioError(f"pcap: got {str(pcap)!r}, expected a file name")
+        sim.capture_pcap()
+    _advance(sim, sim.end_s(), progress, src.label if cc is None else f"{src.label} [{cc}]", f"{sim.name()} [{cc}]" if cc else sim.name())
+    if pcap is not None:
+        _write_atomically(Path(pcap), sim.take_pcap() or b"")
+    return _finish(sim, keep, series)
+
+
+def _tables_kept(tables: Iterable[str] | None, summary_only: bool) -> tuple[dict[str, bool], bool]:
+    """Which per-sample tables a run builds (see :func:`run`'s ``tables``), and whether it builds
+    the series and frames."""
     wanted = SAMPLE_TABLES if tables is None else tuple(tables)
     unknown = sorted(set(wanted) - set(SAMPLE_TABLES))
     if unknown:
         raise _native.ScenarioError(f"tables: got {unknown[0]!r}, expected some of {', '.join(SAMPLE_TABLES)}")
-    if cc is not None and ":" in cc and not cc.startswith("python:"):
-        cc = f"python:{cc}"  # module:Class, a Python controller
+    return {name: name in wanted and not summary_only for name in SAMPLE_TABLES}, not summary_only
+
+
+def _simulation(
+    scenario: str | Path | Mapping[str, Any] | ScenarioSource,
+    seed: int | None,
+    cc: str | None,
+    queue: str | None,
+    rtt_s: float | None,
+    jitter_s: float | None,
+    memory_budget: str | None,
+    keep: Mapping[str, bool],
+    series: bool,
+) -> tuple[ScenarioSource, Any]:
+    """A scenario's simulation, ready to run (see :func:`run` for the arguments)."""
     if cc is not None and cc not in _native.controllers() and cc != "external" and not cc.startswith("python:"):
         raise _native.ScenarioError(
             f"cc: got {cc!r}, expected one of {', '.join(_native.controllers())} or module:Class (a Python controller)"
@@ -128,27 +163,26 @@ def run(
     sim = _native.Simulation(
         src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
     )
-    keep = {name: name in wanted and not summary_only for name in SAMPLE_TABLES}
-    series = not summary_only
     # Told before the run: what no table will show is not recorded (Zhuge's per-packet log).
     sim.plan_tables(**keep, series=series, frames=series)
     controller.attach(sim)
-    if pcap is not None:
-        if str(pcap).strip() == "" or Path(pcap).is_dir():
-            raise _native.ScenarioError(f"pcap: got {str(pcap)!r}, expected a file name")
-        sim.capture_pcap()
+    return src, sim
+
+
+def _advance(sim: Any, until: float, progress: bool | None, label: str, desc: str) -> None:
+    """Runs ``sim`` up to ``until`` simulated seconds, in slices so the bar moves and Ctrl-C is
+    honoured: from 1/500 of the run, doubled while a slice takes under 20 ms of wall time (a
+    short run then costs a few calls instead of 500) and halved above 100 ms. Where the slices
+    end changes no result."""
     end = sim.end_s()
-    # Advance in slices of simulated time so the bar moves and Ctrl-C is honoured: from 1/500 of
-    # the run, doubled while a slice takes under 20 ms of wall time (a short run then costs a few
-    # calls instead of 500) and halved above 100 ms. Where the slices end changes no result.
+    t = sim.now_s()
     step = max(end / 500.0, 1e-3)
     started = time.perf_counter()
     bar = None
     show = sys.stderr.isatty() if progress is None else progress
     try:
-        t = 0.0
-        while t < end:
-            t = min(t + step, end)
+        while t < until:
+            t = min(t + step, until)
             slice_started = time.perf_counter()
             sim.advance(t)
             took = time.perf_counter() - slice_started
@@ -156,11 +190,10 @@ def run(
                 step = min(step * 2.0, end)
             elif took > SLICE_MAX_S:
                 step = max(step / 2.0, 1e-3)
-            controller.check(sim, src.label if cc is None else f"{src.label} [{cc}]")
+            controller.check(sim, label)
             if bar is None and show and (progress or time.perf_counter() - started > PROGRESS_AFTER_S):
                 from tqdm import tqdm
 
-                desc = f"{sim.name()} [{cc}]" if cc else sim.name()
                 bar = tqdm(total=round(end, 3), unit="sim s", desc=desc, leave=False)
                 # The bar appears late; its clock starts when the run did.
                 bar.start_t -= time.perf_counter() - started
@@ -169,8 +202,10 @@ def run(
     finally:
         if bar is not None:
             bar.close()
-    if pcap is not None:
-        _write_atomically(Path(pcap), sim.take_pcap() or b"")
+
+
+def _finish(sim: Any, keep: Mapping[str, bool], series: bool) -> Result:
+    """The results of ``sim`` so far."""
     summary_json, flows, links, predictions, frames, sender_rtt = sim.finish(**keep, series=series, frames=series)
     return Result(
         json.loads(summary_json),
@@ -183,3 +218,120 @@ def run(
         left_out=[name for name, kept in keep.items() if not kept]
         + ([] if series else ["flow_series", "link_series", "frames"]),
     )
+
+
+#: How long before its capacity departs from the shared run's a branch of :func:`run_branches`
+#: leaves it (simulated seconds): room for the transmissions a bottleneck times ahead.
+BRANCH_MARGIN_S = 1.0
+
+
+def run_branches(
+    base: str | Path | Mapping[str, Any] | ScenarioSource,
+    branches: Sequence[tuple[str | Path | Mapping[str, Any] | ScenarioSource, float | None]],
+    each: Callable[[int, Result], T],
+    *,
+    tables: Iterable[str] | None = None,
+) -> list[T | Exception]:
+    """Runs scenarios that differ from ``base`` only in the bottleneck's capacity from some
+    instant on (a capacity drop at several instants), sharing the run up to where each departs.
+
+    ``branches``: ``(scenario, until_s)`` pairs; each branch runs to ``until_s`` simulated seconds
+    (``None``: its end) and its results there (as :func:`run` would give them had it been
+    stopped then; ``tables`` as for :func:`run`) go to ``each`` with the branch's index, whose
+    answer is the branch's entry in the list returned, in the branches' order. A branch that
+    fails, or whose ``each`` raises, has the exception as its entry; the others go on.
+
+    ``base`` runs once, up to :data:`BRANCH_MARGIN_S` before the next branch departs; each
+    branch continues from a copy of it (a forked process) with its own capacity
+    (``Simulation.switch_bottleneck``), so its results are those of a run of its own scenario,
+    bit for bit. A branch the shared run cannot hand over (it differs in more than the
+    bottleneck's capacity, the bottleneck has already timed a transmission past the change, or
+    the platform cannot fork) runs on its own from the start: the same results, the time not
+    saved."""
+    keep, series = _tables_kept(tables, False)
+    out: list[T | Exception | None] = [None] * len(branches)
+    alone: list[int] = []
+    shared: list[tuple[float, int, ScenarioSource]] = []
+    try:
+        src, sim = _simulation(base, None, None, None, None, None, None, keep, series)
+    except Exception as e:  # noqa: BLE001 - every branch gets the base's failure
+        return [e for _ in branches]
+    for i, (scenario, _until) in enumerate(branches):
+        try:
+            b = resolve(scenario)
+            at = sim.bottleneck_departure_s(b.text, b.format, b.label, b.base_dir)
+        except Exception:  # noqa: BLE001 - told apart by running it alone
+            alone.append(i)
+            continue
+        shared.append((sim.end_s() if at is None else at, i, b))
+    can_fork = hasattr(os, "fork") and threading.active_count() == 1
+    for at, i, b in sorted(shared, key=lambda x: (x[0], x[1])):
+        until = branches[i][1]
+        if not can_fork or at - BRANCH_MARGIN_S < sim.now_s():
+            alone.append(i)
+            continue
+        _advance(sim, at - BRANCH_MARGIN_S, False, src.label, sim.name())
+        got = _in_fork(functools.partial(_branch, sim, b, until, functools.partial(each, i), keep, series))
+        if isinstance(got, str) and got == _REFUSED:
+            alone.append(i)
+        else:
+            out[i] = got
+    for i in sorted(alone):
+        scenario, until = branches[i]
+        try:
+            _, own = _simulation(scenario, None, None, None, None, None, None, keep, series)
+            _advance(own, own.end_s() if until is None else until, False, str(scenario), own.name())
+            out[i] = each(i, _finish(own, keep, series))
+        except Exception as e:  # noqa: BLE001 - the branch's entry
+            out[i] = e
+    return out  # type: ignore[return-value]
+
+
+#: What a forked branch answers when the shared run cannot be handed over.
+_REFUSED = "lowlat: the shared run could not take this branch"
+
+
+def _branch(sim: Any, b: ScenarioSource, until: float | None, each: Callable[[Result], Any], keep: Mapping[str, bool], series: bool) -> Any:
+    """In a forked copy of a shared run: switches to branch ``b`` and runs it (see
+    :func:`run_branches`)."""
+    try:
+        sim.switch_bottleneck(b.text, b.format, b.label, b.base_dir)
+    except RuntimeError:
+        return _REFUSED
+    _advance(sim, sim.end_s() if until is None else until, False, b.label, sim.name())
+    return each(_finish(sim, keep, series))
+
+
+def _in_fork(fn: Callable[[], Any]) -> Any:
+    """``fn()`` run in a forked child (which changes nothing here); its answer, or the exception
+    it raised, comes back pickled."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer, then leave without running anything of the parent's
+        try:
+            os.close(r)
+            try:
+                answer: Any = fn()
+            except Exception as e:  # noqa: BLE001 - sent to the parent
+                answer = e
+            try:
+                data = pickle.dumps(answer)
+            except Exception as e:  # noqa: BLE001
+                data = pickle.dumps(RuntimeError(f"the branch's answer cannot be sent back: {e}"))
+            with os.fdopen(w, "wb") as f:
+                f.write(data)
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        return RuntimeError(f"the forked branch died ({_exit_reason(status)})")
+    return pickle.loads(data)
+
+
+def _exit_reason(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit status {os.waitstatus_to_exitcode(status)}"

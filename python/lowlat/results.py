@@ -97,6 +97,18 @@ class Result:
         assert raw is not None
         return [np.asarray(_column(raw[c])) for c in columns]
 
+    def label_is(self, name: str, column: str, value: str) -> Any:
+        """A boolean array: which rows of table ``name`` have ``value`` in label column ``column``
+        (a flow or link id), read from the label codes without a string per row."""
+        raw = None if name in self._frames else self._raw.get(name, {}).get(column)
+        if isinstance(raw, tuple) and len(raw) == 3:
+            _, labels, packed = raw
+            codes = np.frombuffer(packed, dtype="<u4")
+            hits = [i for i, label in enumerate(labels) if label == value]
+            return codes == hits[0] if hits else np.zeros(len(codes), dtype=bool)
+        (values,) = self.columns(name, column)
+        return np.asarray(values == value, dtype=bool)
+
     @property
     def flow_series(self) -> pd.DataFrame:
         """One row per flow and bin (see the class doc)."""

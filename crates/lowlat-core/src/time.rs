@@ -4,7 +4,7 @@
 //! Shadow) so that adding two instants does not compile. Both are `u64` nanoseconds: 584 years of
 //! range, and no floating-point rounding in the event order.
 
-use crate::units::{parse_quantity, round_positive, ParseUnitError};
+use crate::units::{parse_quantity, round_positive, u64_to_f64, ParseUnitError};
 use std::fmt;
 use std::ops::{Add, AddAssign, Div, Mul, Sub, SubAssign};
 use std::str::FromStr;
@@ -41,7 +41,7 @@ impl Time {
     }
     /// Seconds since the start (for reporting only).
     pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1e9
+        u64_to_f64(self.0) / 1e9
     }
     /// The span since `earlier`, zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Time) -> Duration {
@@ -89,11 +89,11 @@ impl Duration {
     }
     /// Seconds (for reporting and for models stated in floating point).
     pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1e9
+        u64_to_f64(self.0) / 1e9
     }
     /// Milliseconds (for reporting).
     pub fn as_millis_f64(self) -> f64 {
-        self.0 as f64 / 1e6
+        u64_to_f64(self.0) / 1e6
     }
 }
 

@@ -8,6 +8,21 @@ use crate::Duration;
 use std::fmt;
 use std::str::FromStr;
 
+/// `x as f64`, bit for bit, through `i64`: x86-64 converts an `i64` in one instruction, a `u64`
+/// in a sequence of six (see [`round_positive`]), and times, sizes and rates are converted
+/// several times per packet. From 2^63 on, `x` is halved keeping its lowest bit as a sticky bit
+/// (so the one rounding to 53 bits is the same), converted, and doubled back: GCC's lowering of
+/// the `u64` conversion. (Written `x as f64` there, LLVM merges the two paths back into its own
+/// sequence.)
+#[inline]
+pub fn u64_to_f64(x: u64) -> f64 {
+    if x <= i64::MAX as u64 {
+        x as i64 as f64
+    } else {
+        ((x >> 1 | (x & 1)) as i64 as f64) * 2.0
+    }
+}
+
 /// `x.round().min(u64::MAX as f64) as u64` for `x > 0`, exactly, without the library `round`.
 ///
 /// Built for the baseline x86-64 target (no SSE4.1 `roundsd`), `f64::round` is a software
@@ -120,11 +135,11 @@ impl Bitrate {
     }
     /// Bits per second as a float (for reporting and floating-point models).
     pub fn as_bps_f64(self) -> f64 {
-        self.0 as f64
+        u64_to_f64(self.0)
     }
     /// Kilobits per second (for reporting).
     pub fn as_kbps_f64(self) -> f64 {
-        self.0 as f64 * 1e-3
+        u64_to_f64(self.0) * 1e-3
     }
     /// Time to serialise `bytes` at this rate, rounded up to the nanosecond; `None` at rate zero.
     pub fn transmit_time(self, bytes: Bytes) -> Option<Duration> {
@@ -250,6 +265,29 @@ impl FromStr for Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn u64_to_f64_is_the_cast_bit_for_bit() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut cases = vec![0, 1, (1 << 53) - 1, 1 << 53, (1 << 53) + 1, (1 << 54) + 3, i64::MAX as u64];
+        cases.extend([
+            (1u64 << 63) - 1,
+            1 << 63,
+            (1 << 63) + 1,
+            (1 << 63) + 1024,
+            (1 << 63) + 1025,
+            u64::MAX,
+        ]);
+        cases.extend([u64::MAX - 1024, u64::MAX - 1023, u64::MAX - 2047, u64::MAX - 2048]);
+        for _ in 0..100_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            cases.push(state);
+            cases.push(state >> (state % 64));
+        }
+        for x in cases {
+            assert_eq!(u64_to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
+        }
+    }
 
     #[test]
     fn round_positive_is_the_library_round() {

@@ -11,7 +11,10 @@
 //!   deviations, ahead of new media, until the frame is 1 s old.
 //! - [`receiver`]: frame assembly and per-frame metrics at the receiver, and the per-packet
 //!   feedback it reports (transport-wide sequence numbers and arrival times).
+//! - [`decoder_replay`]: the Zhuge artifact's in-order decoder accounting, replayed on a run's
+//!   frame times.
 
+pub mod decoder_replay;
 pub mod nack;
 pub mod pacer;
 pub mod receiver;

@@ -169,6 +169,9 @@ impl Pacer {
 
     /// [`Pacer::poll_transmit`] for a caller that has just called [`Pacer::discard_stale`] at
     /// `now` (a second call at the same instant finds nothing: it runs at every poll).
+    /// Inlined: the RTP sender calls it at every poll, mostly to refill and find nothing, and a
+    /// call returned the packet through memory.
+    #[inline]
     pub fn poll_discarded(&mut self, now: Time, rate: Bitrate) -> Option<RtpPacket> {
         self.refill(now, rate);
         if self.tokens < 0.0 {

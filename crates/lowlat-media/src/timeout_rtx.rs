@@ -173,14 +173,35 @@ struct HeldFrame {
     /// key order almost always, so finding it is O(1) per ACK where a scan was O(frame).
     /// The queue is `keys[keys_head..]` (a `Vec` and a start index: its front is dropped at
     /// every ACK, where a `VecDeque` works out the wrap-around at every access).
+    ///
+    /// While every entry is of a packet sent in a batch of the same size (`base` is
+    /// [`KeyBase::Batch`], as a frame's packets are but for a frame resent in part while its first
+    /// sending goes on), an entry holds the packet's `last_sent` instead of its key: the key is
+    /// `last_sent` plus the same dispersion x batch for all, so their order, and the entries, stay
+    /// as they are when the dispersion changes (once per frame the receiver completes: every
+    /// held frame was rebuilt each time).
     keys: Vec<(Time, u16)>,
     keys_head: usize,
-    /// `keys` was made for another dispersion, or misses packets a pacer flush released: rebuilt
-    /// before the next read.
+    /// What `keys` holds.
+    base: KeyBase,
+    /// `keys` holds keys made for another dispersion, or misses packets a pacer flush released:
+    /// rebuilt before the next read.
     rebuild: bool,
     /// What [`HeldFrame::earliest`] last found, kept until the frame changes (`None`: to be
     /// worked out again). Every ACK reads every held frame's, and changes at most one frame.
     known: Option<Option<Time>>,
+}
+
+/// What the entries of [`HeldFrame::keys`] hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum KeyBase {
+    /// No entry since the queue was last emptied.
+    #[default]
+    Empty,
+    /// Every entry is of a packet sent in a batch of this size, and holds its `last_sent`.
+    Batch(u16),
+    /// The entries hold the keys themselves, for the dispersion they were made with.
+    Keys,
 }
 
 impl HeldFrame {
@@ -188,18 +209,32 @@ impl HeldFrame {
         h.last_sent + Duration(disp.saturating_mul(u64::from(h.batch)))
     }
 
-    /// Adds the key of packet `index` (not waiting in the pacer), keeping `keys` ascending.
+    /// Adds the entry of packet `index`, `h` (not waiting in the pacer), keeping `keys`
+    /// ascending; `key` is its key at dispersion `disp`.
     #[inline]
-    fn push_key(&mut self, key: Time, index: u16) {
+    fn push_key(&mut self, h: &Held, key: Time, index: u16) {
         self.known = None;
         if self.rebuild {
             return; // the rebuild will see it
         }
-        // Packets leave in key order almost always: their keys go at the back.
-        if self.keys.last().is_none_or(|&(k, _)| k <= key) {
-            self.keys.push((key, index));
+        let value = match self.base {
+            KeyBase::Batch(b) if b == h.batch => h.last_sent,
+            KeyBase::Keys => key,
+            KeyBase::Empty => {
+                self.base = KeyBase::Batch(h.batch);
+                h.last_sent
+            }
+            KeyBase::Batch(_) => {
+                // Batches now differ: the entries become keys (rare; the packet is stored).
+                self.rebuild = true;
+                return;
+            }
+        };
+        // Packets leave in key order almost always: their entries go at the back.
+        if self.keys.last().is_none_or(|&(k, _)| k <= value) {
+            self.keys.push((value, index));
         } else {
-            self.insert_key(key, index);
+            self.insert_key(value, index);
         }
     }
 
@@ -210,13 +245,21 @@ impl HeldFrame {
         self.keys.insert(at, (key, index));
     }
 
-    /// Makes `keys` anew from the packets (after a dispersion change or a pacer flush: rare).
+    /// Makes `keys` anew from the packets (after a pacer flush, or a dispersion change or a
+    /// mix of batches while the entries are keys: rare).
     #[inline(never)]
     fn rebuild_keys(&mut self, disp: u64) {
         self.clear_keys();
+        let mut waiting = self.packets.iter().flatten().filter(|h| !h.queued);
+        if let Some(first) = waiting.next() {
+            let b = first.batch;
+            self.base = if waiting.all(|h| h.batch == b) { KeyBase::Batch(b) } else { KeyBase::Keys };
+        }
+        let by_batch = self.base != KeyBase::Keys;
         for (i, h) in self.packets.iter().enumerate() {
             if let Some(h) = h.filter(|h| !h.queued) {
-                self.keys.push((Self::key(&h, disp), i as u16));
+                let value = if by_batch { h.last_sent } else { Self::key(&h, disp) };
+                self.keys.push((value, i as u16));
             }
         }
         self.keys.sort_unstable();
@@ -227,6 +270,15 @@ impl HeldFrame {
     fn clear_keys(&mut self) {
         self.keys.clear();
         self.keys_head = 0;
+        self.base = KeyBase::Empty;
+    }
+
+    /// The dispersion changed: entries that are keys are made anew before the next read.
+    fn on_dispersion_change(&mut self) {
+        if self.base == KeyBase::Keys {
+            self.rebuild = true;
+        }
+        self.known = None;
     }
 
     /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
@@ -246,11 +298,15 @@ impl HeldFrame {
         if self.rebuild {
             self.rebuild_keys(disp);
         }
-        while let Some(&(key, i)) = self.keys.get(self.keys_head) {
-            let current =
-                self.packets[usize::from(i)].is_some_and(|h| !h.queued && Self::key(&h, disp) == key);
-            if current {
-                return Some(key);
+        while let Some(&(value, i)) = self.keys.get(self.keys_head) {
+            if let Some(h) = self.packets[usize::from(i)].filter(|h| !h.queued) {
+                match self.base {
+                    KeyBase::Batch(b) if h.batch == b && h.last_sent == value => {
+                        return Some(Self::key(&h, disp));
+                    }
+                    KeyBase::Keys if Self::key(&h, disp) == value => return Some(value),
+                    _ => {}
+                }
             }
             self.keys_head += 1;
         }
@@ -397,6 +453,7 @@ impl TimeoutRetransmitter {
     }
 
     /// The original `packet` left at `now` with transport sequence number `seq`.
+    #[inline]
     pub fn on_sent(&mut self, now: Time, seq: u64, packet: RtpPacket) {
         self.record_send_time(now, seq);
         let at = match self.find(packet.frame) {
@@ -441,7 +498,7 @@ impl TimeoutRetransmitter {
             f.count += 1;
         }
         let key = HeldFrame::key(&h, disp);
-        f.push_key(key, packet.index);
+        f.push_key(&h, key, packet.index);
         self.lower_others_floor(at, key);
         let t = self.due(&self.frames[at], &h);
         self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
@@ -456,8 +513,9 @@ impl TimeoutRetransmitter {
             if let Some(Some(h)) = f.packets.get_mut(usize::from(packet.index)) {
                 h.last_sent = now;
                 h.queued = false;
-                let key = HeldFrame::key(h, disp);
-                f.push_key(key, packet.index);
+                let h = *h;
+                let key = HeldFrame::key(&h, disp);
+                f.push_key(&h, key, packet.index);
                 self.lower_others_floor(at, key);
             }
         }
@@ -480,6 +538,7 @@ impl TimeoutRetransmitter {
     /// An ACK arrived at `now` for packet `index` of `frame`, triggered by transport sequence
     /// number `seq`, with the receiver's dispersion (None: not reported). Returns the RTT
     /// sample it gave, if any.
+    #[inline]
     pub fn on_ack(
         &mut self,
         now: Time,
@@ -534,8 +593,7 @@ impl TimeoutRetransmitter {
         if d != self.dispersion {
             self.dispersion = d;
             for f in &mut self.frames {
-                f.rebuild = true;
-                f.known = None;
+                f.on_dispersion_change();
             }
             self.others_floor = None;
         }
@@ -727,6 +785,7 @@ const REMEMBERED_FRAMES: u64 = 256;
 impl AckResponder {
     /// A media packet arrived at `now`: packet `index` of `count` of `frame`, `rtx` if a
     /// retransmission. Returns whether it is new (false: a duplicate).
+    #[inline]
     pub fn on_packet(&mut self, now: Time, frame: u64, index: u16, count: u16, rtx: bool) -> bool {
         if frame + REMEMBERED_FRAMES < self.highest {
             return true;

@@ -55,6 +55,10 @@ pub struct Server {
     /// link asks several times per packet (its rate for the queue limit and for a middlebox,
     /// each packet's finish) and nearly always within one step: a comparison then answers.
     step: (u64, u64, Bitrate),
+    /// Capacities that vary: the latest instant an answer depended on (the latest finish
+    /// worked out, or `Time::MAX` once one never finishes), which bounds where the capacity may
+    /// still change ([`Server::reschedule`]).
+    read_until: Time,
 }
 
 /// The rate of schedule `s` at `t` and when its step ends, from the `step` a [`Server`]
@@ -197,6 +201,16 @@ impl Capacity {
         }
     }
 
+    /// The first instant at which `self` and `other` serve at different rates (`None`: never;
+    /// see [`RateSchedule::first_difference`]). Capacities of different kinds, and any but rate
+    /// schedules, count as different from 0 on unless they are equal.
+    pub fn first_difference(&self, other: &Capacity) -> Option<Time> {
+        match (self, other) {
+            (Capacity::Schedule(a), Capacity::Schedule(b)) => a.first_difference(b),
+            _ => (self != other).then_some(Time::ZERO),
+        }
+    }
+
     /// Mean rate over [from, to).
     pub fn mean_rate(&self, from: Time, to: Time) -> Bitrate {
         let d = to - from;
@@ -220,12 +234,35 @@ impl Server {
             Capacity::Constant(r) => (0, u64::MAX, *r),
             _ => (0, 0, Bitrate::ZERO),
         };
-        Server { capacity, last_opportunity: None, wifi, cursor: 0, step }
+        Server { capacity, last_opportunity: None, wifi, cursor: 0, step, read_until: Time::ZERO }
     }
 
     /// The capacity it serves at.
     pub fn capacity(&self) -> &Capacity {
         &self.capacity
+    }
+
+    /// Serves `capacity` from now on, which must give the rates the server's own gives until
+    /// `from`, the first instant they differ. Refused (with why) unless both are rate schedules
+    /// that do not repeat and no answer so far depended on the rate at or after `from`: the
+    /// server then answers as one built with `capacity` would have (what it remembers is a
+    /// cache, found again). The caller makes sure no rate was asked for at or after `from`.
+    pub fn reschedule(&mut self, capacity: Capacity, from: Time) -> Result<(), String> {
+        match (&self.capacity, &capacity) {
+            (Capacity::Schedule(a), Capacity::Schedule(b))
+                if a.period().is_none() && b.period().is_none() => {}
+            _ => return Err("only a rate schedule that does not repeat can change for another".into()),
+        }
+        if self.read_until > from {
+            return Err(format!(
+                "a transmission was worked out up to {} with the rate before the change at {from}",
+                self.read_until
+            ));
+        }
+        self.capacity = capacity;
+        self.cursor = 0;
+        self.step = (0, 0, Bitrate::ZERO);
+        Ok(())
     }
 
     /// The rate at `t` (see [`Capacity::rate_at`]).
@@ -274,11 +311,15 @@ impl Server {
             if lo <= x && x < hi && r > 0 && bytes.0 < (1 << 31) {
                 let need = bytes.0 * 8_000_000_000;
                 if u128::from(need) <= u128::from(r) * u128::from(hi - x) {
-                    return Some(start + Duration(need.div_ceil(r)));
+                    let finish = start + Duration(need.div_ceil(r));
+                    self.read_until = self.read_until.max(finish);
+                    return Some(finish);
                 }
             }
         }
-        self.finish_time_varying(start, bytes)
+        let finish = self.finish_time_varying(start, bytes);
+        self.read_until = self.read_until.max(finish.unwrap_or(Time::MAX));
+        finish
     }
 
     /// [`Server::finish_time`] of a capacity that varies.

@@ -358,6 +358,12 @@ impl Link {
         self.server.capacity()
     }
 
+    /// Serves `capacity` from now on, the same as the link's until `from` (see
+    /// [`Server::reschedule`], which says when it is refused).
+    pub fn reschedule(&mut self, capacity: Capacity, from: Time) -> Result<(), String> {
+        self.server.reschedule(capacity, from)
+    }
+
     /// The propagation delay.
     pub fn delay(&self) -> Duration {
         self.delay

@@ -140,6 +140,35 @@ impl RateSchedule {
         i + pts[i + 1..].partition_point(|p| p.0.as_nanos() <= x)
     }
 
+    /// The first instant at which `self` and `other` give different rates (`None`: they agree
+    /// at every instant). Rates change only at steps, so the steps of both are the only
+    /// candidates. Schedules that repeat are compared whole: `Some(Time::ZERO)` unless equal.
+    pub fn first_difference(&self, other: &RateSchedule) -> Option<Time> {
+        if self.period.is_some() || other.period.is_some() {
+            return (self != other).then_some(Time::ZERO);
+        }
+        let (a, b) = (&self.points, &other.points);
+        let (mut i, mut j) = (0, 0);
+        // Before the first step the first rate holds, so instant 0 comes first.
+        let mut t = Time::ZERO;
+        loop {
+            if self.rate_at(t) != other.rate_at(t) {
+                return Some(t);
+            }
+            while a.get(i).is_some_and(|p| p.0 <= t) {
+                i += 1;
+            }
+            while b.get(j).is_some_and(|p| p.0 <= t) {
+                j += 1;
+            }
+            t = match (a.get(i), b.get(j)) {
+                (None, None) => return None,
+                (Some(p), None) | (None, Some(p)) => p.0,
+                (Some(p), Some(q)) => p.0.min(q.0),
+            };
+        }
+    }
+
     /// The rate at `t`.
     pub fn rate_at(&self, t: Time) -> Bitrate {
         self.step_at(t).0
@@ -305,5 +334,36 @@ mod tests {
                 assert_eq!(s.bit_ns_from(Time(t), to, &mut c), s.bit_ns(Time(t), to));
             }
         }
+    }
+
+    #[test]
+    fn the_first_difference_is_the_first_instant_the_rates_differ() {
+        let mut rng = lowlat_core::rng::stream(6, "schedule-difference-test");
+        for case in 0..300 {
+            let a = random_schedule(&mut rng, false);
+            // A copy with one step's rate changed, a step added or removed (or nothing).
+            let mut pts = a.points().to_vec();
+            match rng.random_range(0..4) {
+                0 => {
+                    let i = rng.random_range(0..pts.len());
+                    pts[i].1 = Bitrate::bps(rng.random_range(0..3));
+                }
+                1 => {
+                    let t = pts[pts.len() - 1].0 + Duration(rng.random_range(1..20));
+                    pts.push((t, Bitrate::bps(rng.random_range(0..50_000_000))));
+                }
+                2 if pts.len() > 1 => {
+                    pts.remove(rng.random_range(0..pts.len()));
+                }
+                _ => {}
+            }
+            let b = RateSchedule::new(pts).unwrap();
+            let end = b.points().last().unwrap().0.max(a.points().last().unwrap().0).as_nanos() + 2;
+            let naive = (0..end).map(Time).find(|&t| a.rate_at(t) != b.rate_at(t));
+            assert_eq!(a.first_difference(&b), naive, "case {case}");
+            assert_eq!(b.first_difference(&a), naive, "case {case}");
+        }
+        let looping = random_schedule(&mut rng, true);
+        assert_eq!(looping.first_difference(&looping.clone()), None);
     }
 }

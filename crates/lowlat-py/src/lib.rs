@@ -190,6 +190,33 @@ impl Simulation {
         Ok(())
     }
 
+    /// The simulated second at which scenario `text` departs from the one being run, when it
+    /// differs only in its bottleneck's capacity (`None`: never); raises `ScenarioError` naming
+    /// what else differs.
+    fn bottleneck_departure_s(
+        &self,
+        text: &str,
+        format: &str,
+        label: &str,
+        base_dir: &str,
+    ) -> PyResult<Option<f64>> {
+        let s = parse(text, format, label, base_dir)?;
+        let at = self.sim()?.bottleneck_departure(&s).map_err(ScenarioError::new_err)?;
+        Ok(at.map(Time::as_secs_f64))
+    }
+
+    /// Continues the run as one built from scenario `text` would have gone on (see
+    /// `lowlat_sim::Simulation::switch_bottleneck`): raises `ScenarioError` if it differs in
+    /// more than its bottleneck's capacity, `RuntimeError` (nothing changed) if the run has
+    /// already worked something out with the capacity where it differs.
+    fn switch_bottleneck(&mut self, text: &str, format: &str, label: &str, base_dir: &str) -> PyResult<()> {
+        let s = parse(text, format, label, base_dir)?;
+        let sim =
+            self.inner.as_mut().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
+        sim.bottleneck_departure(&s).map_err(ScenarioError::new_err)?;
+        sim.switch_bottleneck(s).map_err(PyRuntimeError::new_err)
+    }
+
     /// Says before the run which per-sample tables `finish` will build, so that nothing records
     /// the others (Zhuge's per-packet prediction log); the summary is the same.
     #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true))]
@@ -660,6 +687,35 @@ fn queue_variants() -> Vec<&'static str> {
 }
 
 /// The version of the Rust core.
+/// The Zhuge artifact's decoder replayed on one flow's frames in id order (see
+/// `lowlat_media::decoder_replay`): `complete_s` and `newest_s` per frame (NaN: never), the
+/// deadline in frames. Returns each frame's exit instant (NaN: none) and whether it was decoded.
+#[pyfunction]
+fn decoder_replay(
+    complete_s: Vec<f64>,
+    newest_s: Vec<f64>,
+    discard_frames: usize,
+) -> PyResult<(Vec<f64>, Vec<bool>)> {
+    if complete_s.len() != newest_s.len() {
+        return Err(PyValueError::new_err(format!(
+            "complete_s and newest_s: got {} and {} values, expected one per frame",
+            complete_s.len(),
+            newest_s.len()
+        )));
+    }
+    let at = |s: f64| (s.is_finite() && s >= 0.0).then(|| Time::from_secs_f64(s));
+    let frames: Vec<lowlat_media::decoder_replay::FrameTimes> = complete_s
+        .iter()
+        .zip(&newest_s)
+        .map(|(&c, &n)| lowlat_media::decoder_replay::FrameTimes { complete: at(c), newest: at(n) })
+        .collect();
+    let exits = lowlat_media::decoder_replay::in_order_exits(&frames, discard_frames);
+    Ok((
+        exits.iter().map(|e| e.left.map_or(f64::NAN, Time::as_secs_f64)).collect(),
+        exits.iter().map(|e| e.decoded).collect(),
+    ))
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     lowlat_sim::results::LOWLAT_VERSION
@@ -679,6 +735,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_dumbbell, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(decoder_replay, m)?)?;
     m.add_function(wrap_pyfunction!(controllers, m)?)?;
     m.add_function(wrap_pyfunction!(window_controllers, m)?)?;
     m.add_function(wrap_pyfunction!(queue_variants, m)?)?;

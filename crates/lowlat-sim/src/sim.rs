@@ -642,6 +642,59 @@ impl Simulation {
         &self.scenario
     }
 
+    /// Where `scenario` departs from the scenario being run, when it differs only in the
+    /// forward bottleneck's capacity: the first instant the two capacities differ (`None`: they
+    /// never do; see [`lowlat_net::Capacity::first_difference`]). `Err` names what else differs.
+    pub fn bottleneck_departure(&self, scenario: &Scenario) -> Result<Option<Time>, String> {
+        let mut same = scenario.clone();
+        same.bottleneck.capacity = self.scenario.bottleneck.capacity.clone();
+        if same != self.scenario {
+            let (a, b) = (&same, &self.scenario);
+            let fields = [
+                ("name", a.name == b.name),
+                ("description", a.description == b.description),
+                ("seed", a.seed == b.seed),
+                ("duration", a.duration == b.duration),
+                ("bin", a.bin == b.bin),
+                ("bottleneck", a.bottleneck == b.bottleneck),
+                ("assist", a.assist == b.assist && a.zhuge == b.zhuge && a.scone == b.scone),
+                ("reverse", a.reverse == b.reverse),
+                ("flows", a.flows == b.flows),
+                ("warnings", a.warnings == b.warnings),
+                ("source", a.source == b.source),
+            ];
+            let differ: Vec<&str> = fields.iter().filter(|f| !f.1).map(|f| f.0).collect();
+            return Err(format!(
+                "the scenario differs from the one being run in more than its bottleneck's capacity: {}",
+                differ.join(", ")
+            ));
+        }
+        Ok(self.scenario.bottleneck.capacity.first_difference(&scenario.bottleneck.capacity))
+    }
+
+    /// Continues the run as one built from `scenario` would have gone on: `scenario` differs
+    /// only in the bottleneck's capacity, from an instant the run has not reached yet (see
+    /// [`Simulation::bottleneck_departure`]). Refused, with the reason and nothing changed, if
+    /// anything was worked out with the capacity at or after that instant (the run has
+    /// processed it, or the bottleneck has already timed a transmission past it; see
+    /// [`lowlat_net::Server::reschedule`]). With it, one run's prefix is shared by variants
+    /// that differ later (a capacity drop at several instants): each continues from a copy.
+    pub fn switch_bottleneck(&mut self, scenario: Scenario) -> Result<(), String> {
+        let Some(from) = self.bottleneck_departure(&scenario)? else {
+            self.scenario = scenario;
+            return Ok(());
+        };
+        if let Some(h) = self.horizon.filter(|&h| h >= from) {
+            return Err(format!(
+                "the bottleneck's capacity changes at {from}, which the run has reached ({h})"
+            ));
+        }
+        let capacity = scenario.bottleneck.capacity.clone();
+        self.links[self.bottleneck as usize].reschedule(capacity, from)?;
+        self.scenario = scenario;
+        Ok(())
+    }
+
     /// Simulated time reached so far.
     pub fn now(&self) -> Time {
         self.now

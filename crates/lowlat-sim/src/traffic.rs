@@ -159,16 +159,18 @@ impl FlowMetrics {
     fn bin_at(&mut self, t: Time) -> &mut FlowBin {
         let i = self.cursor.index(t);
         if i >= self.bins.len() {
-            self.add_bins(i);
+            return self.add_bins(i);
         }
+        // (Checked above: the index is not checked again.)
         &mut self.bins[i]
     }
 
-    /// Bins up to index `i`.
+    /// Bins up to index `i`; the last.
     #[cold]
     #[inline(never)]
-    fn add_bins(&mut self, i: usize) {
+    fn add_bins(&mut self, i: usize) -> &mut FlowBin {
         self.bins.resize(i + 1, FlowBin::default());
+        &mut self.bins[i]
     }
 
     /// The source sent `size` bytes at `now`.

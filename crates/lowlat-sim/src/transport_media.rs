@@ -17,9 +17,9 @@ use crate::transport::{AckMailbox, AckReceiver};
 use lowlat_core::hash::FastMap;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
-use lowlat_media::pacer::{Pacer, PacerConfig};
+use lowlat_media::pacer::PacerConfig;
 use lowlat_media::receiver::FrameAssembler;
-use lowlat_media::source::VideoSource;
+use lowlat_media::source::{Frame, VideoSource};
 use lowlat_transport::{AckFrame, ReceiverConfig, Sender, SenderConfig};
 use std::collections::VecDeque;
 
@@ -36,7 +36,7 @@ const BACKLOG_DRAIN: Duration = Duration::from_millis(200);
 #[derive(Debug)]
 pub struct TransportVideoSender {
     source: VideoSource,
-    queue: Pacer,
+    queue: FrameQueue,
     sender: Sender,
     /// Lost packets to send again: `(tag, size)`.
     resend: VecDeque<(u64, Bytes)>,
@@ -54,6 +54,11 @@ pub struct TransportVideoSender {
     /// a send, mostly), there is nothing new to do there: captures and staleness depend only on
     /// the instant, and a send leaves the queues trimmed and the sender told.
     prepared_at: Option<Time>,
+    /// Until when the queue's oldest packet is surely not stale (it was queued no earlier than
+    /// the queue's `max_queue_delay` before): packets are queued at the instant they are
+    /// prepared, in order, so the front only gets newer, and [`FrameQueue::discard_stale`],
+    /// which finds the front in the ring, need not be asked at every poll before then.
+    fresh_until: Time,
 }
 
 impl TransportVideoSender {
@@ -82,7 +87,7 @@ impl TransportVideoSender {
         };
         Ok(TransportVideoSender {
             source: VideoSource::new(media.source.clone(), start, start_rate, rng),
-            queue: Pacer::new(queue_cfg),
+            queue: FrameQueue::new(&queue_cfg),
             sender: Sender::for_messages(cfg, cc),
             resend: VecDeque::new(),
             rmin: media.source.rmin,
@@ -93,6 +98,7 @@ impl TransportVideoSender {
             metrics: MediaMetrics::default(),
             ecn: 0,
             prepared_at: None,
+            fresh_until: Time::ZERO,
         })
     }
 
@@ -141,7 +147,11 @@ impl TransportVideoSender {
                 self.queue.enqueue_frame(now, &frame);
             }
         }
-        self.queue.discard_stale(now);
+        if now > self.fresh_until {
+            self.queue.discard_stale(now);
+            // (What is left was queued no earlier than its delay ago; nothing: from now on.)
+            self.fresh_until = self.queue.oldest().unwrap_or(now) + self.queue.max_queue_delay;
+        }
         self.skip_delivered();
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         self.prepared_at = Some(now);
@@ -171,12 +181,124 @@ impl TransportVideoSender {
         let (tag, size) = self
             .resend
             .pop_front()
-            .or_else(|| self.queue.pop().map(|p| (pack(p.frame, p.index, p.frame_packets), p.size)))
+            .or_else(|| self.queue.pop().map(|(frame, index, count, size)| (pack(frame, index, count), size)))
             .unwrap_or((PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)));
         let pn = self.sender.send_message(now, size, tag);
         self.skip_delivered();
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         Transmit { size, seq: pn, app: tag, ecn: self.ecn }
+    }
+}
+
+/// The application queue: frames cut into packets as they are taken, as [`Pacer`] cuts them
+/// when they are queued (the same packets, sizes, byte count and flushes of the whole queue once
+/// its oldest packet has waited longer than `max_queue_delay`). A frame is a hundred packets or
+/// more at the rates of the trace runs, and the pacer's queue moved each packet (48 bytes) into
+/// and out of its ring: here a packet costs its size's arithmetic.
+///
+/// [`Pacer`]: lowlat_media::pacer::Pacer
+#[derive(Debug)]
+struct FrameQueue {
+    frames: VecDeque<QueuedFrame>,
+    /// Largest payload per packet (at least 1), and the header bytes each packet adds.
+    mtu: u64,
+    overhead: u64,
+    max_queue_delay: Duration,
+    /// Bytes on the wire and packets of what waits.
+    queued_bytes: u64,
+    queued_packets: u64,
+    /// Packets discarded by flushes so far.
+    discarded_packets: u64,
+}
+
+/// A frame in the [`FrameQueue`], with the packets taken from it so far.
+#[derive(Clone, Copy, Debug)]
+struct QueuedFrame {
+    id: u64,
+    /// Packets it is cut into, and the index of the next one to take.
+    packets: u16,
+    next: u16,
+    /// Payload bytes of each packet, and how many of the first packets carry one more (the
+    /// frame's size spread as evenly as the packets allow).
+    base: u64,
+    extra: u64,
+    /// When it was queued.
+    enqueued: Time,
+}
+
+impl FrameQueue {
+    /// An empty queue cutting packets as `cfg` says.
+    fn new(cfg: &PacerConfig) -> FrameQueue {
+        FrameQueue {
+            frames: VecDeque::with_capacity(64),
+            mtu: cfg.mtu_payload.0.max(1),
+            overhead: cfg.overhead.0,
+            max_queue_delay: cfg.max_queue_delay,
+            queued_bytes: 0,
+            queued_packets: 0,
+            discarded_packets: 0,
+        }
+    }
+
+    /// Queues `frame` at `now` ([`Pacer::enqueue_frame`](lowlat_media::pacer::Pacer::enqueue_frame)).
+    fn enqueue_frame(&mut self, now: Time, frame: &Frame) {
+        let n = frame.size.0.div_ceil(self.mtu).clamp(1, u16::MAX as u64);
+        let (base, extra) = (frame.size.0 / n, frame.size.0 % n);
+        // (The packets' sizes add up to the frame's payload plus a header each.)
+        self.queued_bytes += frame.size.0 + n * self.overhead;
+        self.queued_packets += n;
+        self.frames.push_back(QueuedFrame {
+            id: frame.id,
+            packets: n as u16,
+            next: 0,
+            base,
+            extra,
+            enqueued: now,
+        });
+    }
+
+    /// The next packet: `(frame, index, packets in the frame, size on the wire)`.
+    fn pop(&mut self) -> Option<(u64, u16, u16, Bytes)> {
+        let f = self.frames.front_mut()?;
+        let index = f.next;
+        let size = f.base + u64::from(u64::from(index) < f.extra) + self.overhead;
+        let (id, packets) = (f.id, f.packets);
+        f.next += 1;
+        if f.next == packets {
+            self.frames.pop_front();
+        }
+        self.queued_bytes -= size;
+        self.queued_packets -= 1;
+        Some((id, index, packets, Bytes(size)))
+    }
+
+    /// Discards the whole queue if its oldest packet has waited longer than the maximum.
+    fn discard_stale(&mut self, now: Time) {
+        if self.frames.front().is_some_and(|f| now - f.enqueued > self.max_queue_delay) {
+            self.discarded_packets += self.queued_packets;
+            self.frames.clear();
+            self.queued_bytes = 0;
+            self.queued_packets = 0;
+        }
+    }
+
+    /// When the oldest packet waiting was queued.
+    fn oldest(&self) -> Option<Time> {
+        self.frames.front().map(|f| f.enqueued)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Bytes waiting.
+    fn queued_bytes(&self) -> Bytes {
+        Bytes(self.queued_bytes)
+    }
+
+    /// Packets discarded by flushes so far.
+    fn discarded_packets(&self) -> u64 {
+        self.discarded_packets
     }
 }
 
@@ -301,17 +423,24 @@ pub struct TransportVideoReceiver {
     /// packet that arrives twice (a spurious retransmission) counts once: one map look-up per
     /// packet and one removal per frame.
     seen: FastMap<u64, Vec<u64>>,
-    /// The bits of the frame whose packet came last, kept out of `seen`: a frame's packets
-    /// mostly arrive together, so most packets cost no map look-up.
-    current: Option<(u64, Vec<u64>)>,
+    /// The frame whose packet came last ([`NO_FRAME`] once it completed) and its bits, kept out
+    /// of `seen`: a frame's packets mostly arrive together, so most packets cost no map
+    /// look-up. (Apart rather than an option of the pair: asked per packet, the option's
+    /// niche in the vector cost a dozen instructions.)
+    current: u64,
+    current_bits: Vec<u64>,
     /// Packets marked in `seen` and `current`.
     seen_packets: usize,
     start: Time,
     fps: f64,
-    /// The capture time of the frame whose packet came last: `(frame, time)` (a frame's packets
-    /// mostly arrive together, and the time costs a float conversion).
-    last_capture: Option<(u64, Time)>,
+    /// The capture time of the frame whose packet came last: `(frame, time)` ([`NO_FRAME`]
+    /// before any; a frame's packets mostly arrive together, and the time costs a float
+    /// conversion).
+    last_capture: (u64, Time),
 }
+
+/// No frame: frame ids are 23 bits (see [`crate::media`]'s packing).
+const NO_FRAME: u64 = u64::MAX;
 
 impl TransportVideoReceiver {
     /// A receiver for frames captured from `start` at the flow's frame rate.
@@ -323,11 +452,12 @@ impl TransportVideoReceiver {
             ),
             assembler: FrameAssembler::default(),
             seen: FastMap::default(),
-            current: None,
+            current: NO_FRAME,
+            current_bits: Vec::new(),
             seen_packets: 0,
             start,
             fps: media.source.fps,
-            last_capture: None,
+            last_capture: (NO_FRAME, Time::ZERO),
         }
     }
 }
@@ -353,13 +483,15 @@ impl Endpoint for TransportVideoReceiver {
         }
         let (frame, count) = unpack(pkt.app);
         let index = crate::media::unpack_index(pkt.app);
-        if self.current.as_ref().is_none_or(|(f, _)| *f != frame) {
-            if let Some((f, bits)) = self.current.take() {
-                self.seen.insert(f, bits);
+        if self.current != frame {
+            let bits = self.seen.remove(&frame).unwrap_or_default();
+            let bits = std::mem::replace(&mut self.current_bits, bits);
+            if self.current != NO_FRAME {
+                self.seen.insert(self.current, bits);
             }
-            self.current = Some((frame, self.seen.remove(&frame).unwrap_or_default()));
+            self.current = frame;
         }
-        let Some((_, bits)) = self.current.as_mut() else { unreachable!("set above") };
+        let bits = &mut self.current_bits;
         let (word, bit) = (usize::from(index / 64), 1u64 << (index % 64));
         if bits.len() <= word {
             bits.resize(word + 1, 0);
@@ -370,10 +502,10 @@ impl Endpoint for TransportVideoReceiver {
         bits[word] |= bit;
         self.seen_packets += 1;
         let capture = match self.last_capture {
-            Some((f, t)) if f == frame => t,
+            (f, t) if f == frame => t,
             _ => {
                 let t = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
-                self.last_capture = Some((frame, t));
+                self.last_capture = (frame, t);
                 t
             }
         };
@@ -382,11 +514,9 @@ impl Endpoint for TransportVideoReceiver {
         if self.assembler.completed.len() > done_before {
             // Its packets 0..count are forgotten (a later copy of one counts again). (The frame
             // is `current`.)
-            if let Some((_, bits)) = self.current.as_mut() {
-                self.seen_packets -= forget_below(bits, count);
-                if bits.iter().all(|&w| w == 0) {
-                    self.current = None;
-                }
+            self.seen_packets -= forget_below(&mut self.current_bits, count);
+            if self.current_bits.iter().all(|&w| w == 0) {
+                self.current = NO_FRAME;
             }
         }
         if self.seen_packets > 1 << 16 {
@@ -420,5 +550,53 @@ impl Endpoint for TransportVideoReceiver {
             newest_frames: self.assembler.newest.clone(),
             ..MediaMetrics::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowlat_media::pacer::Pacer;
+
+    /// The frame queue gives the pacer's queue's packets, byte counts and flushes, frame by
+    /// frame and packet by packet, for frames of every size (empty, one packet, beyond the
+    /// 4095-packet count of a packet's `app` word) taken at any pace.
+    #[test]
+    fn the_frame_queue_is_the_pacers_queue() {
+        let mut below = lowlat_core::rng::below(1, "frame-queue-test");
+        for mtu in [1, 7, 1430] {
+            let cfg = PacerConfig {
+                mtu_payload: Bytes(mtu),
+                overhead: DATAGRAM_OVERHEAD,
+                ..PacerConfig::default()
+            };
+            let (mut pacer, mut queue) = (Pacer::new(cfg.clone()), FrameQueue::new(&cfg));
+            let mut now = Time::ZERO;
+            for id in 0..3_000 {
+                now += Duration::from_millis(below(200));
+                let size = match below(10) {
+                    0 => 0,
+                    1 => below(3 * mtu),
+                    2 => below(5_000 * mtu),
+                    _ => below(200 * mtu),
+                };
+                let frame = Frame { id, capture_time: now, size: Bytes(size), key: false };
+                pacer.enqueue_frame(now, &frame);
+                queue.enqueue_frame(now, &frame);
+                assert_eq!(queue.queued_bytes(), pacer.queued_bytes());
+                pacer.discard_stale(now);
+                queue.discard_stale(now);
+                assert_eq!(queue.discarded_packets(), pacer.discarded_packets());
+                for _ in 0..below(400) {
+                    let p = pacer.pop().map(|p| (p.frame, p.index, p.frame_packets, p.size));
+                    assert_eq!(queue.pop(), p, "frame {id}");
+                    assert_eq!(queue.queued_bytes(), pacer.queued_bytes());
+                    assert_eq!(queue.is_empty(), pacer.is_empty());
+                }
+                let oldest = queue.oldest().map(|t| now - t).unwrap_or(Duration::ZERO);
+                assert_eq!(oldest, pacer.queue_delay(now));
+            }
+            assert!(queue.discarded_packets() > 0, "flushes happened");
+        }
     }
 }

@@ -69,10 +69,14 @@ impl Receiver {
     /// packet marked CE, so the sender reacts within an RTT).
     #[inline]
     pub fn on_packet_ecn(&mut self, now: Time, pn: u64, ecn: u8) {
-        self.ecn.count(ecn);
         self.on_packet(now, pn);
-        if ecn & 3 == 3 {
-            self.ack_now = true;
+        // (Not-ECT, mostly, counts nothing: asked first, where the count's match jumps through
+        // a table.)
+        if ecn & 3 != 0 {
+            self.ecn.count(ecn);
+            if ecn & 3 == 3 {
+                self.ack_now = true;
+            }
         }
     }
 
@@ -175,7 +179,12 @@ impl Receiver {
             *held = Some(self.version);
         }
         frame.ack_delay = now - self.largest_at;
-        frame.ecn = self.ecn.any().then_some(self.ecn);
+        // (Not-ECT flows, mostly, store nothing: the slot's frame says `None` already.)
+        if self.ecn.any() {
+            frame.ecn = Some(self.ecn);
+        } else if frame.ecn.is_some() {
+            frame.ecn = None;
+        }
         let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
         self.last_len = crate::ack::DATAGRAM_OVERHEAD
             + crate::ack::encoded_len_with(&self.ranges, frame.ack_delay, frame.ecn, tail);

@@ -38,6 +38,7 @@ use crate::ack::AckFrame;
 use crate::rtt::RttEstimator;
 use crate::{RateSample, Reads, WindowController};
 use lowlat_core::hash::FastMap;
+use lowlat_core::units::u64_to_f64;
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
 use std::collections::VecDeque;
 
@@ -465,7 +466,10 @@ impl Sender {
     /// Adds the tokens earned since the last refill at pacing rate `rate` (`None`: unpaced).
     fn refill(&mut self, now: Time, rate: Option<f64>) {
         if let Some(rate) = rate {
-            self.tokens = (self.tokens + rate * (now - self.last_refill).as_secs_f64()).min(self.token_cap);
+            // `min` written out: the cap is positive, so only a NaN sum tells the two apart, and
+            // both give the cap then (`f64::min` checks for NaN in three instructions more).
+            let tokens = self.tokens + rate * (now - self.last_refill).as_secs_f64();
+            self.tokens = if tokens < self.token_cap { tokens } else { self.token_cap };
         }
         self.last_refill = now;
     }
@@ -501,15 +505,14 @@ impl Sender {
     /// these calls several times a packet, and their own call frames cost a fifth of them.)
     #[inline(always)]
     fn permit(&mut self, now: Time) -> Option<bool> {
-        if !(self.has_data() || self.probes > 0) {
-            if self.window_open() {
-                // Nothing to send though the window allows it: rate samples taken until what is
-                // in flight now is delivered understate the path (delivery-rate estimation §3.4).
-                self.app_limited_until = (self.delivered + self.in_flight).max(1);
-            }
+        // (The window first: mostly closed when asked again after a send.)
+        if !self.window_open() {
             return None;
         }
-        if !self.window_open() {
+        if !(self.has_data() || self.probes > 0) {
+            // Nothing to send though the window allows it: rate samples taken until what is in
+            // flight now is delivered understate the path (delivery-rate estimation §3.4).
+            self.app_limited_until = (self.delivered + self.in_flight).max(1);
             return None;
         }
         // Polled again at the instant of the last refill (after a send, mostly): a refill would
@@ -539,7 +542,7 @@ impl Sender {
             self.rto_at = Some(now + self.rto());
         }
         if paced {
-            self.tokens -= (size * 8) as f64;
+            self.tokens -= u64_to_f64(size * 8);
         }
         self.probes = self.probes.saturating_sub(1);
         let pn = self.next_pn;
@@ -611,8 +614,18 @@ impl Sender {
     /// Marks `pn` acknowledged if it was outstanding.
     #[inline(always)]
     fn ack_packet(&mut self, now: Time, pn: u64) {
+        if self.entry(pn).is_some() {
+            self.ack_live(now, pn);
+        }
+    }
+
+    /// [`Sender::ack_packet`] of a packet known to be in the live range (`base_pn..next_pn`),
+    /// as the ranges above the previous largest are: no range check.
+    #[inline(always)]
+    fn ack_live(&mut self, now: Time, pn: u64) {
+        debug_assert!(self.base_pn <= pn && pn < self.next_pn);
         let tcp = self.tcp();
-        let Some(s) = self.entry(pn) else { return };
+        let s = self.sent.at_mut(pn);
         if !s.outstanding {
             // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
             // on): its hole is repaired.
@@ -690,15 +703,8 @@ impl Sender {
             }
         }
         // Holes below the previous largest: only the suspects can be newly acknowledged there.
-        let mut k = 0;
-        while k < self.suspects.len() {
-            let pn = self.suspects[k];
-            if frame.contains(pn) {
-                self.ack_packet(now, pn);
-                self.suspects.remove(k);
-            } else {
-                k += 1;
-            }
+        if !self.suspects.is_empty() {
+            self.ack_suspects(now, frame);
         }
         // Above it: walk the ranges upwards, acknowledging and noting the holes.
         let lower = prev.map_or(self.base_pn, |p| p + 1).max(self.base_pn);
@@ -718,9 +724,10 @@ impl Sender {
                     self.suspects.push_back(pn);
                 }
             }
-            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow.)
+            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow;
+            // and `base_pn` <= `lower`: all in the live range.)
             for pn in lo.max(lower)..hi + 1 {
-                self.ack_packet(now, pn);
+                self.ack_live(now, pn);
             }
             cursor = hi + 1;
         }
@@ -791,6 +798,22 @@ impl Sender {
             self.on_cumulative(now);
         }
         self.refresh();
+    }
+
+    /// The suspects `frame` acknowledges, acknowledged and no longer suspects (apart from
+    /// [`Sender::on_ack`]: mostly there are none, and the loop cost its caller spilled registers).
+    #[inline(never)]
+    fn ack_suspects(&mut self, now: Time, frame: &AckFrame) {
+        let mut k = 0;
+        while k < self.suspects.len() {
+            let pn = self.suspects[k];
+            if frame.contains(pn) {
+                self.ack_packet(now, pn);
+                self.suspects.remove(k);
+            } else {
+                k += 1;
+            }
+        }
     }
 
     /// TCP: restarts the timeout if the cumulative point advanced (`NewAck`), as the state allows,
@@ -990,7 +1013,8 @@ impl Sender {
     /// When the sender next needs to act: a loss or probe timer, or the pacer.
     #[inline(always)]
     pub fn poll_timeout(&self) -> Option<Time> {
-        let pacer = if (self.has_data() || self.probes > 0) && self.window_open() {
+        // (The window first: mostly closed when asked, after a send.)
+        let pacer = if self.window_open() && (self.has_data() || self.probes > 0) {
             match self.pacing_rate() {
                 Some(rate) if self.probes == 0 => {
                     let deficit = self.packet_bits - self.tokens;

@@ -82,7 +82,11 @@ and ``*-static-exp.conf`` run lists, ``real-exp/*summary*``, ``src/bitrate-ctrl`
   testtraces' delay column (15.8 ms, then 16 - 0.2k ms) is not replayed (``BandwidthTrace`` is
   called with ``~DELAY_CHANGE``). Every figure of a drop run reads the 20 s after the drop, so
   the run is simulated to 1 s past that window when that comes before the artifact's run end
-  (:func:`drop_run_seconds`): the same figures, bit for bit, in about 20 % less time.
+  (:func:`drop_run_seconds`): the same figures, bit for bit, in about 20 % less time. And the
+  runs of one scheme, queue and seed are one run until their drop: they share it
+  (:func:`run_drop_group`, :func:`lowlat.run_branches`), each going on from a copy of it a
+  second before its drop with its own capacity, which gives its own run's figures bit for bit
+  (a GCC group of 18 k costs what about 6 separate runs did).
 - Copa: the artifact's own (``--copa artifact``, the default; ``cc_params.copa.variant =
   "artifact"``): ``src/internet/model/tcp-copa.cc``, ported from ccp_copa, which the paper's TCP
   runs used: the window moves once per half srtt (``kReportIntervalRtt``), from the latest RTT
@@ -461,7 +465,6 @@ the name before the last ``_``).
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from dataclasses import asdict, dataclass, replace
@@ -471,6 +474,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from .. import _native
 from .common import FAMILIES as FAMILIES
 from .common import family_of as family_of
 from .common import Runner, check_seconds, digest, family_traces, results_folder, run_grid, write_csv
@@ -845,6 +849,26 @@ class DropRun:
     in_band: str = CONDITIONS["zhuge_in_band"]
 
 
+@dataclass(frozen=True)
+class DropGroup:
+    """The ABW-drop runs that are one run until their drop: one scheme on one queue with one
+    seed, at each ``(k, drop_s)`` of ``drops`` (see :func:`run_drop_group`)."""
+
+    scheme: str
+    seed: int
+    queue: str
+    drops: list[tuple[int, float]]
+    copa: str = "artifact"
+    repair: str = CONDITIONS["repair"]
+    paced: bool = CONDITIONS["paced"]
+    gcc: str = CONDITIONS["gcc"]
+    in_band: str = CONDITIONS["zhuge_in_band"]
+
+    def runs(self) -> list[DropRun]:
+        """Its runs, in the order of ``drops``."""
+        return [DropRun(int(k), self.scheme, float(d), self.seed, self.queue, self.copa, self.repair, self.paced, self.gcc, self.in_band) for k, d in self.drops]
+
+
 def _mean_mbps(path: str, trace_format: str) -> float:
     """A trace's mean rate in Mbit/s as the runs replay it (for the start order only: an
     unreadable trace counts as 1 Mbit/s; its run fails fast anyway)."""
@@ -871,6 +895,15 @@ def trace_cost(spec: TraceRun) -> float:
     rmax = float(CONDITIONS["rmax"].split()[0])
     rate = min(_mean_mbps(spec.trace, spec.trace_format), rmax) + 0.5
     return spec.seconds * rate * (_COPA_COST if spec.scheme.startswith("Copa") else 1.0)
+
+
+def drop_group_cost(group: DropGroup) -> float:
+    """A group's expected cost: its shared run up to the last drop, then each run's own part."""
+    runs = group.runs()
+    top = float(CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"])
+    shared = max((r.drop_s for r in runs), default=0.0) * top
+    own = sum((drop_run_seconds(r) - r.drop_s) * top / r.k for r in runs)
+    return (shared + own) * (_COPA_COST if group.scheme.startswith("Copa") else 1.0)
 
 
 def drop_cost(spec: DropRun) -> float:
@@ -907,56 +940,48 @@ def in_order_frame_delays(frames: pd.DataFrame, discard_frames: int = DISCARD_FR
     Returns the frames that left: ``frame``, ``delay_ms``, ``decoded`` (False: its last line is a
     "discard frame": given up, or given up again after the step back)."""
 
-    f = frames.sort_values("frame")
-    ids = f["frame"].to_numpy()
-    n = len(ids)
-    cap = f["capture_s"].to_numpy(dtype=float)
-    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan).tolist()
-    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan).tolist()
-    # (instant, frame, 0: a newest frame's first packet / 1: completion): within one packet the
-    # decoder gives up first, then adds the packet.
-    events = sorted(
-        [(t, i, 0) for i, t in enumerate(newest) if t == t] + [(t, i, 1) for i, t in enumerate(complete) if t == t]
-    )
-    # Python lists, not arrays: the replay reads and writes single elements (a tenth of a
-    # reproduction's time went to numpy's per-element access).
-    played = [False] * n
-    done = [False] * n
-    leaves = [math.nan] * n
-    decoded = [False] * n
-    last = -1  # the last played id (the artifact's m_lastPlayedFrameId + 1 wraps -1 to 0)
-    highest = 0  # the artifact's max_frame_id before this packet
+    ids, delay_ms, decoded = frame_exits(FrameColumns.of(frames), discard_frames)
+    return pd.DataFrame({"frame": ids, "delay_ms": delay_ms, "decoded": decoded})
 
-    def play_run(first: int, t: float) -> int:
-        """Decodes the complete, unplayed frames from ``first`` on (up to the newest seen) at
-        ``t``; returns the last one decoded, or ``first - 1``."""
-        j = first
-        while j <= highest and not played[j] and done[j]:
-            played[j], leaves[j], decoded[j] = True, t, True
-            j += 1
-        return j - 1
 
-    for t, i, kind in events:
-        if played[i]:
-            continue  # a packet of a frame already played (or given up) is skipped
-        if kind == 0:
-            for idx in range(last + 1, i - discard_frames + 1):
-                # Given up (again, if the step back passed it), then the complete frames behind
-                # it; the last played id is the frame given up unless frames behind it decoded.
-                played[idx], leaves[idx], decoded[idx] = True, t, False
-                last = max(idx, play_run(idx + 1, t))
-            highest = max(highest, i)
-        else:
-            done[i] = True
-            if i == 0:
-                played[0], leaves[0], decoded[0] = True, t, True
-                last = 0
-            elif i == last + 1:
-                last = play_run(i, t)
+@dataclass(frozen=True)
+class FrameColumns:
+    """One flow's frames (:attr:`lowlat.Result.frames`) as arrays in frame order: what
+    :func:`frame_exits` and :func:`late_causes` read (a DataFrame per run cost a reproduction run
+    more than the replay itself)."""
+
+    frame: Any
+    capture_s: Any
+    complete_s: Any
+    newest_s: Any
+
+    @staticmethod
+    def of(frames: pd.DataFrame) -> "FrameColumns":
+        """From a frames DataFrame of one flow."""
+        f = frames.sort_values("frame")
+        return FrameColumns(
+            f["frame"].to_numpy(),
+            f["capture_s"].to_numpy(dtype=float),
+            f["complete_s"].to_numpy(dtype=float, na_value=np.nan),
+            f["newest_s"].to_numpy(dtype=float, na_value=np.nan),
+        )
+
+    @staticmethod
+    def of_flow(r: Any, flow: str) -> "FrameColumns":
+        """Flow ``flow``'s frames of run results ``r``, read from the table's columns."""
+        mine = r.label_is("frames", "flow", flow)
+        frame, cap, complete, newest = (c[mine] for c in r.columns("frames", "frame", "capture_s", "complete_s", "newest_s"))
+        order = np.argsort(frame, kind="stable")
+        return FrameColumns(frame[order], cap[order].astype(float), complete[order].astype(float), newest[order].astype(float))
+
+
+def frame_exits(fc: FrameColumns, discard_frames: int = DISCARD_FRAMES) -> tuple[Any, Any, Any]:
+    """:func:`in_order_frame_delays` on arrays: the frames that left, their delays (ms) and whether
+    each was decoded. The replay steps event by event: in Rust (``lowlat_media::decoder_replay``)."""
+    leaves, decoded = _native.decoder_replay(fc.complete_s.tolist(), fc.newest_s.tolist(), discard_frames)
     left = np.array(leaves, dtype=float)
-    was_decoded = np.array(decoded, dtype=bool)
     ok = np.isfinite(left)
-    return pd.DataFrame({"frame": ids[ok], "delay_ms": (left[ok] - cap[ok]) * 1000.0, "decoded": was_decoded[ok]}).reset_index(drop=True)
+    return fc.frame[ok], (left[ok] - fc.capture_s[ok]) * 1000.0, np.array(decoded, dtype=bool)[ok]
 
 
 #: The causes :func:`late_frame_causes` tells apart.
@@ -976,21 +1001,21 @@ def late_frame_causes(frames: pd.DataFrame, counted: pd.DataFrame, threshold_ms:
       frame (repaired or given up);
     - ``queued``: no loss, but its own last packet arrived ``threshold_ms`` or more after capture
       (queueing at the sender or the bottleneck, outages included)."""
-    import numpy as np
+    c = counted
+    return late_causes(FrameColumns.of(frames), c["frame"].to_numpy(), c["delay_ms"].to_numpy(dtype=float), c["decoded"].to_numpy(dtype=bool), threshold_ms)
 
-    f = frames.sort_values("frame")
-    newest = f["newest_s"].to_numpy(dtype=float, na_value=np.nan)
-    newest = np.where(np.isnan(newest), np.inf, newest)
+
+def late_causes(fc: FrameColumns, frame: Any, delay_ms: Any, decoded: Any, threshold_ms: float = 400.0) -> dict[str, int]:
+    """:func:`late_frame_causes` on arrays (the frames and :func:`frame_exits`' answer)."""
+    newest = np.where(np.isnan(fc.newest_s), np.inf, fc.newest_s)
     # The first arrival of any later frame (the earliest newest_s after each one).
-    later = np.append(np.minimum.accumulate(newest[::-1])[::-1][1:], np.inf) if len(f) else newest
-    complete = f["complete_s"].to_numpy(dtype=float, na_value=np.nan)
-    own_ms = pd.Series((complete - f["capture_s"].to_numpy(dtype=float)) * 1000.0, index=f["frame"].to_numpy())
-    lossy = pd.Series(np.isnan(complete) | (complete > later), index=f["frame"].to_numpy())
-    late = counted[counted["delay_ms"] >= threshold_ms]
-    fr = late["frame"].to_numpy()
-    dec = late["decoded"].to_numpy(dtype=bool)
-    lo = lossy.reindex(fr).to_numpy(dtype=bool)
-    own = own_ms.reindex(fr).to_numpy(dtype=float)
+    later = np.append(np.minimum.accumulate(newest[::-1])[::-1][1:], np.inf) if len(newest) else newest
+    own_ms = (fc.complete_s - fc.capture_s) * 1000.0
+    lossy = np.isnan(fc.complete_s) | (fc.complete_s > later)
+    late = delay_ms >= threshold_ms
+    # Each late frame's row among the frames (ids in order, each once).
+    at = np.searchsorted(fc.frame, frame[late])
+    dec, lo, own = decoded[late], lossy[at], own_ms[at]
     return {
         "given_up": int((~dec).sum()),
         "repaired": int((dec & lo).sum()),
@@ -1040,9 +1065,24 @@ def srtt_episode_s(srtt: pd.DataFrame, drop_s: float, window_s: float = 20.0) ->
     step for each sample of a 200 s run cost more than the statistic needs). The same value:
     a sample before the window has an earlier instant, so the first one in it is never skipped
     as a repeat."""
-    t = srtt["t_s"].to_numpy()
+    return _episode_in_window(srtt["t_s"].to_numpy(), srtt["srtt_ms"].to_numpy(), drop_s, window_s)
+
+
+def _episode_in_window(t: Any, srtt_ms: Any, drop_s: float, window_s: float) -> float:
     lo, hi = t.searchsorted(drop_s, "left"), t.searchsorted(drop_s + window_s, "left")
-    return first_episode_s(t[lo:hi].tolist(), srtt["srtt_ms"].to_numpy()[lo:hi].tolist(), drop_s, window_s)
+    return first_episode_s(t[lo:hi].tolist(), srtt_ms[lo:hi].tolist(), drop_s, window_s)
+
+
+def video_srtt_episode_s(r: Any, gain: float, drop_s: float, window_s: float = 20.0) -> float:
+    """:func:`srtt_episode_s` of the video flow's smoothed RTT (:func:`smoothed_rtt` of its
+    sender's samples), read from the ``sender_rtt`` columns: the same steps on the same values
+    without a DataFrame of every sample."""
+    video = r.label_is("sender_rtt", "flow", "video")
+    t, rtt = (c[video] for c in r.columns("sender_rtt", "t_s", "rtt_ms"))
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    srtt = pd.Series(rtt[order]).ewm(alpha=gain, adjust=False).mean().to_numpy()
+    return _episode_in_window(t, srtt, drop_s, window_s)
 
 
 def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
@@ -1085,13 +1125,13 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
         r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
         row.update(_flow_metrics(r.summary))
-        video = r.frames[r.frames["flow"] == "video"]
-        counted = in_order_frame_delays(video)
-        row["frames_counted_artifact"] = len(counted)
+        video = FrameColumns.of_flow(r, "video")
+        frame, delay_ms, decoded = frame_exits(video)
+        row["frames_counted_artifact"] = len(frame)
         # summary_stat.sh counts a frame delay of 400 ms or more (``$1 >= fd``).
-        row["frames_late_artifact"] = int((counted["delay_ms"] >= 400.0).sum())
-        row.update({f"frames_late_{k}": v for k, v in late_frame_causes(video, counted).items()})
-        row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(counted) if len(counted) else float("nan")
+        row["frames_late_artifact"] = int((delay_ms >= 400.0).sum())
+        row.update({f"frames_late_{k}": v for k, v in late_causes(video, frame, delay_ms, decoded).items()})
+        row["frame_late_ratio_artifact"] = row["frames_late_artifact"] / len(frame) if len(frame) else float("nan")
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
         if spec.scheme == "GCC+Zhuge":
             predicted, actual = r.columns("predictions", "predicted_ms", "actual_ms")
@@ -1109,15 +1149,20 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
 
 def durations_after(r: Any, drop_s: float, window_s: float = 20.0) -> dict[str, float]:
     """Seconds, in ``window_s`` after the drop, of RTT > 200 ms and frame delay > 400 ms (200 ms
-    bins), and of fps < 10 (1 s bins)."""
-    fs = r.flow_series
-    fs = fs[(fs["flow"] == "video") & (fs["t_s"] >= drop_s - 1e-9) & (fs["t_s"] < drop_s + window_s - 1e-9)]
+    bins), and of fps < 10 (1 s bins). Read from the flow series' columns (a DataFrame per drop
+    run cost more than the run's last 20 s of simulation)."""
+    video = r.label_is("flow_series", "flow", "video")
+    t, owd, delay, frames = (c[video] for c in r.columns("flow_series", "t_s", "owd_ms", "frame_delay_ms", "frames"))
+    inside = (t >= drop_s - 1e-9) & (t < drop_s + window_s - 1e-9)
+    t, owd, delay, frames = t[inside], owd[inside], delay[inside], frames[inside]
     reverse_ms = WIRED_ONE_WAY_MS + HOP_MS
-    bin_s = float(fs["t_s"].diff().dropna().min()) if len(fs) > 1 else 0.2
-    rtt = (fs["owd_ms"] + reverse_ms > 200).sum() * bin_s
-    frame = (fs["frame_delay_ms"] > 400).sum() * bin_s
-    per_s = fs.groupby(((fs["t_s"] - drop_s) // 1.0).astype(int))["frames"].sum()
-    return {"rtt_over_200ms_s": rtt, "frame_delay_over_400ms_s": frame, "fps_below_10_s": float((per_s < 10).sum())}
+    bin_s = float(np.diff(t).min()) if len(t) > 1 else 0.2
+    rtt = int(np.count_nonzero(owd + reverse_ms > 200)) * bin_s
+    frame = int(np.count_nonzero(delay > 400)) * bin_s
+    # Frames per whole second after the drop (a second with no bin has no count).
+    _, second = np.unique(((t - drop_s) // 1.0).astype(int), return_inverse=True)
+    per_s = np.bincount(second, weights=np.nan_to_num(frames.astype(float))) if len(t) else np.zeros(0)
+    return {"rtt_over_200ms_s": rtt, "frame_delay_over_400ms_s": frame, "fps_below_10_s": float(np.count_nonzero(per_s < 10))}
 
 
 def own_drop_queue(scheme: str) -> str:
@@ -1131,33 +1176,88 @@ def own_drop_queue(scheme: str) -> str:
 DROP_COLUMNS = ["rtt_over_200ms_s", "frame_delay_over_400ms_s", "fps_below_10_s", "srtt_episode_s"]
 
 
+def drop_scenario(spec: DropRun, seconds: float | None = None, dropped: bool = True) -> dict[str, Any]:
+    """The scenario of ABW-drop run ``spec``, ``seconds`` long (default
+    :func:`drop_run_seconds`); without ``dropped``, the rate never drops (the run its group
+    shares)."""
+    top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
+    steps = [{"at": "0 s", "rate": f"{top:.6g} Mbit/s"}]
+    if dropped:
+        steps.append({"at": f"{spec.drop_s} s", "rate": f"{top / spec.k:.6g} Mbit/s"})
+    queue = None if spec.queue == "own" else spec.queue
+    return scenario(
+        spec.scheme, {"schedule": steps}, False, drop_run_seconds(spec) if seconds is None else seconds, spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band
+    )
+
+
+def drop_figures(spec: DropRun, r: Any) -> dict[str, float]:
+    """The ABW-drop columns (:data:`DROP_COLUMNS`) of run ``spec``'s results ``r``."""
+    row = durations_after(r, spec.drop_s, DROP_WINDOW_S)
+    _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
+    row["srtt_episode_s"] = video_srtt_episode_s(r, SRTT_GAIN[cc], spec.drop_s, DROP_WINDOW_S)
+    return row
+
+
+def _drop_row(spec: DropRun, figures: dict[str, float] | BaseException) -> dict[str, Any]:
+    row: dict[str, Any] = asdict(spec)
+    if isinstance(figures, BaseException):
+        row.update({c: float("nan") for c in DROP_COLUMNS})
+        row["error"] = f"{type(figures).__name__}: {figures}"
+    else:
+        row.update(figures)
+        row["error"] = ""
+    return row
+
+
 def run_drop(spec: DropRun) -> dict[str, Any]:
     """One ABW-drop run; never raises."""
     from ..api import run
 
-    row: dict[str, Any] = asdict(spec)
     try:
-        top = CONDITIONS["abw_mbps"] * CONDITIONS["trace_scale"]
-        cap = {
-            "schedule": [
-                {"at": "0 s", "rate": f"{top:.6g} Mbit/s"},
-                {"at": f"{spec.drop_s} s", "rate": f"{top / spec.k:.6g} Mbit/s"},
-            ]
-        }
-        queue = None if spec.queue == "own" else spec.queue
-        sc = scenario(spec.scheme, cap, False, drop_run_seconds(spec), spec.seed, cellular=True, queue_override=queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band)
-        r = run(sc, progress=False, tables=["sender_rtt"])
-        row.update(durations_after(r, spec.drop_s, DROP_WINDOW_S))
-        _, cc, _, _ = next(s for s in SCHEMES if s[0] == spec.scheme)
-        srtt = smoothed_rtt(r.sender_rtt[r.sender_rtt["flow"] == "video"], SRTT_GAIN[cc])
-        row["srtt_episode_s"] = srtt_episode_s(srtt, spec.drop_s, DROP_WINDOW_S)
-        row["error"] = ""
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
-        row.update({c: float("nan") for c in DROP_COLUMNS})
-        row["error"] = f"{type(e).__name__}: {e}"
-    return row
+        r = run(drop_scenario(spec), progress=False, tables=["sender_rtt"])
+        return _drop_row(spec, drop_figures(spec, r))
+    except Exception as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
+        return _drop_row(spec, e)
+
+
+def run_drop_group(group: DropGroup) -> dict[str, Any]:
+    """A group's ABW-drop runs (:class:`DropGroup`), never raising: their rows, under ``rows``.
+    The runs are the same until their drop, so they share one run (:func:`lowlat.api.run_branches`:
+    each goes on from a copy of it a second before its drop). Each is the artifact's full run
+    stopped a second past the window its figures read (:func:`drop_run_seconds`), so its row is
+    that of :func:`run_drop`, bit for bit."""
+    from ..api import run_branches
+
+    runs = group.runs()
+    seconds, _, _ = abw_run(group.scheme)
+    base = drop_scenario(runs[0], seconds, dropped=False) if runs else {}
+    branches = [(drop_scenario(r, seconds), drop_run_seconds(r)) for r in runs]
+    got = run_branches(base, branches, lambda i, res: drop_figures(runs[i], res), tables=["sender_rtt"]) if runs else []
+    rows = [_drop_row(r, g) for r, g in zip(runs, got)]
+    return {"rows": pd.DataFrame(rows), "error": ""}
+
+
+def run_drops(out: Path, specs: list[DropRun], runner: Runner) -> pd.DataFrame:
+    """The rows of ABW-drop runs ``specs``, in their order, run in groups that share their run
+    up to the drop (:func:`run_drop_group`; kept in ``out/sweeps/abw-drop``, resumed per group).
+    A group that fails gives each of its runs its error."""
+    keys: dict[tuple[Any, ...], list[DropRun]] = {}
+    for sp in specs:
+        keys.setdefault((sp.scheme, sp.seed, sp.queue), []).append(sp)
+    groups = [
+        DropGroup(sc, sd, q, [(r.k, r.drop_s) for r in sorted(rs, key=lambda r: (r.drop_s, r.k))], rs[0].copa, rs[0].repair, rs[0].paced, rs[0].gcc, rs[0].in_band)
+        for (sc, sd, q), rs in keys.items()
+    ]
+    gdf, data = run_grid(out, "abw-drop", run_drop_group, groups, runner, "abw drop", data=["rows"], cost=drop_group_cost)
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for g, err, rows in zip(groups, gdf["error"], data["rows"]):
+        for r, got in zip(g.runs(), rows.to_dict("records") if rows is not None else [None] * len(g.drops)):
+            if got is None:
+                got = _drop_row(r, RuntimeError(err if isinstance(err, str) and err else "the group gave no rows"))
+            # A stored table reads an empty text back as missing.
+            got["error"] = got["error"] if isinstance(got["error"], str) else ""
+            found[(r.k, r.scheme, r.drop_s, r.seed, r.queue)] = got
+    return pd.DataFrame([found[(sp.k, sp.scheme, sp.drop_s, sp.seed, sp.queue)] for sp in specs])
 
 
 #: How the artifact names each ABW scheme once scored by the better of its FIFO and CoDel runs.
@@ -1524,7 +1624,7 @@ def reproduce(
         dspecs += [
             DropRun(k, s, drop_instant(s, draws[k]), sd, q, copa, repair, paced, gcc, in_band) for k in ks for s in ABW_SCHEMES for q in ("fifo", "codel")
         ]
-    drows, _ = run_grid(out, "abw-drop", run_drop, dspecs, runner, "abw drop", cost=drop_cost)
+    drows = run_drops(out, dspecs, runner)
     written.append(write_csv(drows, out / "abw_drop.csv"))
     # The figures' own runs (they are grids too: resumed, failures recorded).
     figure_rows: list[tuple[str, pd.DataFrame]] = []
