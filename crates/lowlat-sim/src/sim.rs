@@ -784,6 +784,7 @@ impl Simulation {
     }
 
     /// Sends what endpoint `e` has to send at `now`, then reschedules it.
+    #[inline(always)]
     fn drain_endpoint(&mut self, e: u32, now: Time) {
         while let Some(t) = self.endpoint(e).poll_transmit(now) {
             self.send(e, now, t);
