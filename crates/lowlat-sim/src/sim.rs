@@ -795,6 +795,7 @@ impl Simulation {
     }
 
     /// Puts an endpoint's packet on the first hop of its path.
+    #[inline(always)]
     fn send(&mut self, e: u32, now: Time, t: Transmit) {
         let flow_index = e / 2;
         let mut pkt = Packet::new(self.next_packet_id, FlowId(flow_index), t.size, t.seq, now);
