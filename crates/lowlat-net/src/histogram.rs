@@ -115,7 +115,8 @@ impl NsHistogram {
         // a new one starts: most of a queue that holds packets, once per packet), the raw
         // samples in a call.
         if self.binned {
-            if ns == self.run_value && self.run_len > 0 {
+            // (With no run, `run_len` is 0: adding one to it starts a run of `ns`, as below.)
+            if ns == self.run_value {
                 self.run_len += 1;
                 return;
             }

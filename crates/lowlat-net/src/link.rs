@@ -138,17 +138,19 @@ impl LinkStats {
     #[inline]
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
         let i = self.cursor.index(t);
-        if i >= self.bins.len() {
-            self.add_bins(i);
+        // (One comparison: the index is checked once.)
+        if i < self.bins.len() {
+            return &mut self.bins[i];
         }
-        &mut self.bins[i]
+        self.add_bins(i)
     }
 
-    /// Bins up to index `i`.
+    /// Bins up to index `i`, returning the last.
     #[cold]
     #[inline(never)]
-    fn add_bins(&mut self, i: usize) {
+    fn add_bins(&mut self, i: usize) -> &mut LinkBin {
         self.bins.resize(i + 1, LinkBin::default());
+        &mut self.bins[i]
     }
 
     /// Packets sent by the queue's AQM are added by the link from the queue's counter.
@@ -385,7 +387,37 @@ impl Link {
 
     /// A packet arrives at the queue at `now`.
     #[inline]
-    pub fn handle_input(&mut self, now: Time, mut pkt: Packet) {
+    pub fn handle_input(&mut self, now: Time, pkt: Packet) {
+        self.input(now, pkt);
+    }
+
+    /// [`Link::handle_input`], returning whether [`Link::poll_timeout`] may have changed
+    /// (`false`: it surely says what it said before the call), for a driver that can then skip
+    /// asking.
+    #[inline]
+    pub fn input(&mut self, now: Time, mut pkt: Packet) -> bool {
+        if self.middlebox.is_none() {
+            // What `poll_timeout` says now, when the transmission in service asks for nothing:
+            // the first delivery in propagation (`None`: nothing, or not known here).
+            let asked = match self.in_service.as_ref() {
+                Some(s) if !(s.handed && (self.eager || s.delivery.is_some())) => None,
+                _ => self.in_flight.front().map(|e| e.0),
+            };
+            self.advance(now);
+            if self.in_service.is_none() && self.queue.is_idle_droptail() {
+                // Idle, and nothing to tell: served at once, as `enqueue` and `serve` would
+                // (inline, without their calls and copies of the packet; most packets of a hop
+                // that is not congested, such as the last one before an endpoint).
+                pkt.enqueued_at = now;
+                let Some(d) = self.serve_idle(now, &pkt) else { return true };
+                self.in_flight.push_back((d, pkt));
+                // Delivered behind the packets already in propagation (the one now in service
+                // asks for nothing): the same first delivery as before.
+                return asked.is_none() || self.in_flight.front().map(|e| e.0) != asked;
+            }
+            self.enqueue(now, pkt);
+            return true;
+        }
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when a middlebox looks: this runs per packet.
@@ -395,12 +427,13 @@ impl Link {
                 Verdict::Drop => {
                     self.stats.middlebox_drops += 1;
                     self.stats.bin_at(now).drops += 1;
-                    return;
+                    return true;
                 }
-                Verdict::Consume => return,
+                Verdict::Consume => return true,
             }
         }
         self.enqueue(now, pkt);
+        true
     }
 
     /// A packet a middlebox released towards this link's receivers: queued without being shown to
@@ -474,11 +507,7 @@ impl Link {
             None if self.queue.is_idle_droptail() => {
                 // Idle: served at once, as `enqueue` does.
                 pkt.enqueued_at = now;
-                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
-                self.stats.record_no_sojourn(now);
-                let (finish, delivery) = self.fate(now, pkt);
-                self.in_service =
-                    Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+                let delivery = self.serve_idle(now, pkt);
                 return self.hand_on(delivery, pkt, until);
             }
             // Not reached (a queue holds packets only behind one in service): the general way.
@@ -503,6 +532,19 @@ impl Link {
         let (finish, delivery) = self.fate(start, pkt);
         self.fates.push_back((finish, delivery));
         self.hand_on(delivery, pkt, until)
+    }
+
+    /// What `enqueue` then `serve` do to a packet reaching an idle drop-tail link with no
+    /// middlebox at `now` (stamped `enqueued_at = now`), but for putting it among the packets in
+    /// propagation: it goes into service at once (a sojourn of zero), its fate worked out, and
+    /// counts as handed on. Returns its delivery (`None`: lost).
+    #[inline(always)]
+    fn serve_idle(&mut self, now: Time, pkt: &Packet) -> Option<Time> {
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+        self.stats.record_no_sojourn(now);
+        let (finish, delivery) = self.fate(now, pkt);
+        self.in_service = Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+        delivery
     }
 
     /// An eager link's packet, its delivery worked out: handed back (its delivery instant) if
@@ -531,7 +573,7 @@ impl Link {
     }
 
     /// [`Link::start_next`] when the queue may hold something.
-    #[inline]
+    #[inline(always)]
     fn take_next(&mut self, t: Time) {
         let next = self.queue.dequeue(t);
         let aqm = self.queue.aqm_drops();
@@ -547,7 +589,7 @@ impl Link {
     }
 
     /// Starts serving `pkt`, just taken from the queue, at `t`.
-    #[inline]
+    #[inline(always)]
     fn serve(&mut self, t: Time, pkt: Packet) {
         self.stats.record_sojourn(t, t - pkt.enqueued_at);
         let mut handed = self.eager;
@@ -602,13 +644,20 @@ impl Link {
     fn advance(&mut self, now: Time) {
         // Most calls complete nothing: answered inline, without the completions' call (whose
         // prologue saves the registers a middlebox call and a next packet's service need).
-        if self.in_service.as_ref().is_some_and(|s| s.finish <= now) {
-            self.complete_due(now);
+        let Some(s) = self.in_service.as_ref().filter(|s| s.finish <= now) else { return };
+        if s.handed && self.middlebox.is_none() && self.queue.is_idle_droptail() {
+            // Nothing waits behind it and nothing is told of its end (an uncongested hop): the
+            // completion only counts it, inline.
+            let s = *s;
+            self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
+            self.in_service = None;
+            return;
         }
+        self.complete_due(now);
     }
 
     /// [`Link::advance`] once the transmission in service is due.
-    #[inline]
+    #[inline(always)]
     fn complete_due(&mut self, now: Time) {
         // Looked at in place: the record is a packet's size.
         while let Some(s) = self.in_service.as_ref() {

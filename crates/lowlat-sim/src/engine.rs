@@ -97,9 +97,10 @@ pub struct Wakeups {
     /// Few slots: how many of `keys` belong to a slot.
     scanned: usize,
     /// Few slots: the slot of each of `keys`.
-    owners: Vec<u32>,
-    /// Few slots: per slot, its index in `keys` or [`ABSENT`].
-    key_index: Vec<u32>,
+    owners: [u32; LINEAR_MAX],
+    /// Few slots: per slot, its index in `keys` or [`ABSENT`]. (Fixed arrays: indices masked to
+    /// their size need no bounds check.)
+    key_index: [u32; LINEAR_MAX],
     linear: bool,
 }
 
@@ -123,8 +124,8 @@ impl Wakeups {
             processed: 0,
             keys: [NO_KEY; LINEAR_MAX],
             scanned: 0,
-            owners: Vec::with_capacity(if linear { n } else { 0 }),
-            key_index: if linear { vec![ABSENT; n] } else { Vec::new() },
+            owners: [ABSENT; LINEAR_MAX],
+            key_index: [ABSENT; LINEAR_MAX],
             linear,
         }
     }
@@ -160,7 +161,8 @@ impl Wakeups {
     pub fn set(&mut self, target: Target, at: Option<Time>) {
         let slot = self.slot(target);
         if self.linear {
-            let mut k = self.key_index[slot as usize];
+            // (A scanned queue has at most `LINEAR_MAX` slots: the masks change no index.)
+            let mut k = self.key_index[slot as usize % LINEAR_MAX];
             if k == ABSENT {
                 if at.is_none() {
                     return;
@@ -168,13 +170,15 @@ impl Wakeups {
                 // Its first wake-up: the slot joins the scan (at most once, within capacity).
                 k = self.scanned as u32;
                 self.scanned += 1;
-                self.key_index[slot as usize] = k;
-                self.owners.push(slot);
+                self.key_index[slot as usize % LINEAR_MAX] = k;
+                self.owners[k as usize % LINEAR_MAX] = slot;
             }
-            let key = &mut self.keys[k as usize];
+            let key = &mut self.keys[k as usize % LINEAR_MAX];
             match at {
                 None => *key = NO_KEY,
-                Some(t) if *key != NO_KEY && (*key >> 64) as u64 == t.as_nanos() => {}
+                // (No key reads as a wake-up at `Time::MAX`, which is never popped: keeping none
+                // for such a wake-up changes nothing.)
+                Some(t) if (*key >> 64) as u64 == t.as_nanos() => {}
                 Some(t) => {
                     self.seq += 1;
                     *key = (u128::from(t.as_nanos()) << 64) | u128::from(self.seq << 3 | u64::from(k));

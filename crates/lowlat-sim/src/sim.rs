@@ -784,6 +784,7 @@ impl Simulation {
     }
 
     /// Sends what endpoint `e` has to send at `now`, then reschedules it.
+    #[inline(always)]
     fn drain_endpoint(&mut self, e: u32, now: Time) {
         while let Some(t) = self.endpoint(e).poll_transmit(now) {
             self.send(e, now, t);
@@ -794,6 +795,7 @@ impl Simulation {
     }
 
     /// Puts an endpoint's packet on the first hop of its path.
+    #[inline(always)]
     fn send(&mut self, e: u32, now: Time, t: Transmit) {
         let flow_index = e / 2;
         let mut pkt = Packet::new(self.next_packet_id, FlowId(flow_index), t.size, t.seq, now);
@@ -828,8 +830,8 @@ impl Simulation {
 
     fn wake_link(&mut self, i: u32, now: Time) {
         self.links[i as usize].handle_timeout(now);
-        while let Some(pkt) = self.links[i as usize].poll_output(now) {
-            self.forward(now, pkt);
+        while let Some(mut pkt) = self.links[i as usize].poll_output(now) {
+            self.forward(now, &mut pkt);
         }
         if self.hops[i as usize].ahead {
             self.hand_ahead(i);
@@ -862,7 +864,7 @@ impl Simulation {
                 Direction::Reverse => {
                     pkt.kind = PacketKind::Feedback;
                     pkt.hop = self.site_hop(pkt.flow);
-                    self.next_hop(now, pkt);
+                    self.next_hop(now, &mut pkt);
                 }
             }
         }
@@ -885,7 +887,7 @@ impl Simulation {
                     self.assist_payloads.len() as u64 - 1
                 }
             };
-            self.next_hop(at, pkt);
+            self.next_hop(at, &mut pkt);
         }
         any
     }
@@ -898,12 +900,13 @@ impl Simulation {
 
     /// A packet leaves a link at `now`: on to its next hop, or to its endpoint. Feedback leaving
     /// the reverse link passes the bottleneck's site, where a middlebox may act on it.
-    fn forward(&mut self, now: Time, mut pkt: Packet) {
+    // (By reference, as `next_hop` and `deliver`: the packet is not copied on its way.)
+    fn forward(&mut self, now: Time, pkt: &mut Packet) {
         if self.site && pkt.kind == PacketKind::Feedback {
             let path = self.flows[pkt.flow.index()].reverse;
             if path.get(pkt.hop) == Some(self.reverse) {
                 let b = self.bottleneck;
-                let verdict = self.links[b as usize].handle_reverse(now, &mut pkt);
+                let verdict = self.links[b as usize].handle_reverse(now, pkt);
                 if verdict != Verdict::Pass {
                     // A packet taken or dropped changes what the middlebox waits for.
                     self.drain_site(now);
@@ -916,12 +919,12 @@ impl Simulation {
     }
 
     /// On to the hop after the current one, or to the endpoint.
-    fn next_hop(&mut self, now: Time, mut pkt: Packet) {
+    fn next_hop(&mut self, now: Time, pkt: &mut Packet) {
         let flow = &self.flows[pkt.flow.index()];
         let path = if pkt.kind == PacketKind::Data { flow.forward } else { flow.reverse };
         pkt.hop += 1;
         match path.get(pkt.hop) {
-            Some(next) => self.enter_link(next, now, pkt),
+            Some(next) => self.enter_link(next, now, *pkt),
             None => self.deliver(now, pkt),
         }
     }
@@ -955,17 +958,21 @@ impl Simulation {
                 None if data && flow.passive => {
                     return flow.metrics.on_received(at, pkt.seq, pkt.size as u64, pkt.sent_at)
                 }
-                None => return self.deliver(at, pkt),
+                None => return self.deliver(at, &pkt),
             }
         }
         let l = &mut self.links[link as usize];
-        l.handle_input(now, pkt);
+        let moved = l.input(now, pkt);
         if mode.quiet {
             self.flush_quiet(link);
             return;
         }
         if mode.ahead {
             self.hand_ahead(link);
+        } else if !moved {
+            // Its wake-up is the one it asked for after the driver's last call (any link that is
+            // neither quiet nor ahead is rescheduled after each), which the arrival left as it was.
+            return;
         }
         self.wakeups.set(Target::Link(link), self.links[link as usize].poll_timeout());
         if link == self.bottleneck && self.site && self.drain_site(now) {
@@ -976,8 +983,8 @@ impl Simulation {
     /// Hands on what quiet link `link` has delivered by the current horizon, at each packet's
     /// own arrival instant (see [`Simulation::find_quiet_links`]).
     fn flush_quiet(&mut self, link: u32) {
-        while let Some((at, pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
-            self.next_hop(at, pkt);
+        while let Some((at, mut pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
+            self.next_hop(at, &mut pkt);
         }
     }
 
@@ -987,8 +994,8 @@ impl Simulation {
         if link == self.reverse && self.site {
             return self.hand_ahead_past_site();
         }
-        while let Some((at, pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
-            self.next_hop(at, pkt);
+        while let Some((at, mut pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
+            self.next_hop(at, &mut pkt);
         }
     }
 
@@ -1002,7 +1009,7 @@ impl Simulation {
             {
                 continue;
             }
-            self.next_hop(at, pkt);
+            self.next_hop(at, &mut pkt);
         }
     }
 
@@ -1057,7 +1064,7 @@ impl Simulation {
     }
 
     /// A packet reached the end of its path: to the receiver (data) or the sender (feedback).
-    fn deliver(&mut self, now: Time, pkt: Packet) {
+    fn deliver(&mut self, now: Time, pkt: &Packet) {
         let flow_index = pkt.flow.0;
         let flow = &mut self.flows[flow_index as usize];
         let e = match pkt.kind {
@@ -1090,7 +1097,7 @@ impl Simulation {
                 2 * flow_index
             }
         };
-        self.endpoint(e).handle_packet(now, &pkt);
+        self.endpoint(e).handle_packet(now, pkt);
         self.drain_endpoint(e, now);
     }
 }
