@@ -158,19 +158,21 @@ def test_branches_give_the_results_of_their_own_runs(monkeypatch):
         (_branch_scenario("5.5 s"), None),
         (_branch_scenario("3 s"), None),
         (_branch_scenario("4 s"), 6.0),  # stopped at 6 s
+        (_branch_scenario("7 s"), 2.5),  # stopped at 2.5 s, before it departs
         (_branch_scenario("5 s", flows=2), None),  # another flow: cannot share, runs alone
         ({**_branch_scenario("5 s"), "duration": "eight"}, None),  # a bad scenario: its error
     ]
     got = lowlat.run_branches(base, branches, _outcome)
-    assert isinstance(got[4], lowlat.ScenarioError) and "duration" in str(got[4])
-    for i in (0, 1, 3):
+    assert isinstance(got[5], lowlat.ScenarioError) and "duration" in str(got[5])
+    for i in (0, 1, 4):
         assert got[i] == _outcome(i, lowlat.run(branches[i][0], progress=False)), i
-    assert got[2] != _outcome(2, lowlat.run(branches[2][0], progress=False))
-    assert got[2][1]["flows"][0]["packets_sent"] < _outcome(2, lowlat.run(branches[2][0], progress=False))[1]["flows"][0]["packets_sent"]
-    # Each on its own from the start (no fork): the same answers.
+    whole = [_outcome(i, lowlat.run(branches[i][0], progress=False)) for i in (2, 3)]
+    assert got[2][1]["flows"][0]["packets_sent"] < whole[0][1]["flows"][0]["packets_sent"]
+    assert 0 < got[3][1]["flows"][0]["packets_sent"] < got[2][1]["flows"][0]["packets_sent"]
+    # Each on its own from the start (no fork): the same answers, the stopped ones included.
     monkeypatch.delattr(api.os, "fork")
     alone = lowlat.run_branches(base, branches, _outcome)
-    assert alone[:4] == got[:4] and str(alone[4]) == str(got[4])
+    assert alone[:5] == got[:5] and str(alone[5]) == str(got[5])
 
 
 def test_branches_do_not_fork_beside_other_threads_or_in_ray(monkeypatch):

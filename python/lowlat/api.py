@@ -256,21 +256,23 @@ def run_branches(
         src, sim = _simulation(base, None, None, None, None, None, None, keep, series)
     except Exception as e:  # noqa: BLE001 - every branch gets the base's failure
         return [e for _ in branches]
-    for i, (scenario, _until) in enumerate(branches):
+    for i, (scenario, until) in enumerate(branches):
         try:
             b = resolve(scenario)
             at = sim.bottleneck_departure_s(b.text, b.format, b.label, b.base_dir)
         except Exception:  # noqa: BLE001 - told apart by running it alone
             alone.append(i)
             continue
-        shared.append((sim.end_s() if at is None else at, i, b))
+        # Where it leaves the shared run: before it departs, and no later than where it stops.
+        leave = sim.end_s() if at is None else at - BRANCH_MARGIN_S
+        shared.append((leave if until is None else min(until, leave), i, b))
     can_fork = _can_fork()
-    for at, i, b in sorted(shared, key=lambda x: (x[0], x[1])):
+    for leave, i, b in sorted(shared, key=lambda x: (x[0], x[1])):
         until = branches[i][1]
-        if not can_fork or at - BRANCH_MARGIN_S < sim.now_s():
+        if not can_fork or leave < sim.now_s():
             alone.append(i)
             continue
-        _advance(sim, at - BRANCH_MARGIN_S, False, src.label, sim.name())
+        _advance(sim, leave, False, src.label, sim.name())
         got = _in_fork(functools.partial(_branch, sim, b, until, functools.partial(each, i), keep, series))
         if isinstance(got, str) and got == _REFUSED:
             alone.append(i)
