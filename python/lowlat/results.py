@@ -100,7 +100,7 @@ class Result:
     def label_is(self, name: str, column: str, value: str) -> Any:
         """A boolean array: which rows of table ``name`` have ``value`` in label column ``column``
         (a flow or link id), read from the label codes without a string per row."""
-        raw = None if name in self._frames else self._raw.get(name, {}).get(column)
+        raw = None if name in self._frames else (self._raw.get(name) or {}).get(column)
         if isinstance(raw, tuple) and len(raw) == 3:
             _, labels, packed = raw
             codes = np.frombuffer(packed, dtype="<u4")

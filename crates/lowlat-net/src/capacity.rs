@@ -61,6 +61,24 @@ pub struct Server {
     read_until: Time,
 }
 
+/// When a packet of `bytes` starting at `start` ends, if it starts and ends within `step`
+/// (`[start, end)` in ns, with its rate) at a positive rate: a schedule's server's answer for
+/// nearly every packet (`None`: the walk over the steps answers). A packet below 2 GB has its
+/// bit-nanoseconds in 64 bits, so one 64-bit division gives the quotient; a larger one takes the
+/// walk, whose first step gives the same.
+#[inline(always)]
+fn finish_within_step(step: (u64, u64, Bitrate), start: Time, bytes: Bytes) -> Option<Time> {
+    let (x, (lo, hi, rate)) = (start.as_nanos(), step);
+    let r = rate.as_bps();
+    if lo <= x && x < hi && r > 0 && bytes.0 < (1 << 31) {
+        let need = bytes.0 * BIT_NS_PER_BYTE as u64;
+        if u128::from(need) <= u128::from(r) * u128::from(hi - x) {
+            return Some(start + Duration(need.div_ceil(r)));
+        }
+    }
+    None
+}
+
 /// The rate of schedule `s` at `t` and when its step ends, from the `step` a [`Server`]
 /// remembers if `t` falls in it, else found from `cursor` and remembered.
 #[inline]
@@ -305,16 +323,9 @@ impl Server {
         // So is a schedule's packet that starts and ends within the step last found (nearly
         // every packet of a trace): what `finish_time_varying` finds first, without its call.
         if let Capacity::Schedule(_) = &self.capacity {
-            let (x, (lo, hi, rate)) = (start.as_nanos(), self.step);
-            let r = rate.as_bps();
-            // Below 2 GB a packet's bit-nanoseconds fit in 64 bits.
-            if lo <= x && x < hi && r > 0 && bytes.0 < (1 << 31) {
-                let need = bytes.0 * 8_000_000_000;
-                if u128::from(need) <= u128::from(r) * u128::from(hi - x) {
-                    let finish = start + Duration(need.div_ceil(r));
-                    self.read_until = self.read_until.max(finish);
-                    return Some(finish);
-                }
+            if let Some(finish) = finish_within_step(self.step, start, bytes) {
+                self.read_until = self.read_until.max(finish);
+                return Some(finish);
             }
         }
         let finish = self.finish_time_varying(start, bytes);
@@ -334,17 +345,9 @@ impl Server {
                 // Most packets start at a positive rate and end within the step they start in:
                 // what the walk below finds in its first step (and a positive rate now means it
                 // is not zero for ever).
-                let (rate, end) = step_of(s, &mut self.step, &mut self.cursor, start);
-                let r = rate.as_bps() as u128;
-                let need = bytes.0 as u128 * BIT_NS_PER_BYTE;
-                if r > 0 && need <= r * (end - start).as_nanos() as u128 {
-                    // A packet's bit-nanoseconds fit in 64 bits (below 2 GB), as the rate does: a
-                    // 64-bit division, the same quotient without the 128-bit division's call.
-                    let ns = match u64::try_from(need) {
-                        Ok(need) => need.div_ceil(r as u64),
-                        Err(_) => need.div_ceil(r) as u64,
-                    };
-                    return Some(start + Duration(ns));
+                step_of(s, &mut self.step, &mut self.cursor, start);
+                if let Some(finish) = finish_within_step(self.step, start, bytes) {
+                    return Some(finish);
                 }
                 if s.is_zero_from_cursor(start, &mut self.cursor) {
                     return None;

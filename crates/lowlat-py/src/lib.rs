@@ -686,7 +686,6 @@ fn queue_variants() -> Vec<&'static str> {
     lowlat_sim::scenario::QUEUE_VARIANTS.to_vec()
 }
 
-/// The version of the Rust core.
 /// The Zhuge artifact's decoder replayed on one flow's frames in id order (see
 /// `lowlat_media::decoder_replay`): `complete_s` and `newest_s` per frame (NaN: never), the
 /// deadline in frames. Returns each frame's exit instant (NaN: none) and whether it was decoded.
@@ -716,6 +715,7 @@ fn decoder_replay(
     ))
 }
 
+/// The version of the Rust core.
 #[pyfunction]
 fn version() -> &'static str {
     lowlat_sim::results::LOWLAT_VERSION

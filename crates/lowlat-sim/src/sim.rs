@@ -663,7 +663,10 @@ impl Simulation {
                 ("warnings", a.warnings == b.warnings),
                 ("source", a.source == b.source),
             ];
-            let differ: Vec<&str> = fields.iter().filter(|f| !f.1).map(|f| f.0).collect();
+            let mut differ: Vec<&str> = fields.iter().filter(|f| !f.1).map(|f| f.0).collect();
+            if differ.is_empty() {
+                differ.push("a field not named here");
+            }
             return Err(format!(
                 "the scenario differs from the one being run in more than its bottleneck's capacity: {}",
                 differ.join(", ")

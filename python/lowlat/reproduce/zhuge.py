@@ -1034,9 +1034,14 @@ def smoothed_rtt(samples: pd.DataFrame, gain: float = SRTT_GAIN["copa"]) -> pd.D
     """The sender's smoothed RTT (``t_s``, ``srtt_ms``) from its samples (``t_s``, ``rtt_ms``):
     an exponential mean of ``gain`` started at the first sample, as the artifact's senders keep
     it (:data:`SRTT_GAIN`)."""
-    s = samples.sort_values("t_s", kind="stable")
-    srtt = s["rtt_ms"].ewm(alpha=gain, adjust=False).mean()
-    return pd.DataFrame({"t_s": s["t_s"].to_numpy(), "srtt_ms": srtt.to_numpy()})
+    t, srtt = _smoothed(samples["t_s"].to_numpy(), samples["rtt_ms"].to_numpy(), gain)
+    return pd.DataFrame({"t_s": t, "srtt_ms": srtt})
+
+
+def _smoothed(t: Any, rtt_ms: Any, gain: float) -> tuple[Any, Any]:
+    """:func:`smoothed_rtt` on arrays: the instants in time order (a stable sort) and the mean."""
+    order = np.argsort(t, kind="stable")
+    return t[order], pd.Series(rtt_ms[order]).ewm(alpha=gain, adjust=False).mean().to_numpy()
 
 
 def first_episode_s(t_s: Any, rtt_ms: Any, drop_s: float, window_s: float = 20.0, threshold_ms: float = 200.0) -> float:
@@ -1079,10 +1084,7 @@ def video_srtt_episode_s(r: Any, gain: float, drop_s: float, window_s: float = 2
     without a DataFrame of every sample."""
     video = r.label_is("sender_rtt", "flow", "video")
     t, rtt = (c[video] for c in r.columns("sender_rtt", "t_s", "rtt_ms"))
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    srtt = pd.Series(rtt[order]).ewm(alpha=gain, adjust=False).mean().to_numpy()
-    return _episode_in_window(t, srtt, drop_s, window_s)
+    return _episode_in_window(*_smoothed(t, rtt, gain), drop_s, window_s)
 
 
 def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
@@ -1243,21 +1245,21 @@ def run_drops(out: Path, specs: list[DropRun], runner: Runner) -> pd.DataFrame:
     A group that fails gives each of its runs its error."""
     keys: dict[tuple[Any, ...], list[DropRun]] = {}
     for sp in specs:
-        keys.setdefault((sp.scheme, sp.seed, sp.queue), []).append(sp)
+        keys.setdefault((sp.scheme, sp.seed, sp.queue, sp.copa, sp.repair, sp.paced, sp.gcc, sp.in_band), []).append(sp)
     groups = [
-        DropGroup(sc, sd, q, [(r.k, r.drop_s) for r in sorted(rs, key=lambda r: (r.drop_s, r.k))], rs[0].copa, rs[0].repair, rs[0].paced, rs[0].gcc, rs[0].in_band)
-        for (sc, sd, q), rs in keys.items()
+        DropGroup(sc, sd, q, [(r.k, r.drop_s) for r in sorted(rs, key=lambda r: (r.drop_s, r.k))], *variant)
+        for (sc, sd, q, *variant), rs in keys.items()
     ]
     gdf, data = run_grid(out, "abw-drop", run_drop_group, groups, runner, "abw drop", data=["rows"], cost=drop_group_cost)
-    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    found: dict[DropRun, dict[str, Any]] = {}
     for g, err, rows in zip(groups, gdf["error"], data["rows"]):
         for r, got in zip(g.runs(), rows.to_dict("records") if rows is not None else [None] * len(g.drops)):
             if got is None:
                 got = _drop_row(r, RuntimeError(err if isinstance(err, str) and err else "the group gave no rows"))
             # A stored table reads an empty text back as missing.
             got["error"] = got["error"] if isinstance(got["error"], str) else ""
-            found[(r.k, r.scheme, r.drop_s, r.seed, r.queue)] = got
-    return pd.DataFrame([found[(sp.k, sp.scheme, sp.drop_s, sp.seed, sp.queue)] for sp in specs])
+            found[r] = got
+    return pd.DataFrame([found[sp] for sp in specs])
 
 
 #: How the artifact names each ABW scheme once scored by the better of its FIFO and CoDel runs.
