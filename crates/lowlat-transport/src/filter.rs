@@ -105,10 +105,11 @@ impl WindowedFilter {
 /// too), found by binary search: O(1) amortised per sample and O(log n) per query, where a scan
 /// of the samples costs O(n). Values are never NaN.
 ///
-/// Samples wait in a batch until a query (or [`PENDING_MAX`] of them): a batch goes into a
-/// queue in two passes over it (its extremum, then its own monotonic chain from the newest
-/// back), which leaves the queue as the samples pushed one by one would, for a third of the
-/// work (the artifact's Copa pushes a sample per ACK and asks once per half RTT).
+/// Samples wait in a batch until a query (or [`PENDING_MAX`] of them): one pass over it from
+/// the newest back gives both queues' chains of it (each sample better than every later one) and
+/// its extremes, which say what of each queue stays; this leaves the queues as the samples pushed
+/// one by one would, for a fraction of the work (the artifact's Copa pushes a sample per ACK and
+/// asks once per half RTT).
 ///
 /// Samples older than the horizon are forgotten lazily: the queries skip them, and the queues
 /// drop them when they take a batch in.
@@ -135,24 +136,19 @@ struct Monotonic {
 }
 
 impl Monotonic {
-    /// Appends `batch` (in order of time) as pushing its samples one by one would: a sample
-    /// stays if `keeps(v, w)` holds for every later sample `w` (of the queue or the batch), and
-    /// `extreme` is the batch's best (the `keeps` of all its samples folded).
-    fn take_batch(&mut self, batch: &[(u64, f64)], extreme: f64, keeps: impl Fn(f64, f64) -> bool) {
-        let mut n = self.items.len();
-        while n > self.head && !keeps(self.items[n - 1].1, extreme) {
+    /// Completes a batch's chain pushed after the first `old` items, newest first (see
+    /// [`SuffixExtrema::settle`]), as pushing the batch's samples one by one would have left the
+    /// queue: the items a later sample replaces (`keeps(v)` false: the batch's best beats `v`)
+    /// are dropped, and the chain turned around in their place.
+    fn place(&mut self, old: usize, keeps: impl Fn(f64) -> bool) {
+        let mut n = old;
+        while n > self.head && !keeps(self.items[n - 1].1) {
             n -= 1;
         }
-        self.items.truncate(n);
-        // The batch's own chain, newest first, then turned around.
-        let mut best: Option<f64> = None;
-        for &(t, v) in batch.iter().rev() {
-            if best.is_none_or(|b| keeps(v, b)) {
-                best = Some(v);
-                self.items.push((t, v));
-            }
+        self.items[old..].reverse();
+        if n < old {
+            self.items.drain(n..old);
         }
-        self.items[n..].reverse();
     }
 
     /// Drops the samples taken before `horizon` (never the newest, which no horizon passes).
@@ -198,11 +194,25 @@ impl SuffixExtrema {
 
     /// The queues take the waiting samples in, and drop the forgotten ones.
     fn settle(&mut self) {
-        let Some(&(_, first)) = self.pending.first() else { return };
-        let (lo, hi) = self.pending.iter().fold((first, first), |(lo, hi), &(_, v)| (lo.min(v), hi.max(v)));
-        // A kept sample is strictly better than every later one (an equal later one replaces it).
-        self.mins.take_batch(&self.pending, lo, |kept, later| kept < later);
-        self.maxs.take_batch(&self.pending, hi, |kept, later| kept > later);
+        let Some((&newest, rest)) = self.pending.split_last() else { return };
+        // A kept sample is strictly better than every later one (an equal later one replaces it):
+        // from the newest back, each sample better than all after it joins its queue's chain.
+        let (old_mins, old_maxs) = (self.mins.items.len(), self.maxs.items.len());
+        self.mins.items.push(newest);
+        self.maxs.items.push(newest);
+        let (mut lo, mut hi) = (newest.1, newest.1);
+        for &(t, v) in rest.iter().rev() {
+            if v < lo {
+                lo = v;
+                self.mins.items.push((t, v));
+            }
+            if v > hi {
+                hi = v;
+                self.maxs.items.push((t, v));
+            }
+        }
+        self.mins.place(old_mins, |kept| kept < lo);
+        self.maxs.place(old_maxs, |kept| kept > hi);
         self.pending.clear();
         self.mins.sweep(self.horizon);
         self.maxs.sweep(self.horizon);
