@@ -389,7 +389,7 @@ impl WindowController for Bbr {
         Reads { sent: false, acks: false, ..Reads::ALL }
     }
 
-    fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
+    fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) -> bool {
         self.update_round(rs);
         self.update_btlbw(rs);
         self.update_cycle_phase(now, rs);
@@ -398,6 +398,7 @@ impl WindowController for Bbr {
         self.update_min_rtt(now, rs);
         self.set_pacing_rate(rtt);
         self.set_cwnd(rs);
+        true
     }
 
     fn on_congestion_event(&mut self, _now: Time, _sent: Time, persistent: bool, _lost_bytes: u64) {

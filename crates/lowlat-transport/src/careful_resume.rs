@@ -296,8 +296,9 @@ impl WindowController for CarefulResume {
         }
     }
 
-    fn on_rate_sample(&mut self, now: Time, sample: &RateSample, rtt: &RttEstimator) {
+    fn on_rate_sample(&mut self, now: Time, sample: &RateSample, rtt: &RttEstimator) -> bool {
         self.inner.on_rate_sample(now, sample, rtt);
+        true
     }
 
     fn on_end_acks(&mut self, now: Time, in_flight: u64, app_limited: bool, largest_acked: u64) {

@@ -291,7 +291,7 @@ impl WindowController for Copa {
         Reads { sent: false, acks: false, ..Reads::ALL }
     }
 
-    fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
+    fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) -> bool {
         let t = now.as_nanos();
         let sample = rs.rtt.as_secs_f64();
         let srtt = rtt.smoothed().as_secs_f64().max(1e-6);
@@ -331,6 +331,7 @@ impl WindowController for Copa {
             self.cwnd = if increase { self.cwnd + step } else { self.cwnd - step };
         }
         self.cwnd = self.cwnd.max(self.cfg.minimum_window.0 as f64);
+        true
     }
 
     fn on_congestion_event(&mut self, now: Time, sent: Time, persistent: bool, _lost_bytes: u64) {

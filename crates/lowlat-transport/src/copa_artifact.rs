@@ -365,7 +365,8 @@ impl WindowController for CopaArtifact {
         Reads { sent: false, acks: false, rate_samples: true, delivery_rate: false, sample_details: false }
     }
 
-    fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) {
+    /// (The window and the pacing rate move only in an update: `true` then.)
+    fn on_rate_sample(&mut self, now: Time, rs: &RateSample, rtt: &RttEstimator) -> bool {
         let t = now.as_nanos();
         let sample = rs.rtt.as_secs_f64();
         let srtt = rtt.smoothed().as_secs_f64().max(1e-6);
@@ -378,9 +379,10 @@ impl WindowController for CopaArtifact {
         self.history.push(t, sample, self.cfg.artifact.rtt_history.as_nanos());
         let gate = self.last_report_s + self.cfg.artifact.report_interval_srtt * srtt;
         if now == Time::ZERO || gate >= now.as_secs_f64() || standing < min_rtt {
-            return;
+            return false;
         }
         self.update(now, sample, srtt, min_rtt, standing);
+        true
     }
 
     fn on_congestion_event(&mut self, _now: Time, _sent: Time, persistent: bool, _lost_bytes: u64) {

@@ -123,8 +123,14 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
     fn on_ack(&mut self, now: Time, sent: Time, bytes: u64, app_limited: bool, rtt: &RttEstimator);
 
     /// The delivery-rate sample of one ACK frame, after its packets and any losses it revealed
-    /// were processed and before [`WindowController::on_end_acks`].
-    fn on_rate_sample(&mut self, _now: Time, _sample: &RateSample, _rtt: &RttEstimator) {}
+    /// were processed and before [`WindowController::on_end_acks`]. Returns whether
+    /// [`WindowController::window`] or [`WindowController::pacing_rate`] may now give something
+    /// new (`true` if unsure; a pacing rate that reads the estimator counts as new): the sender
+    /// reads them again only then (two dynamic calls per ACK, where the artifact's Copa moves
+    /// once per half RTT).
+    fn on_rate_sample(&mut self, _now: Time, _sample: &RateSample, _rtt: &RttEstimator) -> bool {
+        false
+    }
 
     /// The controller's state, for logs and tests (`"startup"`, `"competitive"`, ...); `""` if
     /// it has none.

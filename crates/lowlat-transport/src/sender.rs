@@ -256,6 +256,9 @@ pub struct Sender {
     /// sender asks for them several times a packet, a dynamic call each.
     window: u64,
     pacing: Option<f64>,
+    /// Whether `pacing` was worked out from the RTT estimator (none yet, or the sender's own
+    /// rate over the smoothed RTT): it may then move with every sample.
+    pacing_reads_rtt: bool,
     rtt: RttEstimator,
     /// Sent packets from `base_pn` to `next_pn`, by packet number.
     sent: SentRing,
@@ -315,6 +318,7 @@ impl Sender {
             reads: cc.reads(),
             window: 0,
             pacing: None,
+            pacing_reads_rtt: true,
             cc,
             rtt: RttEstimator::default(),
             sent: SentRing::with_size(1024),
@@ -358,7 +362,9 @@ impl Sender {
     /// update of the RTT estimator.
     fn refresh(&mut self) {
         self.window = self.cc.window();
-        self.pacing = self.compute_pacing_rate();
+        let controller_rate = if self.rtt.has_sample() { self.cc.pacing_rate(&self.rtt) } else { None };
+        self.pacing_reads_rtt = controller_rate.is_none();
+        self.pacing = self.compute_pacing_rate(controller_rate);
     }
 
     /// Whether TCP's loss recovery runs (configured, in message mode).
@@ -446,11 +452,13 @@ impl Sender {
         self.pacing
     }
 
-    fn compute_pacing_rate(&self) -> Option<f64> {
+    /// The pacing rate from `controller_rate`, the controller's (asked once the RTT has a
+    /// sample).
+    fn compute_pacing_rate(&self, controller_rate: Option<Bitrate>) -> Option<f64> {
         if !self.rtt.has_sample() {
             return None; // the initial window goes out unpaced
         }
-        let r = match self.cc.pacing_rate(&self.rtt) {
+        let r = match controller_rate {
             Some(r) => r.as_bps_f64(),
             None => self.cfg.pacing_gain * self.window as f64 * 8.0 / self.rtt.smoothed().as_secs_f64(),
         };
@@ -732,6 +740,7 @@ impl Sender {
             cursor = hi + 1;
         }
         self.largest_acked = Some(prev.map_or(largest, |p| p.max(largest)));
+        let events_before = self.stats.congestion_events;
         self.process_ecn(now, frame, largest_sent);
         let lost_before = self.stats.packets_lost;
         self.detect_lost(now);
@@ -749,6 +758,8 @@ impl Sender {
         let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
         let sample =
             if self.reads.rate_samples { acc.prior_delivered.zip(acc.rtt.or(fallback)) } else { None };
+        // Whether the window or the pacing rate may have moved (see the end).
+        let mut moved = true;
         if let Some((_, rtt)) = sample.filter(|_| !self.reads.sample_details) {
             let sample = RateSample {
                 delivery_rate: None,
@@ -762,7 +773,7 @@ impl Sender {
                 rtt,
                 in_flight: 0,
             };
-            self.cc.on_rate_sample(now, &sample, &self.rtt);
+            moved = self.cc.on_rate_sample(now, &sample, &self.rtt);
         } else if let Some((prior_delivered, rtt)) = sample {
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
@@ -781,7 +792,7 @@ impl Sender {
                 rtt,
                 in_flight: self.in_flight,
             };
-            self.cc.on_rate_sample(now, &sample, &self.rtt);
+            moved = self.cc.on_rate_sample(now, &sample, &self.rtt);
         }
         if self.reads.acks {
             self.cc.on_end_acks(now, self.in_flight, self.app_limited_until != 0, largest);
@@ -797,7 +808,12 @@ impl Sender {
         if self.tcp() {
             self.on_cumulative(now);
         }
-        self.refresh();
+        // Read again unless the only call into the controller was a rate sample that moved
+        // neither, and the pacing rate is the controller's own (not from the estimator, which
+        // this frame updated).
+        if moved || self.reads.acks || self.pacing_reads_rtt || self.stats.congestion_events != events_before {
+            self.refresh();
+        }
     }
 
     /// The suspects `frame` acknowledges, acknowledged and no longer suspects (apart from
