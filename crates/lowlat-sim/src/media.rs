@@ -190,6 +190,12 @@ struct Controller {
     /// Whether `can_send` may say no ([`RateController::never_blocks_sends`] false): asked
     /// before each packet only then (GCC was asked twice per packet for a constant yes).
     windowed: bool,
+    /// Whether `wants_padding` may say yes ([`RateController::never_pads`] false): asked at
+    /// each poll only then.
+    pads: bool,
+    /// Whether the controller has a timer ([`RateController::has_no_timer`] false): its
+    /// `poll_timeout` and `handle_timeout` are called only then.
+    timer: bool,
 }
 
 impl Controller {
@@ -197,6 +203,8 @@ impl Controller {
         let kept_across_sends = cacheable && cc.pacing_rate_ignores_sends();
         let kept_across_timeouts = cacheable && cc.pacing_rate_ignores_timeouts();
         let windowed = !cc.never_blocks_sends();
+        let pads = !cc.never_pads();
+        let timer = !cc.has_no_timer();
         Controller {
             cc,
             pacing: std::sync::atomic::AtomicU64::new(0),
@@ -204,6 +212,8 @@ impl Controller {
             kept_across_sends,
             kept_across_timeouts,
             windowed,
+            pads,
+            timer,
         }
     }
 
@@ -211,6 +221,9 @@ impl Controller {
     /// allows.
     #[inline]
     fn handle_timeout(&mut self, now: Time) {
+        if !self.timer {
+            return;
+        }
         if self.kept_across_timeouts {
             self.cc.handle_timeout(now);
         } else {
@@ -226,6 +239,22 @@ impl Controller {
             self.cc.on_packet_sent(now, sent);
         } else {
             self.get_mut().on_packet_sent(now, sent);
+        }
+    }
+
+    /// [`RateController::wants_padding`], not asked of a controller that never pads.
+    #[inline]
+    fn wants_padding(&self, now: Time) -> bool {
+        self.pads && self.cc.wants_padding(now)
+    }
+
+    /// [`RateController::poll_timeout`], not asked of a controller without a timer.
+    #[inline]
+    fn poll_timeout(&self) -> Option<Time> {
+        if self.timer {
+            self.cc.poll_timeout()
+        } else {
+            None
         }
     }
 

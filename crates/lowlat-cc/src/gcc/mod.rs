@@ -1068,8 +1068,25 @@ impl RateController for Gcc {
         self.prober.active().is_some()
     }
 
+    /// Without initial probes no probe ever starts (further probes follow only initial ones),
+    /// so there is never a cluster to pad.
+    fn never_pads(&self) -> bool {
+        self.cfg.initial_probes.is_empty()
+    }
+
+    /// A send changes the pacing rate only by moving a probe on; without initial probes there is
+    /// none (see `never_pads`), and the rate changes with feedback alone.
+    fn pacing_rate_ignores_sends(&self) -> bool {
+        self.cfg.initial_probes.is_empty()
+    }
+
     /// GCC has no timer.
     fn pacing_rate_ignores_timeouts(&self) -> bool {
+        true
+    }
+
+    /// GCC has no timer.
+    fn has_no_timer(&self) -> bool {
         true
     }
 
