@@ -1017,3 +1017,46 @@ const IP_UDP: u64 = 28;
 pub fn mailbox() -> Mailbox {
     Mailbox::default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(id: u64) -> AckContent {
+        AckContent { frame: id / 7, index: (id % 7) as u16, seq: 3 * id, dispersion: Duration(id * 11) }
+    }
+
+    #[test]
+    fn acks_whose_slot_is_taken_go_to_the_messages_and_none_is_lost() {
+        // More ACKs in flight than slots: the first ones fill the slots, the rest wait among the
+        // messages; a slot freed by a taken ACK serves the next ACK posted to it.
+        let mb = mailbox();
+        let n = 2 * ACK_SLOTS + 5;
+        for id in 0..n {
+            mb.post_ack(id, ack(id));
+        }
+        let queued = |mb: &Mailbox| mb.lock().unwrap().len() as u64;
+        assert_eq!(queued(&mb), n - ACK_SLOTS);
+        assert_eq!(mb.take_ack(0), Some(ack(0)));
+        assert_eq!(mb.take_ack(0), None, "taken once");
+        mb.post_ack(n, ack(n)); // slot n % ACK_SLOTS is not 0's: still taken, so a message
+        assert_eq!(queued(&mb), n + 1 - ACK_SLOTS);
+        let reused = ACK_SLOTS * 3; // slot 0, free again
+        mb.post_ack(reused, ack(reused));
+        assert_eq!(mb.take_ack(reused), Some(ack(reused)));
+        for id in 1..=n {
+            let got = mb.take_ack(id).or_else(|| {
+                let mut q = mb.lock().unwrap();
+                let k = q.iter().position(|(i, _)| *i == id)?;
+                match q.remove(k) {
+                    Some((_, RtcpMessage::Ack { frame, index, seq, dispersion })) => {
+                        Some(AckContent { frame, index, seq, dispersion })
+                    }
+                    _ => None,
+                }
+            });
+            assert_eq!(got, Some(ack(id)), "ACK {id}");
+        }
+        assert_eq!(queued(&mb), 0);
+    }
+}
