@@ -83,12 +83,25 @@ pub trait RateController: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether [`RateController::wants_padding`] always answers false, for the whole run (false
+    /// unless a controller says so): the sender, which would ask at every poll, then never asks.
+    fn never_pads(&self) -> bool {
+        false
+    }
+
     /// The instant from [`RateController::poll_timeout`] has come.
     fn handle_timeout(&mut self, _now: Time) {}
 
     /// When it next wants to be woken.
     fn poll_timeout(&self) -> Option<Time> {
         None
+    }
+
+    /// Whether the controller has no timer: [`RateController::poll_timeout`] always answers
+    /// `None` and [`RateController::handle_timeout`] does nothing (false unless a controller says
+    /// so). The sender, which would call both at each of its wake-ups, then calls neither.
+    fn has_no_timer(&self) -> bool {
+        false
     }
 
     /// The rate the encoder should produce.

@@ -40,7 +40,9 @@ use lowlat_media::receiver::{Arrival, FeedbackCollector, FeedbackEncoder, FrameA
 use lowlat_media::source::VideoSource;
 use lowlat_media::timeout_rtx::{AckResponder, TimeoutRetransmitter, TimeoutRtxConfig};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What an RTCP packet from the receiver says.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,8 +76,94 @@ pub enum RtcpMessage {
     },
 }
 
-/// RTCP in flight from receiver to sender, by increasing id.
-pub type Mailbox = Arc<Mutex<VecDeque<(u64, RtcpMessage)>>>;
+/// RTCP in flight from receiver to sender, by increasing id (it dereferences to that queue),
+/// with the per-packet ACKs of `repair = "timeout"` kept apart in [`AckSlots`]: one per media
+/// packet, they cost a lock and a queue entry at each end.
+#[derive(Clone, Debug, Default)]
+pub struct Mailbox {
+    messages: Arc<Mutex<VecDeque<(u64, RtcpMessage)>>>,
+    acks: Arc<OnceLock<AckSlots>>,
+}
+
+impl std::ops::Deref for Mailbox {
+    type Target = Mutex<VecDeque<(u64, RtcpMessage)>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.messages
+    }
+}
+
+/// The content of an ACK (`RtcpMessage::Ack`) as [`AckSlots`] hold it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct AckContent {
+    frame: u64,
+    index: u16,
+    seq: u64,
+    dispersion: Duration,
+}
+
+/// ACKs by id, ACK `id` in slot `id % ACK_SLOTS` while that slot is free; one whose slot is still
+/// taken (an ACK lost on the way, or thousands in flight) goes into the messages as an
+/// `RtcpMessage::Ack`, and the sender looks there for an ACK its slot does not hold, so every ACK
+/// is found as before. Atomics only because endpoints must be `Sync` (the loads and stores are
+/// plain moves); the sender and receiver of a flow are driven by one thread.
+struct AckSlots(Box<[AckSlot]>);
+
+/// One slot of [`AckSlots`]: the ACK's id plus one (0: free), and its content.
+#[derive(Default)]
+struct AckSlot {
+    id: AtomicU64,
+    frame_index: AtomicU64,
+    seq: AtomicU64,
+    dispersion: AtomicU64,
+}
+
+/// Slots of [`AckSlots`] (a power of two): far more than the ACKs in flight at once.
+const ACK_SLOTS: u64 = 4096;
+
+impl std::fmt::Debug for AckSlots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AckSlots").field("slots", &self.0.len()).finish()
+    }
+}
+
+impl Mailbox {
+    /// Posts ACK `id` (the receiver gives out ids in order).
+    #[inline]
+    fn post_ack(&self, id: u64, ack: AckContent) {
+        let slots = self.acks.get_or_init(|| AckSlots((0..ACK_SLOTS).map(|_| AckSlot::default()).collect()));
+        let slot = &slots.0[(id % ACK_SLOTS) as usize];
+        if slot.id.load(Acquire) == 0 {
+            slot.frame_index.store(ack.frame << 16 | u64::from(ack.index), Relaxed);
+            slot.seq.store(ack.seq, Relaxed);
+            slot.dispersion.store(ack.dispersion.as_nanos(), Relaxed);
+            slot.id.store(id + 1, Release);
+            return;
+        }
+        let AckContent { frame, index, seq, dispersion } = ack;
+        self.lock()
+            .expect("the mailbox lock is never held across a panic")
+            .push_back((id, RtcpMessage::Ack { frame, index, seq, dispersion }));
+    }
+
+    /// Takes ACK `id` from its slot, if the slot holds it (else it may be among the messages).
+    #[inline]
+    fn take_ack(&self, id: u64) -> Option<AckContent> {
+        let slot = &self.acks.get()?.0[(id % ACK_SLOTS) as usize];
+        if slot.id.load(Acquire) != id.wrapping_add(1) {
+            return None;
+        }
+        let frame_index = slot.frame_index.load(Relaxed);
+        let ack = AckContent {
+            frame: frame_index >> 16,
+            index: frame_index as u16,
+            seq: slot.seq.load(Relaxed),
+            dispersion: Duration(slot.dispersion.load(Relaxed)),
+        };
+        slot.id.store(0, Release);
+        Some(ack)
+    }
+}
 
 /// What a media endpoint measured, read once at the end of the run.
 #[derive(Clone, Debug, Default)]
@@ -190,6 +278,12 @@ struct Controller {
     /// Whether `can_send` may say no ([`RateController::never_blocks_sends`] false): asked
     /// before each packet only then (GCC was asked twice per packet for a constant yes).
     windowed: bool,
+    /// Whether `wants_padding` may say yes ([`RateController::never_pads`] false): asked at
+    /// each poll only then.
+    pads: bool,
+    /// Whether the controller has a timer ([`RateController::has_no_timer`] false): its
+    /// `poll_timeout` and `handle_timeout` are called only then.
+    timer: bool,
 }
 
 impl Controller {
@@ -197,6 +291,8 @@ impl Controller {
         let kept_across_sends = cacheable && cc.pacing_rate_ignores_sends();
         let kept_across_timeouts = cacheable && cc.pacing_rate_ignores_timeouts();
         let windowed = !cc.never_blocks_sends();
+        let pads = !cc.never_pads();
+        let timer = !cc.has_no_timer();
         Controller {
             cc,
             pacing: std::sync::atomic::AtomicU64::new(0),
@@ -204,6 +300,8 @@ impl Controller {
             kept_across_sends,
             kept_across_timeouts,
             windowed,
+            pads,
+            timer,
         }
     }
 
@@ -211,6 +309,9 @@ impl Controller {
     /// allows.
     #[inline]
     fn handle_timeout(&mut self, now: Time) {
+        if !self.timer {
+            return;
+        }
         if self.kept_across_timeouts {
             self.cc.handle_timeout(now);
         } else {
@@ -226,6 +327,22 @@ impl Controller {
             self.cc.on_packet_sent(now, sent);
         } else {
             self.get_mut().on_packet_sent(now, sent);
+        }
+    }
+
+    /// [`RateController::wants_padding`], not asked of a controller that never pads.
+    #[inline]
+    fn wants_padding(&self, now: Time) -> bool {
+        self.pads && self.cc.wants_padding(now)
+    }
+
+    /// [`RateController::poll_timeout`], not asked of a controller without a timer.
+    #[inline]
+    fn poll_timeout(&self) -> Option<Time> {
+        if self.timer {
+            self.cc.poll_timeout()
+        } else {
+            None
         }
     }
 
@@ -308,6 +425,9 @@ pub struct RtpSender {
     /// Under Zhuge: the mailbox entries with smaller ids hold no receiver report (those were
     /// dropped at the AP's reports before).
     mailbox_checked: u64,
+    /// Messages with smaller ids were dropped from the mailbox by a report that came after them
+    /// (`take_by_id`): an ACK below it is ignored whether it is in a slot or was among them.
+    dropped_below: u64,
 }
 
 /// The slots of the retransmission-rate window.
@@ -362,6 +482,7 @@ impl RtpSender {
             assisted: false,
             pacer_discarded: 0,
             mailbox_checked: 0,
+            dropped_below: 0,
         }
     }
 
@@ -537,6 +658,13 @@ impl Endpoint for RtpSender {
         if pkt.app & APP_NON_CC_FEEDBACK != 0 {
             // A NACK may overtake reports held on the way (Zhuge out-of-band): take it alone.
             let id = pkt.app & !APP_NON_CC_FEEDBACK;
+            if let Some(ack) = self.mailbox.take_ack(id) {
+                if id >= self.dropped_below {
+                    self.last_now = now;
+                    self.on_ack(now, ack.frame, ack.index, ack.seq, ack.dispersion);
+                }
+                return;
+            }
             let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
             // Usually the front one: checked before a search (`iter` splits the ring, and
             // `remove(0)` still runs a zero-length `wrap_copy`).
@@ -559,6 +687,8 @@ impl Endpoint for RtpSender {
             }
             return;
         }
+        // `take_by_id` drops the messages below `pkt.app` (ACKs in slots included, below).
+        self.dropped_below = self.dropped_below.max(pkt.app);
         if let Some(RtcpMessage::Report { report_time, arrivals }) =
             crate::transport::take_by_id(&self.mailbox, pkt.app)
         {
@@ -782,10 +912,7 @@ impl Endpoint for RtpReceiver {
             let id = self.next_report_id;
             self.next_report_id += 1;
             self.pending_acks += 1;
-            self.mailbox
-                .lock()
-                .expect("the mailbox lock is never held across a panic")
-                .push_back((id, RtcpMessage::Ack { frame, index, seq: pkt.seq, dispersion }));
+            self.mailbox.post_ack(id, AckContent { frame, index, seq: pkt.seq, dispersion });
             if !new {
                 return;
             }
@@ -888,5 +1015,48 @@ const IP_UDP: u64 = 28;
 
 /// A new mailbox for one flow.
 pub fn mailbox() -> Mailbox {
-    Arc::new(Mutex::new(VecDeque::new()))
+    Mailbox::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(id: u64) -> AckContent {
+        AckContent { frame: id / 7, index: (id % 7) as u16, seq: 3 * id, dispersion: Duration(id * 11) }
+    }
+
+    #[test]
+    fn acks_whose_slot_is_taken_go_to_the_messages_and_none_is_lost() {
+        // More ACKs in flight than slots: the first ones fill the slots, the rest wait among the
+        // messages; a slot freed by a taken ACK serves the next ACK posted to it.
+        let mb = mailbox();
+        let n = 2 * ACK_SLOTS + 5;
+        for id in 0..n {
+            mb.post_ack(id, ack(id));
+        }
+        let queued = |mb: &Mailbox| mb.lock().unwrap().len() as u64;
+        assert_eq!(queued(&mb), n - ACK_SLOTS);
+        assert_eq!(mb.take_ack(0), Some(ack(0)));
+        assert_eq!(mb.take_ack(0), None, "taken once");
+        mb.post_ack(n, ack(n)); // slot n % ACK_SLOTS is not 0's: still taken, so a message
+        assert_eq!(queued(&mb), n + 1 - ACK_SLOTS);
+        let reused = ACK_SLOTS * 3; // slot 0, free again
+        mb.post_ack(reused, ack(reused));
+        assert_eq!(mb.take_ack(reused), Some(ack(reused)));
+        for id in 1..=n {
+            let got = mb.take_ack(id).or_else(|| {
+                let mut q = mb.lock().unwrap();
+                let k = q.iter().position(|(i, _)| *i == id)?;
+                match q.remove(k) {
+                    Some((_, RtcpMessage::Ack { frame, index, seq, dispersion })) => {
+                        Some(AckContent { frame, index, seq, dispersion })
+                    }
+                    _ => None,
+                }
+            });
+            assert_eq!(got, Some(ack(id)), "ACK {id}");
+        }
+        assert_eq!(queued(&mb), 0);
+    }
 }

@@ -768,8 +768,21 @@ impl Gcc {
         Some(bytes as f64 * 8.0 / span)
     }
 
-    /// Step 1: the RTTs of goog_cc's feedback-only mode. Returns the report's minimum RTT.
+    /// Step 1: the RTTs of goog_cc's feedback-only mode. Returns the report's minimum RTT (zero when
+    /// nothing reads it), None when no packet arrived.
     fn update_rtt(&mut self, now: Time, report: &FeedbackReport) -> Option<Duration> {
+        if self.cfg.rtt_min_packets != 0 && !self.cfg.loss_based {
+            // Neither of the report's RTTs is read (the largest feeds AIMD only when
+            // `rtt_min_packets` is 0, the smallest only the loss-based part): only whether a
+            // packet arrived. The artifact's GCC ran both passes over each report for nothing.
+            report.packets.iter().find(|p| p.arrival.is_some())?;
+            if !self.cfg.update_per_group {
+                for p in report.packets.iter().filter(|p| p.arrival.is_some()) {
+                    self.record_rtt(now - p.sent.send_time);
+                }
+            }
+            return Some(Duration::ZERO);
+        }
         let max_arrival = report.packets.iter().filter_map(|p| p.arrival).max()?;
         let (mut max_rtt, mut min_rtt) = (Duration::ZERO, Duration::MAX);
         for p in &report.packets {
@@ -1068,8 +1081,25 @@ impl RateController for Gcc {
         self.prober.active().is_some()
     }
 
+    /// Without initial probes no probe ever starts (further probes follow only initial ones),
+    /// so there is never a cluster to pad.
+    fn never_pads(&self) -> bool {
+        self.cfg.initial_probes.is_empty()
+    }
+
+    /// A send changes the pacing rate only by moving a probe on; without initial probes there is
+    /// none (see `never_pads`), and the rate changes with feedback alone.
+    fn pacing_rate_ignores_sends(&self) -> bool {
+        self.cfg.initial_probes.is_empty()
+    }
+
     /// GCC has no timer.
     fn pacing_rate_ignores_timeouts(&self) -> bool {
+        true
+    }
+
+    /// GCC has no timer.
+    fn has_no_timer(&self) -> bool {
         true
     }
 
