@@ -176,3 +176,35 @@ def test_parquet_summary_matches_the_csv(tmp_path):
     back = pd.read_parquet(tmp_path / "o" / "summary.parquet")
     assert list(back.columns) == list(df.columns) and len(back) == 4
     assert back["utilization"].tolist() == df["utilization"].tolist()
+
+
+def test_data_tables_round_trip_exactly(tmp_path):
+    import math
+
+    floats = [0.1, 1e-310, -0.0, math.inf, float("nan"), 2.0**0.5 / 3]
+    table = pd.DataFrame(
+        {
+            "predicted_ms": floats,
+            "n": [1, 2, 3, 4, 5, 6],
+            "ok": [True, False, True, True, False, False],
+            "scheme": ["GCC+Zhuge", None, "Copa", "", "a,b", "é"],
+        }
+    )
+    sweep.write_table(tmp_path / "t.npz", table)
+    back = sweep.read_table(tmp_path / "t.npz")
+    assert list(back.columns) == list(table.columns)
+    # Bit for bit: the floats (NaN and the sign of zero included), the ints and the bools.
+    assert back["predicted_ms"].to_numpy().tobytes() == table["predicted_ms"].to_numpy().tobytes()
+    assert back["n"].tolist() == table["n"].tolist() and back["ok"].tolist() == table["ok"].tolist()
+    # Text as CSV reads it: a missing value (and "") comes back missing.
+    assert back["scheme"].isna().tolist() == [False, True, False, True, False, False]
+    assert back["scheme"].dropna().tolist() == ["GCC+Zhuge", "Copa", "a,b", "é"]
+
+
+def test_data_tables_of_earlier_versions_still_read(tmp_path):
+    points = [{"k": 1}, {"k": 2}]
+    (tmp_path / "runs").mkdir()
+    old = sweep.data_path(tmp_path, points[0], "series")
+    pd.DataFrame({"t_s": [0.2, 0.4]}).to_csv(old.with_name(old.name.removesuffix(".npz") + ".csv.gz"), index=False)
+    got = sweep.read_data(tmp_path, points, "series")
+    assert got[0]["t_s"].tolist() == [0.2, 0.4] and got[1] is None

@@ -31,7 +31,7 @@ run); the others go on.
 A sweep whose runs are not "a scenario and its summary" names a **run function** instead of a
 base (``run = "module:function"`` in a spec, or :func:`of_function` from Python): it gets each
 point as a dict and returns the row's values; it may add ``"data"``, a dict of name -> DataFrame
-kept beside the run (``DIR/runs/<id>.<name>.csv.gz``, read back with :func:`read_data`) for what a
+kept beside the run (``DIR/runs/<id>.<name>.npz``, read back with :func:`read_data`) for what a
 summary row cannot hold (per-packet predictions, a time series). The reproductions
 (:mod:`lowlat.reproduce`) run their grids this way, so they resume, record failures and run on Ray
 like any sweep.
@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+import numpy as np
 import pandas as pd
 
 try:
@@ -571,13 +572,45 @@ def _as_stored(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def data_path(out: str | Path, point: Mapping[str, Any], name: str) -> Path:
-    """Where a run's data table ``name`` is kept."""
-    return Path(out) / "runs" / f"{run_id(point)}.{name}.csv.gz"
+    """Where a run's data table ``name`` is kept: a NumPy ``.npz`` of its columns (see
+    :func:`write_table`)."""
+    return Path(out) / "runs" / f"{run_id(point)}.{name}.npz"
 
 
 #: pandas before 3 parses CSV floats to within an ulp unless told; 3 parses them exactly by
 #: default (and deprecates the option).
 _EXACT_FLOATS: dict[str, Any] = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
+def write_table(path: Path, table: pd.DataFrame) -> None:
+    """Writes ``table`` to ``path`` as an uncompressed ``.npz`` (``numpy.load(path)``): one array
+    per column (``c0``, ``c1``, ...), their names in ``columns``; text columns as Unicode arrays,
+    a missing value as "". Binary, so floats are kept exactly, and a table of 20 000 predictions
+    costs a few milliseconds where CSV's float formatting took about 70 (the sweep's process wrote
+    them while the pool's ran)."""
+    arrays: dict[str, Any] = {"columns": np.array([str(c) for c in table.columns], dtype=str)}
+    for i, c in enumerate(table.columns):
+        col = table[c]
+        if col.dtype.kind in "biuf":
+            arrays[f"c{i}"] = col.to_numpy()
+        else:
+            arrays[f"c{i}"] = np.array(["" if pd.isna(v) else str(v) for v in col], dtype=str)
+    with open(path, "wb") as f:
+        np.savez(f, allow_pickle=False, **arrays)
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A table :func:`write_table` wrote (or, from a folder of an earlier version, a ``.csv.gz``),
+    with "" in a text column read as missing, as CSV is read."""
+    if path.suffix == ".gz":
+        return pd.read_csv(path, keep_default_na=False, na_values=[""], **_EXACT_FLOATS)
+    with np.load(path, allow_pickle=False) as z:
+        names = [str(n) for n in z["columns"]]
+        cols: dict[str, Any] = {}
+        for i, n in enumerate(names):
+            a = z[f"c{i}"]
+            cols[n] = pd.Series(a, dtype=object).replace("", np.nan) if a.dtype.kind == "U" else a
+    return pd.DataFrame(cols, columns=names)
 
 
 def read_data(out: str | Path, points: list[dict[str, Any]], name: str) -> list[pd.DataFrame | None]:
@@ -586,7 +619,8 @@ def read_data(out: str | Path, points: list[dict[str, Any]], name: str) -> list[
     tables: list[pd.DataFrame | None] = []
     for p in points:
         f = data_path(out, p, name)
-        tables.append(pd.read_csv(f, keep_default_na=False, na_values=[""], **_EXACT_FLOATS) if f.is_file() else None)
+        old = f.with_name(f.name.removesuffix(".npz") + ".csv.gz")
+        tables.append(read_table(f) if f.is_file() else read_table(old) if old.is_file() else None)
     return tables
 
 
@@ -598,7 +632,7 @@ def _write_data(out: Path, point: Mapping[str, Any], data: Mapping[str, Any]) ->
             table = pd.DataFrame(table)
         path = data_path(out, point, name)
         tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
-        table.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0, "compresslevel": 1})
+        write_table(tmp, table)
         os.replace(tmp, path)
 
 
