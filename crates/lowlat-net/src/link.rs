@@ -213,7 +213,9 @@ struct InService {
 }
 
 /// The queue's state as a middlebox sees it (a free function so it can borrow the fields it reads
-/// while the middlebox is borrowed mutably).
+/// while the middlebox is borrowed mutably). Always inlined: it is built per packet where a
+/// middlebox looks, and a call costs as much as what it reads.
+#[inline(always)]
 fn state_of(
     queue: &QueueDiscipline,
     server: &mut Server,
@@ -464,7 +466,7 @@ impl Link {
             return;
         }
         let rate = self.server.rate_at_mut(now);
-        if self.queue.enqueue(now, pkt, rate).is_err() {
+        if self.queue.enqueue_inline(now, pkt, rate).is_err() {
             self.stats.tail_drops += 1;
             self.stats.bin_at(now).drops += 1;
             if let Some(mb) = self.middlebox.as_mut() {
@@ -569,13 +571,25 @@ impl Link {
             self.in_service = None;
             return;
         }
-        self.take_next(t);
+        let next = self.queue.dequeue_inline(t);
+        self.take_next(t, next);
     }
 
-    /// [`Link::start_next`] when the queue may hold something.
+    /// [`Link::start_next`] of an eager link (a drop-tail queue): the plain dequeue, whose code
+    /// for other queues stays out of the hand-on path.
     #[inline(always)]
-    fn take_next(&mut self, t: Time) {
+    fn start_next_eager(&mut self, t: Time) {
+        if self.queue.is_idle_droptail() {
+            self.in_service = None;
+            return;
+        }
         let next = self.queue.dequeue(t);
+        self.take_next(t, next);
+    }
+
+    /// [`Link::start_next`] once the queue has given `next`.
+    #[inline(always)]
+    fn take_next(&mut self, t: Time, next: Option<Packet>) {
         let aqm = self.queue.aqm_drops();
         if aqm > self.aqm_drops_seen {
             self.stats.bin_at(t).drops += aqm - self.aqm_drops_seen;
@@ -691,7 +705,7 @@ impl Link {
             let s = *s;
             debug_assert!(s.handed && self.middlebox.is_none());
             self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
-            self.start_next(s.finish);
+            self.start_next_eager(s.finish);
         }
     }
 
