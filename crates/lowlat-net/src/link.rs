@@ -252,6 +252,10 @@ pub struct Link {
     lazy_completion: bool,
     /// The middlebox acts on dequeues ([`Middlebox::hears_dequeues`]).
     tell_dequeues: bool,
+    /// The middlebox's `on_enqueue` and `on_drop` may do something: not one that hears of
+    /// transmissions ahead ([`Middlebox::hears_transmissions_ahead`]: they do nothing), which is
+    /// then not asked (nor its queue's state built) per packet.
+    tell_arrivals: bool,
     /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
     eager: bool,
     /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
@@ -280,6 +284,7 @@ impl Link {
             stats: LinkStats::new(bin),
             lazy_completion: true,
             tell_dequeues: false,
+            tell_arrivals: false,
             eager: false,
             fates: VecDeque::new(),
         }
@@ -292,6 +297,7 @@ impl Link {
         // at its next call (Middlebox::hears_transmissions_late: Zhuge) keeps the lazy path.
         self.lazy_completion = middlebox.hears_transmissions_late();
         self.tell_dequeues = middlebox.hears_dequeues();
+        self.tell_arrivals = !middlebox.hears_transmissions_ahead();
         self.eager = false;
         self.middlebox = Some(middlebox);
     }
@@ -421,7 +427,8 @@ impl Link {
             return true;
         }
         self.advance(now);
-        if let Some(mb) = self.middlebox.as_mut() {
+        let tell = self.tell_arrivals;
+        if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
             // Only built when a middlebox looks: this runs per packet.
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
             match mb.on_enqueue(now, &mut pkt, &state) {
@@ -469,7 +476,8 @@ impl Link {
         if self.queue.enqueue_inline(now, pkt, rate).is_err() {
             self.stats.tail_drops += 1;
             self.stats.bin_at(now).drops += 1;
-            if let Some(mb) = self.middlebox.as_mut() {
+            let tell = self.tell_arrivals;
+            if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.on_drop(now, &pkt, &state);
             }
