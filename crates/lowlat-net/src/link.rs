@@ -261,6 +261,10 @@ pub struct Link {
     /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
     /// admission, used when it starts service).
     fates: VecDeque<(Time, Option<Time>)>,
+    /// The middlebox said it had no feedback by this instant ([`Link::poll_feedback_at`]) and no
+    /// hook has been called since (but those that change none of it, see
+    /// [`Link::feedback_none_by`]).
+    feedback_none_until: Option<Time>,
 }
 
 impl Link {
@@ -287,6 +291,7 @@ impl Link {
             tell_arrivals: false,
             eager: false,
             fates: VecDeque::new(),
+            feedback_none_until: None,
         }
     }
 
@@ -299,6 +304,7 @@ impl Link {
         self.tell_dequeues = middlebox.hears_dequeues();
         self.tell_arrivals = !middlebox.hears_transmissions_ahead();
         self.eager = false;
+        self.feedback_none_until = None;
         self.middlebox = Some(middlebox);
     }
 
@@ -330,6 +336,7 @@ impl Link {
         if finish != Time::MAX {
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
             mb.on_transmitted(finish, pkt, &state);
+            self.feedback_none_until = None;
         }
     }
 
@@ -431,6 +438,7 @@ impl Link {
         if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
             // Only built when a middlebox looks: this runs per packet.
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            self.feedback_none_until = None;
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
                 Verdict::Drop => {
@@ -454,6 +462,14 @@ impl Link {
 
     /// A reverse-path packet passes this link's site; the middlebox may rewrite, drop or take it.
     pub fn handle_reverse(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
+        self.feedback_none_until = None;
+        self.handle_reverse_fixed(now, pkt)
+    }
+
+    /// [`Link::handle_reverse`] of a packet whose flow has a fixed
+    /// [`crate::middlebox::ReverseRule`] (`DropsAll` or `PassesAll`): the verdict changes nothing
+    /// the middlebox's other hooks read.
+    pub fn handle_reverse_fixed(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
         match self.middlebox.as_mut() {
             Some(mb) => mb.on_reverse(now, pkt),
             None => Verdict::Pass,
@@ -480,6 +496,7 @@ impl Link {
             if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.on_drop(now, &pkt, &state);
+                self.feedback_none_until = None;
             }
             return;
         }
@@ -650,6 +667,7 @@ impl Link {
         }
         if let Some(mb) = self.middlebox.as_mut() {
             if self.tell_dequeues || fated_now {
+                self.feedback_none_until = None;
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
                 if self.tell_dequeues {
                     mb.on_dequeue(t, &pkt, &state);
@@ -692,6 +710,7 @@ impl Link {
                 // (A handed packet's middlebox heard of it at its admission.)
                 let state = state_of(&self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &self.serving, &state);
+                self.feedback_none_until = None;
             }
             self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
             if let (Some(delivery), false) = (s.delivery, s.handed) {
@@ -732,6 +751,7 @@ impl Link {
             if mb.poll_timeout().is_some_and(|t| t <= now) {
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.handle_timeout(now, &state);
+                self.feedback_none_until = None;
             }
         }
     }
@@ -756,18 +776,32 @@ impl Link {
 
     /// A packet the middlebox originates or releases now.
     pub fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)> {
+        self.feedback_none_until = None;
         self.middlebox.as_mut()?.poll_inject(now)
     }
 
     /// Feedback the middlebox built for a sender, due now.
     pub fn poll_feedback(&mut self, now: Time) -> Option<BuiltFeedback> {
+        self.feedback_none_until = None;
         self.middlebox.as_mut()?.poll_feedback(now)
     }
 
     /// Feedback the middlebox built that leaves by `until`, with the instant it leaves
     /// ([`Middlebox::poll_feedback_at`]).
     pub fn poll_feedback_at(&mut self, until: Time) -> Option<(Time, BuiltFeedback)> {
-        self.middlebox.as_mut()?.poll_feedback_at(until)
+        let built = self.middlebox.as_mut()?.poll_feedback_at(until);
+        self.feedback_none_until = if built.is_none() { Some(until) } else { None };
+        built
+    }
+
+    /// Whether the middlebox said it had no feedback by `until` or later when last asked
+    /// ([`Link::poll_feedback_at`]), and no hook has been called since but
+    /// [`Link::recycle`] and [`Link::handle_reverse_fixed`]. One that hears of transmissions
+    /// ahead ([`Middlebox::hears_transmissions_ahead`]) would say none again: a driver need not
+    /// ask.
+    #[inline]
+    pub fn feedback_none_by(&self, until: Time) -> bool {
+        self.feedback_none_until.is_some_and(|u| until <= u)
     }
 
     /// Hands a payload the middlebox built back to it once read ([`Middlebox::recycle`]).

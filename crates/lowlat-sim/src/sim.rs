@@ -861,7 +861,20 @@ impl Simulation {
     /// released packets continue from the site, built feedback starts there towards its sender.
     /// Returns whether anything came out (if nothing did, the site's link still wants to be woken
     /// when it last said; the caller reschedules it otherwise).
+    #[inline(always)]
     fn drain_site(&mut self, now: Time) -> bool {
+        let b = self.bottleneck as usize;
+        if self.site_ahead && self.links[b].feedback_none_by(self.flush_until) {
+            // It said it had nothing by then and has heard of nothing since (as after most
+            // wake-ups of its link, which deliver a packet): it would say so again.
+            return false;
+        }
+        self.drain_site_asked(now)
+    }
+
+    /// [`Simulation::drain_site`] once the middlebox is to be asked.
+    #[inline(never)]
+    fn drain_site_asked(&mut self, now: Time) -> bool {
         let b = self.bottleneck as usize;
         let mut any = false;
         // A middlebox heard of transmissions ahead never injects (see
@@ -959,7 +972,7 @@ impl Simulation {
             // in service already handed on): an ahead link's wake-up stays none, as it was.
             if mode.past_site
                 && pkt.kind == PacketKind::Feedback
-                && self.links[self.bottleneck as usize].handle_reverse(at, &mut pkt) != Verdict::Pass
+                && self.links[self.bottleneck as usize].handle_reverse_fixed(at, &mut pkt) != Verdict::Pass
             {
                 // Dropped at the site (its fixed verdict), as `hand_ahead_past_site` drops it.
                 return;
@@ -1021,7 +1034,9 @@ impl Simulation {
     fn hand_ahead_past_site(&mut self) {
         let (r, b) = (self.reverse as usize, self.bottleneck as usize);
         while let Some((at, mut pkt)) = self.links[r].poll_output_until(self.flush_until) {
-            if pkt.kind == PacketKind::Feedback && self.links[b].handle_reverse(at, &mut pkt) != Verdict::Pass
+            // (Its rule for the packet's flow is fixed: `reverse_site_allows_ahead`.)
+            if pkt.kind == PacketKind::Feedback
+                && self.links[b].handle_reverse_fixed(at, &mut pkt) != Verdict::Pass
             {
                 continue;
             }
