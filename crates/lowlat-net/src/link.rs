@@ -213,7 +213,9 @@ struct InService {
 }
 
 /// The queue's state as a middlebox sees it (a free function so it can borrow the fields it reads
-/// while the middlebox is borrowed mutably).
+/// while the middlebox is borrowed mutably). Always inlined: it is built per packet where a
+/// middlebox looks, and a call costs as much as what it reads.
+#[inline(always)]
 fn state_of(
     queue: &QueueDiscipline,
     server: &mut Server,
@@ -250,11 +252,19 @@ pub struct Link {
     lazy_completion: bool,
     /// The middlebox acts on dequeues ([`Middlebox::hears_dequeues`]).
     tell_dequeues: bool,
+    /// The middlebox's `on_enqueue` and `on_drop` may do something: not one that hears of
+    /// transmissions ahead ([`Middlebox::hears_transmissions_ahead`]: they do nothing), which is
+    /// then not asked (nor its queue's state built) per packet.
+    tell_arrivals: bool,
     /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
     eager: bool,
     /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
     /// admission, used when it starts service).
     fates: VecDeque<(Time, Option<Time>)>,
+    /// The middlebox said it had no feedback by this instant ([`Link::poll_feedback_at`]) and no
+    /// hook has been called since (but those that change none of it, see
+    /// [`Link::feedback_none_by`]).
+    feedback_none_until: Option<Time>,
 }
 
 impl Link {
@@ -278,8 +288,10 @@ impl Link {
             stats: LinkStats::new(bin),
             lazy_completion: true,
             tell_dequeues: false,
+            tell_arrivals: false,
             eager: false,
             fates: VecDeque::new(),
+            feedback_none_until: None,
         }
     }
 
@@ -290,7 +302,9 @@ impl Link {
         // at its next call (Middlebox::hears_transmissions_late: Zhuge) keeps the lazy path.
         self.lazy_completion = middlebox.hears_transmissions_late();
         self.tell_dequeues = middlebox.hears_dequeues();
+        self.tell_arrivals = !middlebox.hears_transmissions_ahead();
         self.eager = false;
+        self.feedback_none_until = None;
         self.middlebox = Some(middlebox);
     }
 
@@ -322,6 +336,7 @@ impl Link {
         if finish != Time::MAX {
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
             mb.on_transmitted(finish, pkt, &state);
+            self.feedback_none_until = None;
         }
     }
 
@@ -419,9 +434,11 @@ impl Link {
             return true;
         }
         self.advance(now);
-        if let Some(mb) = self.middlebox.as_mut() {
+        let tell = self.tell_arrivals;
+        if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
             // Only built when a middlebox looks: this runs per packet.
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            self.feedback_none_until = None;
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
                 Verdict::Drop => {
@@ -445,6 +462,14 @@ impl Link {
 
     /// A reverse-path packet passes this link's site; the middlebox may rewrite, drop or take it.
     pub fn handle_reverse(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
+        self.feedback_none_until = None;
+        self.handle_reverse_fixed(now, pkt)
+    }
+
+    /// [`Link::handle_reverse`] of a packet whose flow has a fixed
+    /// [`crate::middlebox::ReverseRule`] (`DropsAll` or `PassesAll`): the verdict changes nothing
+    /// the middlebox's other hooks read.
+    pub fn handle_reverse_fixed(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
         match self.middlebox.as_mut() {
             Some(mb) => mb.on_reverse(now, pkt),
             None => Verdict::Pass,
@@ -464,12 +489,14 @@ impl Link {
             return;
         }
         let rate = self.server.rate_at_mut(now);
-        if self.queue.enqueue(now, pkt, rate).is_err() {
+        if self.queue.enqueue_inline(now, pkt, rate).is_err() {
             self.stats.tail_drops += 1;
             self.stats.bin_at(now).drops += 1;
-            if let Some(mb) = self.middlebox.as_mut() {
+            let tell = self.tell_arrivals;
+            if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.on_drop(now, &pkt, &state);
+                self.feedback_none_until = None;
             }
             return;
         }
@@ -569,13 +596,25 @@ impl Link {
             self.in_service = None;
             return;
         }
-        self.take_next(t);
+        let next = self.queue.dequeue_inline(t);
+        self.take_next(t, next);
     }
 
-    /// [`Link::start_next`] when the queue may hold something.
+    /// [`Link::start_next`] of an eager link (a drop-tail queue): the plain dequeue, whose code
+    /// for other queues stays out of the hand-on path.
     #[inline(always)]
-    fn take_next(&mut self, t: Time) {
+    fn start_next_eager(&mut self, t: Time) {
+        if self.queue.is_idle_droptail() {
+            self.in_service = None;
+            return;
+        }
         let next = self.queue.dequeue(t);
+        self.take_next(t, next);
+    }
+
+    /// [`Link::start_next`] once the queue has given `next`.
+    #[inline(always)]
+    fn take_next(&mut self, t: Time, next: Option<Packet>) {
         let aqm = self.queue.aqm_drops();
         if aqm > self.aqm_drops_seen {
             self.stats.bin_at(t).drops += aqm - self.aqm_drops_seen;
@@ -628,6 +667,7 @@ impl Link {
         }
         if let Some(mb) = self.middlebox.as_mut() {
             if self.tell_dequeues || fated_now {
+                self.feedback_none_until = None;
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
                 if self.tell_dequeues {
                     mb.on_dequeue(t, &pkt, &state);
@@ -670,6 +710,7 @@ impl Link {
                 // (A handed packet's middlebox heard of it at its admission.)
                 let state = state_of(&self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &self.serving, &state);
+                self.feedback_none_until = None;
             }
             self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
             if let (Some(delivery), false) = (s.delivery, s.handed) {
@@ -691,7 +732,7 @@ impl Link {
             let s = *s;
             debug_assert!(s.handed && self.middlebox.is_none());
             self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
-            self.start_next(s.finish);
+            self.start_next_eager(s.finish);
         }
     }
 
@@ -710,6 +751,7 @@ impl Link {
             if mb.poll_timeout().is_some_and(|t| t <= now) {
                 let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.handle_timeout(now, &state);
+                self.feedback_none_until = None;
             }
         }
     }
@@ -734,18 +776,32 @@ impl Link {
 
     /// A packet the middlebox originates or releases now.
     pub fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)> {
+        self.feedback_none_until = None;
         self.middlebox.as_mut()?.poll_inject(now)
     }
 
     /// Feedback the middlebox built for a sender, due now.
     pub fn poll_feedback(&mut self, now: Time) -> Option<BuiltFeedback> {
+        self.feedback_none_until = None;
         self.middlebox.as_mut()?.poll_feedback(now)
     }
 
     /// Feedback the middlebox built that leaves by `until`, with the instant it leaves
     /// ([`Middlebox::poll_feedback_at`]).
     pub fn poll_feedback_at(&mut self, until: Time) -> Option<(Time, BuiltFeedback)> {
-        self.middlebox.as_mut()?.poll_feedback_at(until)
+        let built = self.middlebox.as_mut()?.poll_feedback_at(until);
+        self.feedback_none_until = if built.is_none() { Some(until) } else { None };
+        built
+    }
+
+    /// Whether the middlebox said it had no feedback by `until` or later when last asked
+    /// ([`Link::poll_feedback_at`]), and no hook has been called since but
+    /// [`Link::recycle`] and [`Link::handle_reverse_fixed`]. One that hears of transmissions
+    /// ahead ([`Middlebox::hears_transmissions_ahead`]) would say none again: a driver need not
+    /// ask.
+    #[inline]
+    pub fn feedback_none_by(&self, until: Time) -> bool {
+        self.feedback_none_until.is_some_and(|u| until <= u)
     }
 
     /// Hands a payload the middlebox built back to it once read ([`Middlebox::recycle`]).

@@ -116,8 +116,11 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
     /// injects packets ([`Middlebox::poll_inject`]), and that keeps its own time in order: on
     /// hearing of a transmission it first acts on its timers due before it, and what it builds
     /// leaves at its own instant ([`Middlebox::poll_feedback_at`]; [`Middlebox::poll_timeout`]
-    /// asks for the next such instant). Its link then completes transmissions lazily (no
-    /// wake-up at each one's end). Default false.
+    /// asks for the next such instant), and once `poll_feedback_at` has said none by an instant
+    /// it says none by then again, changing nothing, until another hook is called (but
+    /// [`Middlebox::recycle`], or [`Middlebox::on_reverse`] of a flow whose
+    /// [`Middlebox::reverse_rule`] is fixed): a driver need not ask again. Its link then
+    /// completes transmissions lazily (no wake-up at each one's end). Default false.
     fn hears_transmissions_ahead(&self) -> bool {
         false
     }

@@ -60,12 +60,19 @@ impl Stats {
             return (Stats::default(), 0);
         }
         let ms = |ns: u64| Duration(ns).as_millis_f64();
+        // `ms(ns) > over_ms` as one integer comparison per sample.
+        let over_from = first_ns_over(over_ms);
+        let threshold = over_from.unwrap_or(u64::MAX);
         let (mut sum, mut lo, mut hi, mut over) = (0u128, u64::MAX, 0u64, 0usize);
         for &Duration(ns) in durations {
             sum += u128::from(ns);
             lo = lo.min(ns);
             hi = hi.max(ns);
-            over += usize::from(ms(ns) > over_ms);
+            over += usize::from(ns >= threshold);
+        }
+        if over_from.is_none() {
+            // (A sample of `u64::MAX` was counted above.)
+            over = 0;
         }
         let rank = |p: f64| ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
         let [p50, p90, p95, p99] =
@@ -99,6 +106,30 @@ impl Stats {
             max: Some(ms(max)),
         }
     }
+}
+
+/// The least nanosecond count whose milliseconds ([`Duration::as_millis_f64`]) exceed `over_ms`
+/// (`None`: none does): the milliseconds never decrease as the count grows, so a sample is over
+/// exactly when it is at least this count.
+fn first_ns_over(over_ms: f64) -> Option<u64> {
+    let over = |ns: u64| Duration(ns).as_millis_f64() > over_ms;
+    if !over(u64::MAX) {
+        return None;
+    }
+    if over(0) {
+        return Some(0);
+    }
+    // `lo` is not over, `hi` is.
+    let (mut lo, mut hi) = (0u64, u64::MAX);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if over(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
 
 /// The values at the ascending sorted positions `ranks` of `values`, whose least and greatest are
@@ -313,13 +344,16 @@ fn media_summary(sent: MediaMetrics, recv: &MediaMetrics, start: Time, end: Time
 
 /// Network RTT stats and the share over 200 ms, from the one-way delays shifted by the reverse
 /// path's propagation delay.
-fn net_rtt(m: &crate::traffic::FlowMetrics, reverse: lowlat_core::Duration) -> (Stats, f64) {
-    let h = m.owd.histogram();
+fn net_rtt(
+    m: &crate::traffic::FlowMetrics,
+    h: &Histogram<u64>,
+    reverse: lowlat_core::Duration,
+) -> (Stats, f64) {
     if h.is_empty() {
         return (Stats::default(), 0.0);
     }
     let shift = reverse.as_millis_f64();
-    let s = Stats::from_ns(&h, m.owd_sum_ns, Some(m.owd_max_ns));
+    let s = Stats::from_ns(h, m.owd_sum_ns, Some(m.owd_max_ns));
     let add = |v: Option<f64>| v.map(|x| x + shift);
     let stats = Stats {
         mean: add(s.mean),
@@ -715,11 +749,12 @@ impl RunResult {
             if let Some(s) = sender_media.as_ref().filter(|_| tables.sender_rtt) {
                 let code = r_values.len() as u32;
                 r_values.push(cfg.id.clone());
-                for (t, d) in s.rtt_at.iter().zip(&s.rtt) {
-                    r_id.push(code);
-                    r_t.push(t.as_secs_f64());
-                    r_ms.push(d.as_millis_f64());
-                }
+                // Column by column from slices of known length (a row per sample: each column
+                // reserved once and filled in a plain loop).
+                let n = s.rtt_at.len().min(s.rtt.len());
+                r_id.extend(std::iter::repeat_n(code, n));
+                r_t.extend(s.rtt_at[..n].iter().map(|t| t.as_secs_f64()));
+                r_ms.extend(s.rtt[..n].iter().map(|d| d.as_millis_f64()));
             }
             let ce_reported = sender_media.as_ref().map(|s| s.ce_reported);
             let nack = matches!(&cfg.media, Some(m) if m.repair != crate::scenario::Repair::None);
@@ -730,7 +765,9 @@ impl RunResult {
                 _ => None,
             };
             let transfers = st.sender.transfer_times();
-            let net_rtt = net_rtt(m, sim.reverse_propagation(st));
+            // (One histogram for both figures: built from the counts on each call.)
+            let owd = m.owd.histogram();
+            let net_rtt = net_rtt(m, &owd, sim.reverse_propagation(st));
             flows.push(FlowSummary {
                 id: cfg.id.clone(),
                 kind: cfg.kind.name().into(),
@@ -740,7 +777,7 @@ impl RunResult {
                 throughput_kbps: thr,
                 goodput_kbps: thr,
                 loss_ratio: if could_arrive > 0 { m.lost() as f64 / could_arrive as f64 } else { 0.0 },
-                owd_ms: Stats::from_ns(&m.owd.histogram(), m.owd_sum_ns, Some(m.owd_max_ns)),
+                owd_ms: Stats::from_ns(&owd, m.owd_sum_ns, Some(m.owd_max_ns)),
                 rtt_ms: media.as_ref().map_or(Stats::default(), |x| x.rtt_ms),
                 packets_sent: m.sent_packets,
                 packets_received: m.rx_packets,
@@ -877,6 +914,23 @@ mod tests {
             d.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
         );
         assert_eq!(c[0], -3.5);
+    }
+
+    /// The threshold count agrees with comparing each sample's milliseconds, at and around it.
+    #[test]
+    fn the_first_count_over_a_bound_is_where_the_milliseconds_pass_it() {
+        let ms = |ns: u64| Duration(ns).as_millis_f64();
+        // (`u64::MAX` ns is about 1.845e13 ms.)
+        for bound in [200.0, 400.0, 0.0, -1.0, 0.5e-6, 1e-6, 123.456_789, 1.8e13] {
+            let first = first_ns_over(bound).expect("some count is over");
+            assert!(ms(first) > bound, "{bound}");
+            assert!(first == 0 || ms(first - 1) <= bound, "{bound}");
+        }
+        for bound in [f64::INFINITY, f64::NAN, 1.9e13, 1e20] {
+            assert_eq!(first_ns_over(bound), None, "{bound}");
+        }
+        assert_eq!(Stats::from_durations_ms(&[Duration(u64::MAX)], f64::INFINITY).1, 0);
+        assert_eq!(Stats::from_durations_ms(&[Duration(u64::MAX)], 1e3).1, 1);
     }
 
     /// Selecting among the nanoseconds gives the percentiles and the maximum that sorting the

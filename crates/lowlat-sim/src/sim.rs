@@ -159,6 +159,9 @@ struct HopMode {
     /// Quiet or ahead, and eager ([`Link::set_eager`]): each packet's fate is known on arrival,
     /// so [`Link::pass`] hands it straight back for its next hop.
     passes: bool,
+    /// The reverse link of a site whose middlebox acts, handing on ahead: the feedback it passes
+    /// on is shown to the middlebox at its instant (as [`Simulation::hand_ahead_past_site`]).
+    past_site: bool,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -459,13 +462,16 @@ impl Simulation {
         // is eager too, but takes its packets through `handle_input`).
         for l in 0..n {
             let eager = self.links[l].set_eager(quiet[l] || ahead[l] || (l == b && site_eager));
-            // (Not the reverse link of a site whose middlebox acts: its feedback passes the site
-            // when it leaves, `Simulation::hand_ahead_past_site`.)
+            // The reverse link of a site whose middlebox acts hands on ahead only if the
+            // middlebox's verdicts are fixed (`reverse_site_allows_ahead`): the feedback it passes
+            // straight on is shown to the middlebox then, as `hand_ahead_past_site` shows what it
+            // hands on (never quiet: its feedback goes to senders).
+            let past_site = site && l as u32 == self.reverse && ahead[l];
             let passes = eager
                 && (quiet[l] || ahead[l])
                 && self.links[l].middlebox().is_none()
-                && !(site && l as u32 == self.reverse);
-            self.hops[l] = HopMode { quiet: quiet[l], ahead: ahead[l], passes };
+                && (!(site && l as u32 == self.reverse) || past_site);
+            self.hops[l] = HopMode { quiet: quiet[l], ahead: ahead[l], passes, past_site };
         }
         let mut order = Vec::new();
         for f in &self.flows {
@@ -855,7 +861,20 @@ impl Simulation {
     /// released packets continue from the site, built feedback starts there towards its sender.
     /// Returns whether anything came out (if nothing did, the site's link still wants to be woken
     /// when it last said; the caller reschedules it otherwise).
+    #[inline(always)]
     fn drain_site(&mut self, now: Time) -> bool {
+        let b = self.bottleneck as usize;
+        if self.site_ahead && self.links[b].feedback_none_by(self.flush_until) {
+            // It said it had nothing by then and has heard of nothing since (as after most
+            // wake-ups of its link, which deliver a packet): it would say so again.
+            return false;
+        }
+        self.drain_site_asked(now)
+    }
+
+    /// [`Simulation::drain_site`] once the middlebox is to be asked.
+    #[inline(never)]
+    fn drain_site_asked(&mut self, now: Time) -> bool {
         let b = self.bottleneck as usize;
         let mut any = false;
         // A middlebox heard of transmissions ahead never injects (see
@@ -951,6 +970,13 @@ impl Simulation {
             };
             // Nothing is left in the link for anyone to see (no packet in propagation, the one
             // in service already handed on): an ahead link's wake-up stays none, as it was.
+            if mode.past_site
+                && pkt.kind == PacketKind::Feedback
+                && self.links[self.bottleneck as usize].handle_reverse_fixed(at, &mut pkt) != Verdict::Pass
+            {
+                // Dropped at the site (its fixed verdict), as `hand_ahead_past_site` drops it.
+                return;
+            }
             let flow = &mut self.flows[pkt.flow.index()];
             let data = pkt.kind == PacketKind::Data;
             let path = if data { &flow.forward } else { &flow.reverse };
@@ -1008,7 +1034,9 @@ impl Simulation {
     fn hand_ahead_past_site(&mut self) {
         let (r, b) = (self.reverse as usize, self.bottleneck as usize);
         while let Some((at, mut pkt)) = self.links[r].poll_output_until(self.flush_until) {
-            if pkt.kind == PacketKind::Feedback && self.links[b].handle_reverse(at, &mut pkt) != Verdict::Pass
+            // (Its rule for the packet's flow is fixed: `reverse_site_allows_ahead`.)
+            if pkt.kind == PacketKind::Feedback
+                && self.links[b].handle_reverse_fixed(at, &mut pkt) != Verdict::Pass
             {
                 continue;
             }

@@ -72,7 +72,7 @@ impl DeviceQueue {
     #[inline]
     fn refill(&mut self, now: Time) {
         while self.device.len() < self.limit {
-            let Some(p) = self.qdisc.dequeue(now) else { break };
+            let Some(p) = self.qdisc.leaf_dequeue(now) else { break };
             self.device_bytes += p.size as u64;
             self.device.push_back(p);
         }
@@ -82,9 +82,16 @@ impl DeviceQueue {
     /// passes it on at once if the device FIFO has room.
     // Not inlined (nor `dequeue`): the qdisc's own calls inline into these (an empty CoDel's
     // dequeue, asked several times per packet, is then two stores), which a call through the
-    // recursive `QueueDiscipline` would prevent.
+    // recursive `QueueDiscipline` would prevent. A link's busy queue takes the inlined forms.
     #[inline(never)]
-    pub fn enqueue(&mut self, now: Time, mut pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+    pub fn enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        self.enqueue_inline(now, pkt, rate)
+    }
+
+    /// [`DeviceQueue::enqueue`] inlined up to the trip through the qdisc (which nearly every
+    /// packet of a queue shorter than the device FIFO skips).
+    #[inline(always)]
+    pub(crate) fn enqueue_inline(&mut self, now: Time, mut pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
         // A device FIFO with room means an empty qdisc (a refill leaves the FIFO full or the
         // qdisc empty): the packet passes the qdisc at once, with a sojourn of zero. Most
         // packets of a queue shorter than the FIFO take this way, without the trip through the
@@ -96,7 +103,13 @@ impl DeviceQueue {
             self.device.push_back(pkt);
             return Ok(());
         }
-        self.qdisc.enqueue(now, pkt, rate)?;
+        self.enqueue_in_qdisc(now, pkt, rate)
+    }
+
+    /// [`DeviceQueue::enqueue`] through the qdisc.
+    #[inline(never)]
+    fn enqueue_in_qdisc(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        self.qdisc.leaf_enqueue(now, pkt, rate)?;
         self.refill(now);
         Ok(())
     }
@@ -105,11 +118,29 @@ impl DeviceQueue {
     /// qdisc at the same instant.
     #[inline(never)]
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        if self.qdisc.is_empty() {
+        self.dequeue_inline(now)
+    }
+
+    /// [`DeviceQueue::dequeue`] inlined when the qdisc is empty and says what an empty dequeue
+    /// (the refill's) does.
+    #[inline(always)]
+    pub(crate) fn dequeue_inline(&mut self, now: Time) -> Option<Packet> {
+        if self.qdisc.dequeue_if_empty(now) {
+            let p = self.device.pop_front()?;
+            self.device_bytes -= p.size as u64;
+            return Some(p);
+        }
+        self.dequeue_general(now)
+    }
+
+    /// [`DeviceQueue::dequeue`], the general way.
+    #[inline(never)]
+    fn dequeue_general(&mut self, now: Time) -> Option<Packet> {
+        if self.qdisc.leaf_len() == 0 {
             // Both refills would find the qdisc empty: one dequeue of nothing does what they do
             // (at least one of them runs, and an empty dequeue's effect does not depend on how
             // many follow).
-            self.qdisc.dequeue(now);
+            self.qdisc.leaf_dequeue(now);
             let p = self.device.pop_front()?;
             self.device_bytes -= p.size as u64;
             return Some(p);
@@ -124,13 +155,13 @@ impl DeviceQueue {
     /// Bytes waiting in both stages.
     #[inline]
     pub fn bytes(&self) -> Bytes {
-        Bytes(self.qdisc.bytes().0 + self.device_bytes)
+        Bytes(self.qdisc.leaf_bytes() + self.device_bytes)
     }
 
     /// Packets waiting in both stages.
     #[inline]
     pub fn len(&self) -> usize {
-        self.qdisc.len() + self.device.len()
+        self.qdisc.leaf_len() + self.device.len()
     }
 
     /// Whether both stages are empty.

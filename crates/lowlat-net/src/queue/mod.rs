@@ -152,6 +152,30 @@ impl QueueDiscipline {
         }
     }
 
+    /// [`QueueDiscipline::enqueue`] with a device queue's way past its qdisc inlined (what a
+    /// link's busy queue takes; elsewhere the plain form keeps the code small).
+    #[inline(always)]
+    pub fn enqueue_inline(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        match self {
+            QueueDiscipline::DropTail(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::CoDel(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::L4s(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::Device(q) => q.enqueue_inline(now, pkt, rate),
+        }
+    }
+
+    /// [`QueueDiscipline::dequeue`] with a device queue's dequeue of an empty qdisc inlined
+    /// (see [`QueueDiscipline::enqueue_inline`]).
+    #[inline(always)]
+    pub fn dequeue_inline(&mut self, now: Time) -> Option<Packet> {
+        match self {
+            QueueDiscipline::DropTail(q) => q.dequeue(now),
+            QueueDiscipline::CoDel(q) => q.dequeue(now),
+            QueueDiscipline::L4s(q) => q.dequeue(now),
+            QueueDiscipline::Device(q) => q.dequeue_inline(now),
+        }
+    }
+
     /// The next packet to serve, if any (an AQM may drop packets on the way; see `aqm_drops`).
     #[inline]
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
@@ -171,6 +195,71 @@ impl QueueDiscipline {
             QueueDiscipline::CoDel(q) => q.bytes(),
             QueueDiscipline::L4s(q) => q.bytes(),
             QueueDiscipline::Device(q) => q.bytes(),
+        }
+    }
+
+    // The `leaf_` calls: what a device queue asks its qdisc, without a call unless the qdisc is
+    // itself a device queue (never built): the calls through the recursive `QueueDiscipline`
+    // methods cannot be inlined.
+
+    /// [`QueueDiscipline::bytes`], bytes.
+    #[inline(always)]
+    fn leaf_bytes(&self) -> u64 {
+        match self {
+            QueueDiscipline::DropTail(q) => q.bytes().0,
+            QueueDiscipline::CoDel(q) => q.bytes().0,
+            QueueDiscipline::L4s(q) => q.bytes().0,
+            QueueDiscipline::Device(q) => nested(q, |q| q.bytes().0),
+        }
+    }
+
+    /// [`QueueDiscipline::len`].
+    #[inline(always)]
+    fn leaf_len(&self) -> usize {
+        match self {
+            QueueDiscipline::DropTail(q) => q.len(),
+            QueueDiscipline::CoDel(q) => q.len(),
+            QueueDiscipline::L4s(q) => q.len(),
+            QueueDiscipline::Device(q) => nested(q, |q| q.len()),
+        }
+    }
+
+    /// [`QueueDiscipline::enqueue`].
+    #[inline(always)]
+    fn leaf_enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        match self {
+            QueueDiscipline::DropTail(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::CoDel(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::L4s(q) => q.enqueue(now, pkt, rate),
+            QueueDiscipline::Device(q) => nested_mut(q, |q| q.enqueue(now, pkt, rate)),
+        }
+    }
+
+    /// [`QueueDiscipline::dequeue`].
+    #[inline(always)]
+    fn leaf_dequeue(&mut self, now: Time) -> Option<Packet> {
+        match self {
+            QueueDiscipline::DropTail(q) => q.dequeue(now),
+            QueueDiscipline::CoDel(q) => q.dequeue(now),
+            QueueDiscipline::L4s(q) => q.dequeue(now),
+            QueueDiscipline::Device(q) => nested_mut(q, |q| q.dequeue(now)),
+        }
+    }
+
+    /// If the queue is empty and its dequeue is known here (drop-tail: changes nothing; CoDel:
+    /// leaves the dropping state), does what that dequeue of nothing does and returns `true`;
+    /// otherwise `false`, having done nothing. A device queue's dequeue asks its qdisc inline
+    /// this way (the call through the recursive `dequeue` cannot be inlined).
+    #[inline(always)]
+    fn dequeue_if_empty(&mut self, now: Time) -> bool {
+        match self {
+            QueueDiscipline::DropTail(q) => q.is_empty(),
+            QueueDiscipline::CoDel(q) if q.is_empty() => {
+                let none = q.dequeue(now);
+                debug_assert!(none.is_none());
+                true
+            }
+            QueueDiscipline::CoDel(_) | QueueDiscipline::L4s(_) | QueueDiscipline::Device(_) => false,
         }
     }
 
@@ -242,6 +331,19 @@ impl QueueDiscipline {
             QueueDiscipline::Device(q) => q.qdisc().ecn_marks(),
         }
     }
+}
+
+/// `f` of a device queue that is another's qdisc (never built), out of line: the end of the
+/// recursion of the `leaf_` calls.
+#[inline(never)]
+fn nested<T>(q: &DeviceQueue, f: impl FnOnce(&DeviceQueue) -> T) -> T {
+    f(q)
+}
+
+/// [`nested`], mutably.
+#[inline(never)]
+fn nested_mut<T>(q: &mut DeviceQueue, f: impl FnOnce(&mut DeviceQueue) -> T) -> T {
+    f(q)
 }
 
 #[cfg(test)]
