@@ -46,6 +46,20 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     /// A packet of this flow reached this endpoint at `now`.
     fn handle_packet(&mut self, _now: Time, _pkt: &Packet) {}
 
+    /// An ACK packet reached this endpoint (a transport sender) at `now`, with the frame it
+    /// carries, which the simulator took from the receiver's [`Endpoint::ack_ring`] (`None`: the
+    /// packet's frame is not there). Default: [`Endpoint::handle_packet`].
+    fn handle_ack(&mut self, now: Time, pkt: &Packet, _frame: Option<&lowlat_transport::AckFrame>) {
+        self.handle_packet(now, pkt)
+    }
+
+    /// A transport receiver's ACK frames in flight: the simulator hands each to the sender with
+    /// the ACK packet that carries it ([`Endpoint::handle_ack`]), so the two ends of a flow share
+    /// no state (and no lock per ACK). `None` (the default): its feedback carries its content.
+    fn ack_ring(&mut self) -> Option<&mut crate::transport::AckRing> {
+        None
+    }
+
     /// Feedback the network built on the receiver's behalf (Zhuge's in-band reports, FastAck's
     /// ACKs) reached this endpoint (the sender) at `now`.
     fn handle_assist(&mut self, _now: Time, _feedback: &AssistFeedback) {}

@@ -101,6 +101,9 @@ pub(crate) struct FlowState {
     pub(crate) metrics: FlowMetrics,
     /// The receiver is passive ([`Endpoint::is_passive`]): data reaching it is only counted.
     passive: bool,
+    /// The receiver keeps its ACK frames in flight ([`Endpoint::ack_ring`]): an ACK packet
+    /// reaching the sender takes its frame from there ([`Endpoint::handle_ack`]).
+    carries_acks: bool,
 }
 
 /// A running simulation.
@@ -261,37 +264,24 @@ impl Simulation {
                     )
                 }
                 (_, Some(t)) => {
-                    let mb = transport::mailbox();
                     // Invariant: the scenario validator checked the controller's name.
                     let cc =
                         transport::window_controller(&t.cc, f.packet_size).expect("validated controller");
                     (
                         Box::new(
-                            BulkSender::new(cc, f.packet_size, t.size, f.start, f.stop, mb.clone())
-                                .with_ecn(f.ecn),
+                            BulkSender::new(cc, f.packet_size, t.size, f.start, f.stop).with_ecn(f.ecn),
                         ),
-                        Box::new(AckReceiver::new(mb)),
+                        Box::new(AckReceiver::new()),
                     )
                 }
-                (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => {
-                    let mb = transport::mailbox();
-                    (
-                        Box::new(
-                            TransportVideoSender::new(
-                                m,
-                                f.start,
-                                f.stop,
-                                f.rate,
-                                f.packet_size,
-                                rng,
-                                mb.clone(),
-                            )
+                (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => (
+                    Box::new(
+                        TransportVideoSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng)
                             .expect("validated controller")
                             .with_ecn(f.ecn),
-                        ),
-                        Box::new(TransportVideoReceiver::new(m, f.start, mb)),
-                    )
-                }
+                    ),
+                    Box::new(TransportVideoReceiver::new(m, f.start)),
+                ),
                 (Some(m), None) => {
                     let mb = media::mailbox();
                     (
@@ -304,6 +294,8 @@ impl Simulation {
                 }
                 (None, None) => (Box::new(Source::new(f, rng)), Box::new(Sink)),
             };
+            let mut receiver = receiver;
+            let carries_acks = receiver.ack_ring().is_some();
             flows.push(FlowState {
                 sender,
                 receiver,
@@ -311,6 +303,7 @@ impl Simulation {
                 reverse: back,
                 metrics: FlowMetrics::new(bin),
                 passive: false,
+                carries_acks,
             });
         }
         // "none" leaves the queue without a middlebox: no virtual call per packet.
@@ -1115,6 +1108,13 @@ impl Simulation {
                         self.free_payload_slots.push(pkt.seq);
                         if let Some(fb) = self.decode_assist(pkt.flow, pkt.sent_at, payload) {
                             let e = 2 * flow_index;
+                            if let AssistFeedback::Ack(_) = fb {
+                                // The network acknowledges for the receiver (FastAck): the
+                                // receiver's own frames will not be asked for.
+                                if let Some(ring) = self.flows[flow_index as usize].receiver.ack_ring() {
+                                    ring.clear();
+                                }
+                            }
                             self.endpoint(e).handle_assist(now, &fb);
                             self.drain_endpoint(e, now);
                             if let AssistFeedback::Ack(frame) = fb {
@@ -1123,6 +1123,12 @@ impl Simulation {
                             }
                         }
                     }
+                    return;
+                }
+                if flow.carries_acks {
+                    let frame = flow.receiver.ack_ring().and_then(|ring| ring.take(pkt.app));
+                    flow.sender.handle_ack(now, pkt, frame);
+                    self.drain_endpoint(2 * flow_index, now);
                     return;
                 }
                 2 * flow_index

@@ -13,7 +13,7 @@
 use crate::app::{AssistFeedback, Endpoint, Transmit};
 use crate::media::{pack, unpack, MediaMetrics};
 use crate::scenario::MediaConfig;
-use crate::transport::{AckMailbox, AckReceiver};
+use crate::transport::{AckReceiver, AckRing};
 use lowlat_core::hash::FastMap;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
@@ -44,7 +44,6 @@ pub struct TransportVideoSender {
     rmax: Bitrate,
     stop: Time,
     pause: Option<(Time, Time)>,
-    mailbox: AckMailbox,
     metrics: MediaMetrics,
     /// ECN bits its packets carry.
     ecn: u8,
@@ -70,7 +69,6 @@ impl TransportVideoSender {
         start_rate: Bitrate,
         packet_size: Bytes,
         rng: Rng,
-        mailbox: AckMailbox,
     ) -> Result<TransportVideoSender, String> {
         let params = media.cc_params.get(&media.cc).map(Vec::as_slice).unwrap_or_default();
         let cc = crate::transport::window_controller_with(&media.cc, packet_size, params)?;
@@ -94,7 +92,6 @@ impl TransportVideoSender {
             rmax: media.source.rmax,
             stop,
             pause: media.pause,
-            mailbox,
             metrics: MediaMetrics::default(),
             ecn: 0,
             prepared_at: None,
@@ -302,8 +299,8 @@ impl FrameQueue {
     }
 }
 
-/// An ACK frame for the sender (its fields, so that the frame can be read in the mailbox while
-/// they change). (Inlined: a call of its own per ACK cost a third of what it does.)
+/// An ACK frame for the sender (its fields: the frame is read where the receiver's ring holds
+/// it). (Inlined: a call of its own per ACK cost a third of what it does.)
 #[inline(always)]
 fn on_ack_parts(
     sender: &mut Sender,
@@ -336,12 +333,10 @@ fn skip_delivered(sender: &Sender, resend: &mut VecDeque<(u64, Bytes)>) {
 }
 
 impl Endpoint for TransportVideoSender {
-    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+    fn handle_ack(&mut self, now: Time, _pkt: &Packet, frame: Option<&AckFrame>) {
         self.prepared_at = None;
-        // The frame is read where it lies in the mailbox (no copy), under the mailbox's lock
-        // (taken through the field, not a clone of the mailbox's `Arc` per ACK).
-        let mut mailbox = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-        if let Some(frame) = mailbox.take(pkt.app) {
+        // The frame is read where it lies in the receiver's ring (no copy).
+        if let Some(frame) = frame {
             on_ack_parts(&mut self.sender, &mut self.metrics, &mut self.resend, now, frame);
         }
     }
@@ -349,7 +344,6 @@ impl Endpoint for TransportVideoSender {
     fn handle_assist(&mut self, now: Time, feedback: &AssistFeedback) {
         self.prepared_at = None;
         if let AssistFeedback::Ack(f) = feedback {
-            self.mailbox.lock().expect("the mailbox lock is never held across a panic").clear();
             self.on_ack(now, f);
         }
     }
@@ -444,10 +438,9 @@ const NO_FRAME: u64 = u64::MAX;
 
 impl TransportVideoReceiver {
     /// A receiver for frames captured from `start` at the flow's frame rate.
-    pub fn new(media: &MediaConfig, start: Time, mailbox: AckMailbox) -> TransportVideoReceiver {
+    pub fn new(media: &MediaConfig, start: Time) -> TransportVideoReceiver {
         TransportVideoReceiver {
             acks: AckReceiver::with_config(
-                mailbox,
                 ReceiverConfig { ack_every: media.ack_every, ..ReceiverConfig::default() },
             ),
             assembler: FrameAssembler::default(),
@@ -537,6 +530,10 @@ impl Endpoint for TransportVideoReceiver {
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
         self.acks.poll_transmit(now)
+    }
+
+    fn ack_ring(&mut self) -> Option<&mut AckRing> {
+        self.acks.ack_ring()
     }
 
     fn poll_timeout(&self) -> Option<Time> {
