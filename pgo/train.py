@@ -82,6 +82,12 @@ def main() -> None:
     if major is None:
         sys.exit("train.py: rustc -vV names no LLVM version")
     profdata = find_profdata(host)
+    # Which code the profile is of (before this script rewrites its own two files).
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!pgo/lowlat.profdata.gz", ":!pgo/profile.json"],
+        cwd=ROOT, capture_output=True, text=True,
+    ).stdout.strip()
     target = ROOT / "target" / "pgo-generate"
     with tempfile.TemporaryDirectory(prefix="lowlat-pgo-train-") as tmp:
         # A fixed counts folder: the instrumented build (which names it) is reused next time.
@@ -105,12 +111,10 @@ def main() -> None:
         subprocess.run([str(profdata), "merge", "--sparse", "-o", str(merged), *map(str, runs)], check=True)
         # mtime 0: the same counts give the same file.
         PROFILE.write_bytes(gzip.compress(merged.read_bytes(), compresslevel=9, mtime=0))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     meta = {
         "llvm_major": major,
         "rustc": version.splitlines()[0],
-        "made_from": commit + ("+changes" if dirty else ""),
+        "made_from": commit + ("+changes" if changed else ""),
         "workload": "pgo/train.py: the catalog, RMCAT with gcc/nada/scream, reproduce zhuge on generated traces (100 s)",
         "training_s": round(time.perf_counter() - started, 1),
     }
