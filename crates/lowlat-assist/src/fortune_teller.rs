@@ -213,15 +213,14 @@ impl FortuneTeller {
         let span = slot * non_idle;
         self.last_rate = if self.sum_bytes < 1 << 31 {
             // Bytes x 8e9 fits in 64 bits: the same quotient as the 128-bit division, cheaper.
-            Bitrate::bps(if span == 0 { 0 } else { self.sum_bytes * 8_000_000_000 / span })
+            Bitrate::bps((self.sum_bytes * 8_000_000_000).checked_div(span).unwrap_or(0))
         } else {
             Bitrate::from_bytes_per(Bytes(self.sum_bytes), Duration(span))
         };
         let sending = non_idle - self.busy as u64;
-        self.last_interval = if sending == 0 {
-            Duration(slot * self.window as u64)
-        } else {
-            Duration(slot * non_idle / sending)
+        self.last_interval = match (slot * non_idle).checked_div(sending) {
+            None => Duration(slot * self.window as u64),
+            Some(d) => Duration(d),
         };
     }
 

@@ -56,7 +56,7 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
     /// A transport receiver's ACK frames in flight: the simulator hands each to the sender with
     /// the ACK packet that carries it ([`Endpoint::handle_ack`]), so the two ends of a flow share
     /// no state (and no lock per ACK). `None` (the default): its feedback carries its content.
-    fn ack_ring(&mut self) -> Option<&mut crate::transport::AckRing> {
+    fn ack_ring(&mut self) -> Option<&mut crate::ack_ring::AckRing> {
         None
     }
 

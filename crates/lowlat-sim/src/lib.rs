@@ -24,6 +24,7 @@
 //! println!("{}", result.summary_json());
 //! ```
 
+pub mod ack_ring;
 pub mod app;
 pub mod assist;
 pub mod bench;

@@ -84,7 +84,7 @@ impl GenericNack {
         let mut r = Reader::new(h.body);
         let sender_ssrc = r.u32()?;
         let media_ssrc = r.u32()?;
-        if r.remaining() == 0 || r.remaining() % 4 != 0 {
+        if r.remaining() == 0 || !r.remaining().is_multiple_of(4) {
             return Err(WireError::BadLength("generic NACK FCI is not a whole number of entries"));
         }
         let mut items = Vec::with_capacity(r.remaining() / 4);
