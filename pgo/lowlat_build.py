@@ -83,31 +83,54 @@ def encoded_flags(env: Mapping[str, str], profile: Path) -> str:
     return "\x1f".join([*existing_flags(env), f"-Cprofile-use={profile}", *QUIET])
 
 
-def _meta() -> dict[str, Any] | None:
-    if not (PROFILE.is_file() and META.is_file()):
-        return None
-    meta: dict[str, Any] = json.loads(META.read_text(encoding="utf-8"))
+def read_meta(meta_path: Path = META, profile: Path = PROFILE) -> dict[str, Any] | str:
+    """The profile's metadata, or why there is none to use (missing or unreadable files: the
+    build then goes on without it rather than failing)."""
+    if not (profile.is_file() and meta_path.is_file()):
+        return f"no profile at {profile}"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return f"{meta_path} is unreadable ({e})"
+    if not isinstance(meta, dict) or not isinstance(meta.get("llvm_major"), int):
+        return f"{meta_path}: expected an object with an integer llvm_major"
     return meta
+
+
+def decompress(profile: Path = PROFILE) -> bytes | str:
+    """The profile's bytes, or why they cannot be read."""
+    try:
+        return gzip.decompress(profile.read_bytes())
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        return f"{profile} is unreadable ({e})"
+
+
+def usable_profile(env: Mapping[str, str]) -> bytes | str:
+    """The profile's bytes when this build can use it, else why it goes without."""
+    if disabled(env):
+        return "LOWLAT_PGO=0"
+    meta = read_meta()
+    if isinstance(meta, str):
+        return meta
+    why = pgo_plan(env, rustc_version(env), meta)
+    return why if why is not None else decompress()
 
 
 @contextlib.contextmanager
 def profile_env() -> Iterator[None]:
     """The environment of a build with the profile when it can be used (see the module docs)."""
     env = dict(os.environ)
-    meta = _meta()
-    version = None if disabled(env) or meta is None else rustc_version(env)
-    why = pgo_plan(env, version, meta)
-    if why is not None:
-        print(f"lowlat: building without profile-guided optimisation: {why}", file=sys.stderr)
+    data = usable_profile(env)
+    if isinstance(data, str):
+        print(f"lowlat: building without profile-guided optimisation: {data}", file=sys.stderr)
         yield
         return
-    assert meta is not None  # pgo_plan refuses a build without it
     with tempfile.TemporaryDirectory(prefix="lowlat-pgo-") as tmp:
         profile = Path(tmp) / "lowlat.profdata"
-        profile.write_bytes(gzip.decompress(PROFILE.read_bytes()))
+        profile.write_bytes(data)
         before = os.environ.get("CARGO_ENCODED_RUSTFLAGS")
         os.environ["CARGO_ENCODED_RUSTFLAGS"] = encoded_flags(env, profile)
-        print(f"lowlat: building with profile-guided optimisation ({PROFILE.name}, LLVM {meta['llvm_major']}; LOWLAT_PGO=0: without)", file=sys.stderr)
+        print(f"lowlat: building with profile-guided optimisation ({PROFILE.name}; LOWLAT_PGO=0: without)", file=sys.stderr)
         try:
             yield
         finally:

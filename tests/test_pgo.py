@@ -73,3 +73,25 @@ def test_shipped_profile_is_an_indexed_llvm_profile():
     data = gzip.decompress((PGO / "lowlat.profdata.gz").read_bytes())
     # llvm-profdata's indexed format: the magic 0x8169666f72706cff, little-endian.
     assert data[:8] == bytes.fromhex("ff6c70726f666981")
+
+
+def test_an_unreadable_profile_is_skipped_with_the_reason(tmp_path):
+    b = _backend()
+    meta, prof = tmp_path / "profile.json", tmp_path / "lowlat.profdata.gz"
+    assert b.read_meta(meta, prof).startswith("no profile at")
+    prof.write_bytes(b"not gzip")
+    meta.write_text("{not json")
+    assert "unreadable" in b.read_meta(meta, prof)
+    meta.write_text('{"llvm_major": "22"}')
+    assert "integer llvm_major" in b.read_meta(meta, prof)
+    meta.write_text('{"llvm_major": 22}')
+    assert b.read_meta(meta, prof) == {"llvm_major": 22}
+    assert "unreadable" in b.decompress(prof)
+    prof.write_bytes(gzip.compress(b"profile"))
+    assert b.decompress(prof) == b"profile"
+
+
+def test_lowlat_pgo_0_skips_even_the_rustc_probe(monkeypatch):
+    b = _backend()
+    monkeypatch.setattr(b, "rustc_version", lambda env: pytest.fail("rustc was asked"))
+    assert b.usable_profile({"LOWLAT_PGO": "0"}) == "LOWLAT_PGO=0"
