@@ -229,71 +229,72 @@ impl Simulation {
                 std::mem::swap(&mut forward, &mut back);
             }
             let rng = stream(seed, &format!("flow.{}", f.id));
-            let (sender, mut receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match (&f.media, &f.transport) {
-                (_, Some(t)) if t.web.is_some() => {
-                    let web = t.web.expect("checked");
-                    let mb = web::mailbox();
-                    (
-                        Box::new(
-                            WebSender::new(web, &t.cc, f.packet_size, f.start, f.stop, rng, mb.clone())
+            let (sender, mut receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) =
+                match (&f.media, &f.transport) {
+                    (_, Some(t)) if t.web.is_some() => {
+                        let web = t.web.expect("checked");
+                        let mb = web::mailbox();
+                        (
+                            Box::new(
+                                WebSender::new(web, &t.cc, f.packet_size, f.start, f.stop, rng, mb.clone())
+                                    .expect("validated controller"),
+                            ),
+                            Box::new(WebReceiver::new(web.sources, mb)),
+                        )
+                    }
+                    (_, Some(t)) if t.downloads.is_some() => {
+                        let conns = t.downloads.clone().expect("checked");
+                        let (mb, arrivals) = downloads::channels(conns.len());
+                        let delays = download_delays(&scenario, f);
+                        (
+                            Box::new(
+                                DownloadSender::new(
+                                    conns,
+                                    &t.cc,
+                                    f.packet_size,
+                                    delays,
+                                    f.start,
+                                    f.stop,
+                                    bin,
+                                    mb.clone(),
+                                    arrivals.clone(),
+                                )
                                 .expect("validated controller"),
-                        ),
-                        Box::new(WebReceiver::new(web.sources, mb)),
-                    )
-                }
-                (_, Some(t)) if t.downloads.is_some() => {
-                    let conns = t.downloads.clone().expect("checked");
-                    let (mb, arrivals) = downloads::channels(conns.len());
-                    let delays = download_delays(&scenario, f);
-                    (
+                            ),
+                            Box::new(DownloadReceiver::new(mb, arrivals)),
+                        )
+                    }
+                    (_, Some(t)) => {
+                        // Invariant: the scenario validator checked the controller's name.
+                        let cc =
+                            transport::window_controller(&t.cc, f.packet_size).expect("validated controller");
+                        (
+                            Box::new(
+                                BulkSender::new(cc, f.packet_size, t.size, f.start, f.stop).with_ecn(f.ecn),
+                            ),
+                            Box::new(AckReceiver::new()),
+                        )
+                    }
+                    (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => (
                         Box::new(
-                            DownloadSender::new(
-                                conns,
-                                &t.cc,
-                                f.packet_size,
-                                delays,
-                                f.start,
-                                f.stop,
-                                bin,
-                                mb.clone(),
-                                arrivals.clone(),
-                            )
-                            .expect("validated controller"),
-                        ),
-                        Box::new(DownloadReceiver::new(mb, arrivals)),
-                    )
-                }
-                (_, Some(t)) => {
-                    // Invariant: the scenario validator checked the controller's name.
-                    let cc =
-                        transport::window_controller(&t.cc, f.packet_size).expect("validated controller");
-                    (
-                        Box::new(
-                            BulkSender::new(cc, f.packet_size, t.size, f.start, f.stop).with_ecn(f.ecn),
-                        ),
-                        Box::new(AckReceiver::new()),
-                    )
-                }
-                (Some(m), None) if crate::scenario::is_window_controller(&m.cc) => (
-                    Box::new(
-                        TransportVideoSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng)
-                            .expect("validated controller")
-                            .with_ecn(f.ecn),
-                    ),
-                    Box::new(TransportVideoReceiver::new(m, f.start)),
-                ),
-                (Some(m), None) => {
-                    let mb = media::mailbox();
-                    (
-                        Box::new(
-                            RtpSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng, mb.clone())
+                            TransportVideoSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng)
+                                .expect("validated controller")
                                 .with_ecn(f.ecn),
                         ),
-                        Box::new(RtpReceiver::new(m, f.start, mb)),
-                    )
-                }
-                (None, None) => (Box::new(Source::new(f, rng)), Box::new(Sink)),
-            };
+                        Box::new(TransportVideoReceiver::new(m, f.start)),
+                    ),
+                    (Some(m), None) => {
+                        let mb = media::mailbox();
+                        (
+                            Box::new(
+                                RtpSender::new(m, f.start, f.stop, f.rate, f.packet_size, rng, mb.clone())
+                                    .with_ecn(f.ecn),
+                            ),
+                            Box::new(RtpReceiver::new(m, f.start, mb)),
+                        )
+                    }
+                    (None, None) => (Box::new(Source::new(f, rng)), Box::new(Sink)),
+                };
             let carries_acks = receiver.ack_ring().is_some();
             flows.push(FlowState {
                 sender,

@@ -440,9 +440,10 @@ impl TransportVideoReceiver {
     /// A receiver for frames captured from `start` at the flow's frame rate.
     pub fn new(media: &MediaConfig, start: Time) -> TransportVideoReceiver {
         TransportVideoReceiver {
-            acks: AckReceiver::with_config(
-                ReceiverConfig { ack_every: media.ack_every, ..ReceiverConfig::default() },
-            ),
+            acks: AckReceiver::with_config(ReceiverConfig {
+                ack_every: media.ack_every,
+                ..ReceiverConfig::default()
+            }),
             assembler: FrameAssembler::default(),
             seen: FastMap::default(),
             current: NO_FRAME,

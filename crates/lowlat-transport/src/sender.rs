@@ -811,7 +811,8 @@ impl Sender {
         // Read again unless the only call into the controller was a rate sample that moved
         // neither, and the pacing rate is the controller's own (not from the estimator, which
         // this frame updated).
-        if moved || self.reads.acks || self.pacing_reads_rtt || self.stats.congestion_events != events_before {
+        if moved || self.reads.acks || self.pacing_reads_rtt || self.stats.congestion_events != events_before
+        {
             self.refresh();
         }
     }
