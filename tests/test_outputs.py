@@ -9,7 +9,7 @@ import pytest
 
 import lowlat
 from lowlat import suite
-from lowlat.plots import comparison_figure
+from lowlat.plots import cdf_steps, comparison_figure
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +94,16 @@ def test_run_writes_a_pcap_wireshark_reads(lowlat_cli, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "Malformed" not in out.stdout and "Error" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("n", [1, 5, 2000, 2001, 123_457])
+def test_cdf_steps_keep_the_ends_and_stay_within_their_bound_of_the_exact_cdf(n):
+    v = np.sort(np.random.default_rng(n).lognormal(size=n))
+    x, f = cdf_steps(v, max_points=2000)
+    assert len(x) == len(f) <= 2000
+    assert x[0] == v[0] and x[-1] == v[-1] and f[-1] == 1.0
+    assert np.all(np.diff(x) >= 0) and np.all(np.diff(f) > 0)
+    # The drawn post-step curve at each sample against the exact CDF there (rank / n).
+    drawn = f[np.searchsorted(x, v, side="right") - 1]
+    exact = np.searchsorted(v, v, side="right") / n
+    assert np.max(np.abs(drawn - exact)) <= 1 / 1999 + 1e-12

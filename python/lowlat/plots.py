@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .results import Result
 
 
@@ -117,3 +119,18 @@ def plot_comparison(results: dict[str, "Result"], out_dir: Path) -> list[Path]:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path]
+
+
+def cdf_steps(sorted_values: "np.ndarray", max_points: int = 2000) -> tuple["np.ndarray", "np.ndarray"]:
+    """The empirical CDF of ``sorted_values`` (ascending) as the points of a post-step curve,
+    ``(x, F(x))``, at most ``max_points`` of them (at least 2). Above that, the points at evenly
+    spaced ranks, the first and the last among them: the curve drawn from them is within
+    ``1 / (max_points - 1)`` of the exact one everywhere, and a figure of a million samples draws
+    in a fraction of the time (drawing every sample took over a second)."""
+    import numpy as np
+
+    n = len(sorted_values)
+    if n <= max_points:
+        return sorted_values, np.arange(1, n + 1) / n
+    ranks = np.unique(np.linspace(0, n - 1, max(2, max_points)).round().astype(np.int64))
+    return sorted_values[ranks], (ranks + 1) / n
