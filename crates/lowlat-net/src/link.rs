@@ -400,6 +400,17 @@ impl Link {
         }
     }
 
+    /// What [`Link::poll_timeout`] of a link without a middlebox says when the transmission in
+    /// service asks for nothing: the first delivery in propagation (`None`: nothing, or not
+    /// known here).
+    #[inline(always)]
+    fn asked_delivery(&self) -> Option<Time> {
+        match self.in_service.as_ref() {
+            Some(s) if !(s.handed && (self.eager || s.delivery.is_some())) => None,
+            _ => self.in_flight.front().map(|e| e.0),
+        }
+    }
+
     /// A packet arrives at the queue at `now`.
     #[inline]
     pub fn handle_input(&mut self, now: Time, pkt: Packet) {
@@ -412,17 +423,14 @@ impl Link {
     #[inline]
     pub fn input(&mut self, now: Time, mut pkt: Packet) -> bool {
         if self.middlebox.is_none() {
-            // What `poll_timeout` says now, when the transmission in service asks for nothing:
-            // the first delivery in propagation (`None`: nothing, or not known here).
-            let asked = match self.in_service.as_ref() {
-                Some(s) if !(s.handed && (self.eager || s.delivery.is_some())) => None,
-                _ => self.in_flight.front().map(|e| e.0),
-            };
-            self.advance(now);
-            if self.in_service.is_none() && self.queue.is_idle_droptail() {
+            let asked = self.asked_delivery();
+            self.advance_plain(now);
+            // (A drop-tail queue, most links', asked first: one comparison.)
+            if self.in_service.is_none() && (self.queue.is_idle_droptail() || self.queue.pass_if_empty()) {
                 // Idle, and nothing to tell: served at once, as `enqueue` and `serve` would
                 // (inline, without their calls and copies of the packet; most packets of a hop
-                // that is not congested, such as the last one before an endpoint).
+                // that is not congested, such as the last one before an endpoint). The queue
+                // has done what the packet's trip through it does.
                 pkt.enqueued_at = now;
                 let Some(d) = self.serve_idle(now, &pkt) else { return true };
                 self.in_flight.push_back((d, pkt));
@@ -431,7 +439,8 @@ impl Link {
                 return asked.is_none() || self.in_flight.front().map(|e| e.0) != asked;
             }
             self.enqueue(now, pkt);
-            return true;
+            // Queued behind the transmission in service, most often: nothing it asks for moved.
+            return asked.is_none() || self.asked_delivery() != asked;
         }
         self.advance(now);
         let tell = self.tell_arrivals;
@@ -696,6 +705,22 @@ impl Link {
         self.complete_due(now);
     }
 
+    /// [`Link::advance`] of a link without a middlebox, whose transmission that ends with an
+    /// empty queue behind it is completed inline whatever the queue (see
+    /// [`QueueDiscipline::dequeue_idle`]), not only behind a drop-tail queue.
+    #[inline(always)]
+    fn advance_plain(&mut self, now: Time) {
+        let Some(s) = self.in_service.as_ref().filter(|s| s.finish <= now) else { return };
+        debug_assert!(self.middlebox.is_none());
+        if s.handed && (self.queue.is_idle_droptail() || self.queue.dequeue_idle(s.finish)) {
+            let s = *s;
+            self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
+            self.in_service = None;
+            return;
+        }
+        self.complete_due(now);
+    }
+
     /// [`Link::advance`] once the transmission in service is due.
     #[inline(always)]
     fn complete_due(&mut self, now: Time) {
@@ -745,6 +770,9 @@ impl Link {
     /// The instant `poll_timeout` asked for (or any later one) has come.
     #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.middlebox.is_none() {
+            return self.advance_plain(now);
+        }
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when the middlebox is due: this runs per packet.
