@@ -109,8 +109,13 @@ pub struct LinkStats {
     pub sojourn_max_ns: u64,
     /// The largest queue ever held, bytes.
     pub max_queue_bytes: u64,
-    /// Counters per time bin.
-    pub bins: Vec<LinkBin>,
+    /// Counters per time bin ([`LinkStats::bin`]), but the current bin's, counted in `current`.
+    bins: Vec<LinkBin>,
+    /// The counters of the bin `cursor` remembers: counted here, without a look-up into `bins`
+    /// per packet per hop, and put in `bins` when another bin is counted.
+    current: LinkBin,
+    /// Whether `current` holds a bin's counters (not before the first count).
+    counting: bool,
     cursor: crate::histogram::BinCursor,
 }
 
@@ -129,28 +134,44 @@ impl LinkStats {
             sojourn_max_ns: 0,
             max_queue_bytes: 0,
             bins: Vec::new(),
+            current: LinkBin::default(),
+            counting: false,
             cursor: crate::histogram::BinCursor::new(bin),
         }
     }
 
-    /// The bin holding `t`, added if need be. Asked about twice a packet per hop: inlined,
-    /// with the rare growth apart.
-    #[inline]
+    /// The counters of the bin holding `t`. Asked about twice a packet per hop: inlined, with
+    /// the change of bin (once per bin, mostly) apart.
+    #[inline(always)]
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
-        let i = self.cursor.index(t);
-        // (One comparison: the index is checked once.)
-        if i < self.bins.len() {
-            return &mut self.bins[i];
+        if !self.cursor.holds(t) {
+            self.count_bin_of(t);
         }
-        self.add_bins(i)
+        &mut self.current
     }
 
-    /// Bins up to index `i`, returning the last.
+    /// Puts the current bin's counters in `bins` and takes those of the bin holding `t` out.
     #[cold]
     #[inline(never)]
-    fn add_bins(&mut self, i: usize) -> &mut LinkBin {
-        self.bins.resize(i + 1, LinkBin::default());
-        &mut self.bins[i]
+    fn count_bin_of(&mut self, t: Time) {
+        if self.counting {
+            let i = self.cursor.last_index();
+            if i >= self.bins.len() {
+                self.bins.resize(i + 1, LinkBin::default());
+            }
+            self.bins[i] = self.current;
+        }
+        let i = self.cursor.index(t);
+        self.current = self.bins.get(i).copied().unwrap_or_default();
+        self.counting = true;
+    }
+
+    /// The counters of bin `i` (all zero for a bin nothing was counted in).
+    pub fn bin(&self, i: usize) -> LinkBin {
+        if self.counting && i == self.cursor.last_index() {
+            return self.current;
+        }
+        self.bins.get(i).copied().unwrap_or_default()
     }
 
     /// Packets sent by the queue's AQM are added by the link from the queue's counter.

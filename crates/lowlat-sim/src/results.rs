@@ -641,7 +641,7 @@ pub fn link_results_with(
             ecn_marks: link.queue().ecn_marks(),
         });
         for i in (0..nbins).filter(|_| series) {
-            let b = s.bins.get(i).copied().unwrap_or_default();
+            let b = s.bin(i);
             let t0 = Time(i as u64 * bin_ns);
             let t1 = Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
             let width = (t1 - t0).as_secs_f64();
