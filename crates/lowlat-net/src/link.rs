@@ -101,8 +101,12 @@ pub struct LinkStats {
     pub random_losses: u64,
     /// Packets dropped by the middlebox.
     pub middlebox_drops: u64,
-    /// Sojourn time (queueing delay, excluding the packet's own transmission) of every packet, ns.
-    pub sojourn: NsHistogram,
+    /// Sojourn time (queueing delay, excluding the packet's own transmission) of the packets
+    /// that waited, ns; with `zero_sojourns`, every packet's ([`LinkStats::sojourn`]).
+    sojourn: NsHistogram,
+    /// Packets served the instant they arrived (a sojourn of zero), counted apart: most packets
+    /// of an uncongested hop, one increment each instead of a histogram sample.
+    zero_sojourns: u64,
     /// Exact sum of sojourn times, ns (for an exact mean).
     pub sojourn_sum_ns: u128,
     /// Exact largest sojourn time, ns.
@@ -130,6 +134,7 @@ impl LinkStats {
             middlebox_drops: 0,
             // 3 significant digits (0.1 % quantile precision), sized by what it holds.
             sojourn: NsHistogram::new(),
+            zero_sojourns: 0,
             sojourn_sum_ns: 0,
             sojourn_max_ns: 0,
             max_queue_bytes: 0,
@@ -204,13 +209,23 @@ impl LinkStats {
     /// (a sample and a dequeue; sums and maxima stay as they are).
     #[inline]
     fn record_no_sojourn(&mut self, now: Time) {
-        self.sojourn.record(0);
+        self.zero_sojourns += 1;
         self.bin_at(now).dequeued += 1;
     }
 
     /// Packets dequeued (sojourn samples).
     pub fn dequeued(&self) -> u64 {
-        self.sojourn.len()
+        self.sojourn.len() + self.zero_sojourns
+    }
+
+    /// The sojourn time of every packet dequeued, ns (built on the spot): the histogram its
+    /// samples give (in any order: the same counts per bucket, minimum and maximum).
+    pub fn sojourn(&self) -> hdrhistogram::Histogram<u64> {
+        let mut h = self.sojourn.histogram().into_owned();
+        if self.zero_sojourns > 0 {
+            h.record_n(0, self.zero_sojourns).expect("zero is within every histogram's range");
+        }
+        h
     }
 }
 
