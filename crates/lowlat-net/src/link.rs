@@ -474,8 +474,20 @@ impl Link {
                 // asks for nothing): the same first delivery as before.
                 return asked.is_none() || self.in_flight.front().map(|e| e.0) != asked;
             }
+            if self.in_service.is_some() && !self.eager {
+                // Queued behind the transmission in service (most packets of a busy hop), or
+                // dropped at the tail, inline: what `enqueue` does then, and nothing the link
+                // asks for moves.
+                let rate = self.server.rate_at_mut(now);
+                if self.queue.enqueue_inline(now, pkt, rate).is_err() {
+                    self.stats.tail_drops += 1;
+                    self.stats.bin_at(now).drops += 1;
+                } else {
+                    self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
+                }
+                return asked.is_none();
+            }
             self.enqueue(now, pkt);
-            // Queued behind the transmission in service, most often: nothing it asks for moved.
             return asked.is_none() || self.asked_delivery() != asked;
         }
         self.advance(now);
