@@ -436,15 +436,13 @@ impl Link {
         }
     }
 
-    /// What [`Link::poll_timeout`] of a link without a middlebox says when the transmission in
-    /// service asks for nothing: the first delivery in propagation (`None`: nothing, or not
-    /// known here).
+    /// Whether [`Link::poll_timeout`] of a link without a middlebox names the first delivery in
+    /// propagation, and there is one (the transmission in service asks for nothing): what only
+    /// adds to the back of the packets in propagation, or to the queue, then leaves it as it is.
     #[inline(always)]
-    fn asked_delivery(&self) -> Option<Time> {
-        match self.in_service.as_ref() {
-            Some(s) if !(s.handed && (self.eager || s.delivery.is_some())) => None,
-            _ => self.in_flight.front().map(|e| e.0),
-        }
+    fn asks_first_delivery(&self) -> bool {
+        !self.in_flight.is_empty()
+            && self.in_service.as_ref().is_none_or(|s| s.handed && (self.eager || s.delivery.is_some()))
     }
 
     /// A packet arrives at the queue at `now`.
@@ -459,7 +457,9 @@ impl Link {
     #[inline]
     pub fn input(&mut self, now: Time, mut pkt: Packet) -> bool {
         if self.middlebox.is_none() {
-            let asked = self.asked_delivery();
+            // (Completions only add to the back of the packets in propagation, as does an
+            // arrival: none takes the first one out.)
+            let settled = self.asks_first_delivery();
             self.advance_plain(now);
             // (A drop-tail queue, most links', asked first: one comparison.)
             if self.in_service.is_none() && (self.queue.is_idle_droptail() || self.queue.pass_if_empty()) {
@@ -471,8 +471,8 @@ impl Link {
                 let Some(d) = self.serve_idle(now, &pkt) else { return true };
                 self.in_flight.push_back((d, pkt));
                 // Delivered behind the packets already in propagation (the one now in service
-                // asks for nothing): the same first delivery as before.
-                return asked.is_none() || self.in_flight.front().map(|e| e.0) != asked;
+                // asks for nothing): the same first delivery as before, if there was one.
+                return !settled;
             }
             if self.in_service.is_some() && !self.eager {
                 // Queued behind the transmission in service (most packets of a busy hop), or
@@ -485,10 +485,10 @@ impl Link {
                 } else {
                     self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
                 }
-                return asked.is_none();
+                return !settled;
             }
             self.enqueue(now, pkt);
-            return asked.is_none() || self.asked_delivery() != asked;
+            return true;
         }
         self.advance(now);
         let tell = self.tell_arrivals;
