@@ -34,6 +34,7 @@
 //! transmission's end at the packet's admission.
 
 use crate::capacity::{Capacity, Server};
+use crate::fifo::Fifo;
 use crate::histogram::NsHistogram;
 use crate::jitter::NoReorderJitter;
 use crate::loss::LossModel;
@@ -279,7 +280,7 @@ pub struct Link {
     in_service: Option<InService>,
     /// The packet in service, when it has not been handed on or a middlebox hears of its end.
     serving: Packet,
-    in_flight: VecDeque<(Time, Packet)>,
+    in_flight: Fifo<(Time, Packet)>,
     middlebox: Option<Box<dyn Middlebox>>,
     aqm_drops_seen: u64,
     stats: LinkStats,
@@ -318,7 +319,7 @@ impl Link {
             loss_rng: stream(seed, &format!("{name}.loss")),
             in_service: None,
             serving: Packet::new(0, lowlat_core::FlowId(0), lowlat_core::Bytes(0), 0, Time::ZERO),
-            in_flight: VecDeque::new(),
+            in_flight: Fifo::new(),
             middlebox: None,
             aqm_drops_seen: 0,
             stats: LinkStats::new(bin),
