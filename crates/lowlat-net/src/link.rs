@@ -94,8 +94,6 @@ pub struct LinkStats {
     pub bin: Duration,
     /// Packets that finished transmission.
     pub tx_packets: u64,
-    /// Bytes that finished transmission.
-    pub tx_bytes: u64,
     /// Packets dropped at the tail of a full queue.
     pub tail_drops: u64,
     /// Packets dropped by random loss on the wire.
@@ -129,7 +127,6 @@ impl LinkStats {
         LinkStats {
             bin,
             tx_packets: 0,
-            tx_bytes: 0,
             tail_drops: 0,
             random_losses: 0,
             middlebox_drops: 0,
@@ -172,6 +169,12 @@ impl LinkStats {
         self.counting = true;
     }
 
+    /// Bytes that finished transmission: the bins' sum (counted there only, once per packet).
+    pub fn tx_bytes(&self) -> u64 {
+        let bins = self.bins.len().max(if self.counting { self.cursor.last_index() + 1 } else { 0 });
+        (0..bins).map(|i| self.bin(i).tx_bytes).sum()
+    }
+
     /// The counters of bin `i` (all zero for a bin nothing was counted in).
     pub fn bin(&self, i: usize) -> LinkBin {
         if self.counting && i == self.cursor.last_index() {
@@ -197,7 +200,6 @@ impl LinkStats {
     #[inline(always)]
     fn record_completed(&mut self, size: u32, finish: Time, lost: bool) {
         self.tx_packets += 1;
-        self.tx_bytes += size as u64;
         let bin = self.bin_at(finish);
         bin.tx_bytes += size as u64;
         if lost {

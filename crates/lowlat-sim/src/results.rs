@@ -633,7 +633,7 @@ pub fn link_results_with(
         rows.push(LinkSummary {
             id: name.clone(),
             capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
-            utilization: if cap_bytes > 0.0 { s.tx_bytes as f64 / cap_bytes } else { 0.0 },
+            utilization: if cap_bytes > 0.0 { s.tx_bytes() as f64 / cap_bytes } else { 0.0 },
             queue_delay_ms: Stats::from_ns(&s.sojourn(), s.sojourn_sum_ns, Some(s.sojourn_max_ns)),
             drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
             random_losses: s.random_losses,
