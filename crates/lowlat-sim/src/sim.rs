@@ -1118,13 +1118,16 @@ impl Simulation {
     fn deliver(&mut self, now: Time, pkt: &Packet) {
         let flow_index = pkt.flow.0;
         let flow = &mut self.flows[flow_index as usize];
-        let e = match pkt.kind {
+        // (Each endpoint is handed its packet through the flow already at hand, not looked up
+        // again.)
+        match pkt.kind {
             PacketKind::Data => {
                 flow.metrics.on_received(now, pkt.seq, pkt.size as u64, pkt.sent_at);
                 if flow.passive {
                     return;
                 }
-                2 * flow_index + 1
+                flow.receiver.handle_packet(now, pkt);
+                self.drain_endpoint(2 * flow_index + 1, now);
             }
             PacketKind::Feedback => {
                 flow.metrics.on_feedback_received(pkt.size as u64);
@@ -1155,14 +1158,12 @@ impl Simulation {
                 if flow.carries_acks {
                     let frame = flow.receiver.ack_ring().and_then(|ring| ring.take(pkt.app));
                     flow.sender.handle_ack(now, pkt, frame);
-                    self.drain_endpoint(2 * flow_index, now);
-                    return;
+                } else {
+                    flow.sender.handle_packet(now, pkt);
                 }
-                2 * flow_index
+                self.drain_endpoint(2 * flow_index, now);
             }
-        };
-        self.endpoint(e).handle_packet(now, pkt);
-        self.drain_endpoint(e, now);
+        }
     }
 }
 
