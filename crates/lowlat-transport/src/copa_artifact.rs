@@ -43,7 +43,7 @@
 //! recovery has no timeout that collapses the window here).
 
 use crate::copa::CopaConfig;
-use crate::filter::{Keep, SuffixExtrema, WindowedFilter};
+use crate::filter::{FixedWindowFilter, Keep, SuffixExtrema, WindowedFilter};
 use crate::rtt::RttEstimator;
 use crate::{RateSample, Reads, WindowController};
 use lowlat_core::{Bitrate, Duration, Time};
@@ -122,7 +122,7 @@ pub struct CopaArtifact {
     mss: u64,
     /// Window, whole bytes as the artifact's `uint32_t`.
     cwnd: u64,
-    min_rtt: WindowedFilter,
+    min_rtt: FixedWindowFilter,
     standing: WindowedFilter,
     /// (time ns, RTT s) of the samples of the last `rtt_history`, as far as their minima and
     /// maxima since any time go (the mode switch's question).
@@ -158,7 +158,7 @@ impl CopaArtifact {
         CopaArtifact {
             mss: cfg.max_datagram_size.0.max(1),
             cwnd: cfg.initial_window.0,
-            min_rtt: WindowedFilter::new(Keep::Min),
+            min_rtt: FixedWindowFilter::new(Keep::Min, cfg.min_rtt_window.as_nanos()),
             standing: WindowedFilter::new(Keep::Min),
             history: SuffixExtrema::new(),
             slow_start: true,
@@ -372,7 +372,7 @@ impl WindowController for CopaArtifact {
         let srtt = rtt.smoothed().as_secs_f64().max(1e-6);
         self.report_acked += rs.newly_acked;
         self.report_lost += rs.newly_lost_packets * self.mss;
-        let min_rtt = self.min_rtt.update(t, sample, self.cfg.min_rtt_window.as_nanos());
+        let min_rtt = self.min_rtt.update(t, sample);
         let window = Duration::from_secs_f64(srtt * self.cfg.standing_rtt_fraction).as_nanos();
         let standing = self.standing.update(t, sample, window);
         // `new_rtt_sample` / `clear_old_hist`: keep 10 s of samples (at least one: the newest).
