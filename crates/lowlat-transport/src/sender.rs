@@ -265,8 +265,9 @@ pub struct Sender {
     base_pn: u64,
     next_pn: u64,
     largest_acked: Option<u64>,
-    /// Outstanding packet numbers below the largest acknowledged, ascending.
-    suspects: VecDeque<u64>,
+    /// Outstanding packet numbers below the largest acknowledged, ascending (TCP: and the holes
+    /// there).
+    suspects: Vec<u64>,
     in_flight: u64,
     loss_time: Option<Time>,
     pto_count: u32,
@@ -325,7 +326,7 @@ impl Sender {
             base_pn: 0,
             next_pn: 0,
             largest_acked: None,
-            suspects: VecDeque::new(),
+            suspects: Vec::new(),
             in_flight: 0,
             loss_time: None,
             pto_count: 0,
@@ -729,7 +730,7 @@ impl Sender {
             for pn in cursor..lo.max(cursor) {
                 // (TCP: a hole too, so that its late original is seen.)
                 if self.entry(pn).is_some_and(|s| s.outstanding || s.hole) {
-                    self.suspects.push_back(pn);
+                    self.suspects.push(pn);
                 }
             }
             // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow;
@@ -821,16 +822,29 @@ impl Sender {
     /// [`Sender::on_ack`]: mostly there are none, and the loop cost its caller spilled registers).
     #[inline(never)]
     fn ack_suspects(&mut self, now: Time, frame: &AckFrame) {
-        let mut k = 0;
-        while k < self.suspects.len() {
-            let pn = self.suspects[k];
-            if frame.contains(pn) {
+        // Suspects ascend and ranges descend: one walk of both, from the lowest range up, and
+        // the suspects kept moved down in place. (A binary search of the ranges per suspect, and
+        // a shift of the rest per suspect acknowledged, made each ACK of a lossy period cost
+        // thousands of instructions under TCP's recovery, whose holes stay suspects.)
+        let mut suspects = std::mem::take(&mut self.suspects);
+        let ranges = &frame.ranges[..];
+        // `ranges[j..]` lie wholly below the suspect at hand.
+        let mut j = ranges.len();
+        let mut kept = 0;
+        for k in 0..suspects.len() {
+            let pn = suspects[k];
+            while j > 0 && ranges[j - 1].1 < pn {
+                j -= 1;
+            }
+            if j > 0 && ranges[j - 1].0 <= pn {
                 self.ack_packet(now, pn);
-                self.suspects.remove(k);
             } else {
-                k += 1;
+                suspects[kept] = pn;
+                kept += 1;
             }
         }
+        suspects.truncate(kept);
+        self.suspects = suspects;
     }
 
     /// TCP: restarts the timeout if the cumulative point advanced (`NewAck`), as the state allows,
@@ -939,16 +953,22 @@ impl Sender {
             Duration::from_secs_f64(self.cfg.time_threshold * rtt).max(self.cfg.granularity)
         };
         let (mut lost_bytes, mut newest_lost) = (0, None);
-        let mut k = 0;
-        while k < self.suspects.len() {
-            let pn = self.suspects[k];
-            let Some(s) = self.entry(pn).copied().filter(|s| s.outstanding) else {
-                if tcp && self.entry(pn).is_some_and(|s| s.hole) {
-                    k += 1; // TCP: kept, so that a late acknowledgement of it is seen
-                } else {
-                    self.suspects.remove(k);
+        // The suspects kept are moved down in place (see `ack_suspects`).
+        let mut suspects = std::mem::take(&mut self.suspects);
+        let mut kept = 0;
+        for k in 0..suspects.len() {
+            let pn = suspects[k];
+            let s = match self.entry(pn) {
+                Some(e) if e.outstanding => *e,
+                // TCP: a hole is kept, so that a late acknowledgement of it is seen.
+                Some(e) => {
+                    if tcp && e.hole {
+                        suspects[kept] = pn;
+                        kept += 1;
+                    }
+                    continue;
                 }
-                continue;
+                None => continue,
             };
             // TCP: only the packet threshold, and never for a retransmission (see the module doc).
             let lost = if tcp {
@@ -977,18 +997,21 @@ impl Sender {
                 lost_bytes += u64::from(s.size);
                 newest_lost = Some(newest_lost.map_or(s.time, |t: Time| t.max(s.time)));
                 if tcp {
-                    k += 1; // a hole stays a suspect: its late original may still be acknowledged
-                } else {
-                    self.suspects.remove(k);
+                    // A hole stays a suspect: its late original may still be acknowledged.
+                    suspects[kept] = pn;
+                    kept += 1;
                 }
             } else {
                 if !tcp {
                     let t = s.time + loss_delay;
                     self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
                 }
-                k += 1;
+                suspects[kept] = pn;
+                kept += 1;
             }
         }
+        suspects.truncate(kept);
+        self.suspects = suspects;
         if let Some(sent) = newest_lost {
             self.stats.congestion_events += 1;
             self.cc.on_congestion_event(now, sent, false, lost_bytes);
