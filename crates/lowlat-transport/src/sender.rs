@@ -696,50 +696,38 @@ impl Sender {
 
     /// An ACK frame arrived.
     pub fn on_ack(&mut self, now: Time, frame: &AckFrame) {
-        let Some(largest) = frame.largest() else { return };
+        let ranges = &frame.ranges[..];
+        let Some(&(first_lo, largest)) = ranges.first() else { return };
         if largest >= self.next_pn {
             return; // acknowledges packets never sent: ignore the frame
         }
         let prev = self.largest_acked;
-        // (One look-up, and only the two fields needed: a copy of the entry is 80 bytes.)
-        let largest_entry = self.entry(largest).map(|s| (s.time, s.outstanding));
-        let largest_sent = largest_entry.map(|(time, _)| time);
-        // RTT sample from the largest, if it is newly acknowledged (RFC 9002 §5.1).
-        if prev.is_none_or(|p| largest > p) {
-            if let Some((time, true)) = largest_entry {
-                let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
-                self.rtt.update(now, now - time, delay);
-            }
-        }
-        // Holes below the previous largest: only the suspects can be newly acknowledged there.
-        if !self.suspects.is_empty() {
-            self.ack_suspects(now, frame);
-        }
-        // Above it: walk the ranges upwards, acknowledging and noting the holes.
-        let lower = prev.map_or(self.base_pn, |p| p + 1).max(self.base_pn);
-        let mut cursor = lower;
-        // Ranges entirely below it (the long tail of old holes a lossy flow's frames repeat,
-        // up to 32) are not walked: ranges are highest first. Mostly only the first range
-        // reaches above it (packets arrive in order), which the second range's end tells
-        // without a binary search.
-        let above = match frame.ranges.get(1) {
-            Some(&(_, hi)) if hi >= lower => frame.ranges.partition_point(|&(_, hi)| hi >= lower),
-            _ => usize::from(largest >= lower),
-        };
-        for &(lo, hi) in frame.ranges[..above].iter().rev() {
-            for pn in cursor..lo.max(cursor) {
-                // (TCP: a hole too, so that its late original is seen.)
-                if self.entry(pn).is_some_and(|s| s.outstanding || s.hole) {
-                    self.suspects.push(pn);
+        // The common frame: it acknowledges the packets after the previous largest and no hole
+        // (they arrived in order; older ranges lie below it), with no suspects to look at.
+        // Then the packets to acknowledge are those after it up to the largest, all live, and
+        // the largest is newly acknowledged: what `ack_ranges` finds, without its walk.
+        let largest_sent = match prev {
+            Some(p)
+                if p < largest
+                    && first_lo <= p + 1
+                    && self.base_pn <= p + 1
+                    && self.suspects.is_empty()
+                    && ranges.get(1).is_none_or(|r| r.1 <= p) =>
+            {
+                let s = self.sent.at(largest);
+                let (time, outstanding) = (s.time, s.outstanding);
+                // RTT sample from the largest (RFC 9002 §5.1).
+                if outstanding {
+                    let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
+                    self.rtt.update(now, now - time, delay);
                 }
+                for pn in p + 1..largest + 1 {
+                    self.ack_live(now, pn);
+                }
+                Some(time)
             }
-            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow;
-            // and `base_pn` <= `lower`: all in the live range.)
-            for pn in lo.max(lower)..hi + 1 {
-                self.ack_live(now, pn);
-            }
-            cursor = hi + 1;
-        }
+            _ => self.ack_ranges(now, frame, prev, largest),
+        };
         self.largest_acked = Some(prev.map_or(largest, |p| p.max(largest)));
         let events_before = self.stats.congestion_events;
         self.process_ecn(now, frame, largest_sent);
@@ -816,6 +804,54 @@ impl Sender {
         {
             self.refresh();
         }
+    }
+
+    /// [`Sender::on_ack`]'s walk of any frame: the RTT sample, the suspects the frame
+    /// acknowledges, and its ranges above the previous largest `prev` (new holes become
+    /// suspects); returns when the largest acknowledged was sent, if it is live. (Apart: mostly
+    /// the common frame's way is taken.)
+    #[inline(never)]
+    fn ack_ranges(&mut self, now: Time, frame: &AckFrame, prev: Option<u64>, largest: u64) -> Option<Time> {
+        // (One look-up, and only the two fields needed: a copy of the entry is 80 bytes.)
+        let largest_entry = self.entry(largest).map(|s| (s.time, s.outstanding));
+        let largest_sent = largest_entry.map(|(time, _)| time);
+        // RTT sample from the largest, if it is newly acknowledged (RFC 9002 §5.1).
+        if prev.is_none_or(|p| largest > p) {
+            if let Some((time, true)) = largest_entry {
+                let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
+                self.rtt.update(now, now - time, delay);
+            }
+        }
+        // Holes below the previous largest: only the suspects can be newly acknowledged there.
+        if !self.suspects.is_empty() {
+            self.ack_suspects(now, frame);
+        }
+        // Above it: walk the ranges upwards, acknowledging and noting the holes.
+        let lower = prev.map_or(self.base_pn, |p| p + 1).max(self.base_pn);
+        let mut cursor = lower;
+        // Ranges entirely below it (the long tail of old holes a lossy flow's frames repeat,
+        // up to 32) are not walked: ranges are highest first. Mostly only the first range
+        // reaches above it (packets arrive in order), which the second range's end tells
+        // without a binary search.
+        let above = match frame.ranges.get(1) {
+            Some(&(_, hi)) if hi >= lower => frame.ranges.partition_point(|&(_, hi)| hi >= lower),
+            _ => usize::from(largest >= lower),
+        };
+        for &(lo, hi) in frame.ranges[..above].iter().rev() {
+            for pn in cursor..lo.max(cursor) {
+                // (TCP: a hole too, so that its late original is seen.)
+                if self.entry(pn).is_some_and(|s| s.outstanding || s.hole) {
+                    self.suspects.push(pn);
+                }
+            }
+            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow;
+            // and `base_pn` <= `lower`: all in the live range.)
+            for pn in lo.max(lower)..hi + 1 {
+                self.ack_live(now, pn);
+            }
+            cursor = hi + 1;
+        }
+        largest_sent
     }
 
     /// The suspects `frame` acknowledges, acknowledged and no longer suspects (apart from
