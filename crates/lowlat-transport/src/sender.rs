@@ -654,9 +654,12 @@ impl Sender {
             return;
         }
         s.outstanding = false;
-        let s = *s;
-        self.in_flight -= u64::from(s.size);
+        // (The fields read, not a copy of the record: most of it is read only under TCP's
+        // recovery or for a detailed rate sample.)
+        let (size, payload, time, delivered) = (u64::from(s.size), u64::from(s.payload), s.time, s.delivered);
+        self.in_flight -= size;
         if tcp {
+            let s = *self.sent.at(pn);
             if let Some(orig) = s.retx_of() {
                 if let Some(e) = self.entry(orig) {
                     e.hole = false;
@@ -664,9 +667,45 @@ impl Sender {
             }
             self.take_hole(s.tag);
         }
-        self.deliver(now, &s, true);
+        self.deliver_parts(now, pn, size, payload, time, delivered, true);
         if self.reads.acks {
-            self.cc.on_ack(now, s.time, u64::from(s.size), false, &self.rtt);
+            self.cc.on_ack(now, time, size, false, &self.rtt);
+        }
+    }
+
+    /// [`Sender::deliver`] of the record of `pn` from the fields read already (the detailed
+    /// sample's read where they are needed).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn deliver_parts(
+        &mut self,
+        now: Time,
+        pn: u64,
+        size: u64,
+        payload: u64,
+        time: Time,
+        delivered: u64,
+        sample_rtt: bool,
+    ) {
+        self.stats.bytes_acked += payload;
+        self.delivered += size;
+        self.delivered_time = now;
+        let acc = &mut self.acc;
+        acc.newly_acked += size;
+        // The sample is taken over the newest packet acknowledged (the one sent last).
+        if acc.prior_delivered.is_none_or(|d| delivered >= d) {
+            acc.prior_delivered = Some(delivered);
+            if sample_rtt {
+                acc.rtt = Some(now - time);
+            }
+            if self.reads.sample_details {
+                let s = self.sent.at(pn);
+                acc.prior_time = s.delivered_time;
+                acc.app_limited = s.app_limited;
+                acc.send_elapsed = time - s.first_sent_time;
+                acc.ack_elapsed = now - s.delivered_time;
+                self.first_sent_time = time;
+            }
         }
     }
 
@@ -737,16 +776,16 @@ impl Sender {
             self.app_limited_until = 0;
         }
         // Only these three start each frame afresh: the others are written with `prior_delivered`
-        // and read only when it is set (a whole reset stored all nine words).
-        let acc = self.acc;
-        self.acc.prior_delivered = None;
-        self.acc.newly_acked = 0;
-        self.acc.rtt = None;
+        // and read only when it is set (a whole reset stored all nine words; and they are read
+        // where they are used, as a copy of the whole loaded them all).
+        let prior_delivered = self.acc.prior_delivered.take();
+        let newly_acked = std::mem::take(&mut self.acc.newly_acked);
+        let acc_rtt = self.acc.rtt.take();
         // TCP: an ACK of late originals alone still reaches the controller, with the latest RTT
         // (ns-3 calls `CongControl` on every ACK; its rate sample keeps the last RTT measured).
-        let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
+        let fallback = || (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
         let sample =
-            if self.reads.rate_samples { acc.prior_delivered.zip(acc.rtt.or(fallback)) } else { None };
+            if self.reads.rate_samples { prior_delivered.zip(acc_rtt.or_else(fallback)) } else { None };
         // Whether the window or the pacing rate may have moved (see the end).
         let mut moved = true;
         if let Some((_, rtt)) = sample.filter(|_| !self.reads.sample_details) {
@@ -757,13 +796,14 @@ impl Sender {
                 prior_delivered: 0,
                 total_delivered: 0,
                 is_app_limited: false,
-                newly_acked: acc.newly_acked,
+                newly_acked,
                 newly_lost_packets: self.stats.packets_lost - lost_before,
                 rtt,
                 in_flight: 0,
             };
             moved = self.cc.on_rate_sample(now, &sample, &self.rtt);
         } else if let Some((prior_delivered, rtt)) = sample {
+            let acc = &self.acc;
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
             let sample = RateSample {
@@ -776,7 +816,7 @@ impl Sender {
                 prior_delivered,
                 total_delivered: self.delivered,
                 is_app_limited: acc.app_limited,
-                newly_acked: acc.newly_acked,
+                newly_acked,
                 newly_lost_packets: self.stats.packets_lost - lost_before,
                 rtt,
                 in_flight: self.in_flight,
