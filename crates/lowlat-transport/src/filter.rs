@@ -107,8 +107,12 @@ pub struct FixedWindowFilter {
     /// filter as it is: no kept sample ages out or is refreshed before then.
     quiet_until: u64,
     /// For [`Keep::Min`], the largest kept value (a sample above it is better than none); for
-    /// [`Keep::Max`], the smallest (a sample below it is better than none).
+    /// [`Keep::Max`], the smallest, negated (a sample below it is better than none: its negation
+    /// is above this).
     quiet_bound: f64,
+    /// 1 for [`Keep::Min`], -1 for [`Keep::Max`]: a sample times this is compared with
+    /// `quiet_bound` (a multiplication where a match on the kind cost both comparisons).
+    sign: f64,
 }
 
 impl FixedWindowFilter {
@@ -116,7 +120,14 @@ impl FixedWindowFilter {
     pub fn new(keep: Keep, window: u64) -> FixedWindowFilter {
         // (Empty: `quiet_until` 0 with no value worse than a NaN bound sends every sample the
         // long way until the first.)
-        FixedWindowFilter { filter: WindowedFilter::new(keep), window, quiet_until: 0, quiet_bound: f64::NAN }
+        let sign = if keep == Keep::Max { -1.0 } else { 1.0 };
+        FixedWindowFilter {
+            filter: WindowedFilter::new(keep),
+            window,
+            quiet_until: 0,
+            quiet_bound: f64::NAN,
+            sign,
+        }
     }
 
     /// The current best, if any sample was seen.
@@ -127,12 +138,8 @@ impl FixedWindowFilter {
     /// [`WindowedFilter::update`] with the filter's window: the same best, the same state.
     #[inline]
     pub fn update(&mut self, t: u64, v: f64) -> f64 {
-        let quiet = t <= self.quiet_until
-            && match self.filter.keep {
-                Keep::Min => v > self.quiet_bound,
-                Keep::Max => v < self.quiet_bound,
-            };
-        if quiet {
+        // (Negation is exact, and a NaN stays one: never above the bound.)
+        if t <= self.quiet_until && v * self.sign > self.quiet_bound {
             return self.filter.samples[0].1;
         }
         self.update_slow(t, v)
@@ -160,7 +167,7 @@ impl FixedWindowFilter {
         // bound (all three NaN) lets no sample through the quiet way.
         self.quiet_bound = match f.keep {
             Keep::Min => v0.max(v1).max(v2),
-            Keep::Max => v0.min(v1).min(v2),
+            Keep::Max => -v0.min(v1).min(v2),
         };
         best
     }
@@ -381,7 +388,7 @@ mod tests {
                 };
                 let bound = fixed.quiet_bound;
                 quiet += usize::from(
-                    t <= fixed.quiet_until && if keep == Keep::Min { v > bound } else { v < bound },
+                    t <= fixed.quiet_until && if keep == Keep::Min { v > bound } else { -v > bound },
                 );
                 let want = plain.update(t, v, window);
                 assert_eq!(fixed.update(t, v), want, "case {case} sample {i}");

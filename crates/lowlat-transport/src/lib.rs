@@ -132,6 +132,33 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// [`WindowController::on_rate_sample`] for a controller that does not read
+    /// [`Reads::sample_details`]: the three fields of the sample that are set then, as
+    /// arguments (the sender calls this per ACK; a sample built in memory for them cost a dozen
+    /// stores and loads). Default: the whole sample, to `on_rate_sample`.
+    fn on_rtt_sample(
+        &mut self,
+        now: Time,
+        rtt: Duration,
+        newly_acked: u64,
+        newly_lost_packets: u64,
+        estimator: &RttEstimator,
+    ) -> bool {
+        let sample = RateSample {
+            delivery_rate: None,
+            delivered: 0,
+            interval: Duration::ZERO,
+            prior_delivered: 0,
+            total_delivered: 0,
+            is_app_limited: false,
+            newly_acked,
+            newly_lost_packets,
+            rtt,
+            in_flight: 0,
+        };
+        self.on_rate_sample(now, &sample, estimator)
+    }
+
     /// The controller's state, for logs and tests (`"startup"`, `"competitive"`, ...); `""` if
     /// it has none.
     fn mode(&self) -> &'static str {

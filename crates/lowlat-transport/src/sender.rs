@@ -789,19 +789,8 @@ impl Sender {
         // Whether the window or the pacing rate may have moved (see the end).
         let mut moved = true;
         if let Some((_, rtt)) = sample.filter(|_| !self.reads.sample_details) {
-            let sample = RateSample {
-                delivery_rate: None,
-                delivered: 0,
-                interval: Duration::ZERO,
-                prior_delivered: 0,
-                total_delivered: 0,
-                is_app_limited: false,
-                newly_acked,
-                newly_lost_packets: self.stats.packets_lost - lost_before,
-                rtt,
-                in_flight: 0,
-            };
-            moved = self.cc.on_rate_sample(now, &sample, &self.rtt);
+            let lost = self.stats.packets_lost - lost_before;
+            moved = self.cc.on_rtt_sample(now, rtt, newly_acked, lost, &self.rtt);
         } else if let Some((prior_delivered, rtt)) = sample {
             let acc = &self.acc;
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
