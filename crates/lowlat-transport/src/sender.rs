@@ -1091,12 +1091,35 @@ impl Sender {
         Some(self.last_ack_eliciting? + base * (1u64 << self.pto_count.min(16)))
     }
 
-    /// Timers: time-threshold losses, then the probe timeout (RFC 9002 §6.2: two probes).
+    /// Timers: TCP's retransmission timeout; else time-threshold losses, then the probe
+    /// timeout (RFC 9002 §6.2: two probes). (Inlinable: a pacer's wake-up, mostly, finds none
+    /// due, and a call to find that cost as much as the finding.)
+    #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
-        if self.rto_at.is_some_and(|t| t <= now) {
-            self.on_rto(now);
-            self.refresh();
-        } else if self.loss_time.is_some_and(|t| t <= now) {
+        // Under TCP's recovery the retransmission timeout is the only timer (`loss_time` is set
+        // and `pto_time` given only under RFC 9002's, which never arms `rto_at`).
+        if self.tcp() {
+            if self.rto_at.is_some_and(|t| t <= now) {
+                self.fire_rto(now);
+            }
+        } else {
+            self.handle_timeout_rfc9002(now);
+        }
+    }
+
+    /// TCP's retransmission timeout fired.
+    #[cold]
+    #[inline(never)]
+    fn fire_rto(&mut self, now: Time) {
+        self.on_rto(now);
+        self.refresh();
+    }
+
+    /// [`Sender::handle_timeout`] under RFC 9002's recovery.
+    #[inline(never)]
+    fn handle_timeout_rfc9002(&mut self, now: Time) {
+        debug_assert!(self.rto_at.is_none());
+        if self.loss_time.is_some_and(|t| t <= now) {
             self.detect_lost(now);
             self.refresh();
         } else if self.pto_time().is_some_and(|t| t <= now) {
@@ -1138,7 +1161,10 @@ impl Sender {
             (x, None) => x,
             (None, y) => y,
         };
-        earliest(earliest(self.loss_time, self.pto_time()), earliest(self.rto_at, pacer))
+        // TCP's recovery has only its retransmission timeout, RFC 9002's only the others (see
+        // `handle_timeout`).
+        let timer = if self.tcp() { self.rto_at } else { earliest(self.loss_time, self.pto_time()) };
+        earliest(timer, pacer)
     }
 
     /// The controller's current window.
