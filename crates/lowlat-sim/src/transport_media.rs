@@ -20,7 +20,7 @@ use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::PacerConfig;
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::{Frame, VideoSource};
-use lowlat_transport::{AckFrame, ReceiverConfig, Sender, SenderConfig};
+use lowlat_transport::{AckFrame, ReceiverConfig, SendPermit, Sender, SenderConfig};
 use std::collections::VecDeque;
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
@@ -158,21 +158,19 @@ impl TransportVideoSender {
     #[inline(never)]
     fn prepare_and_poll(&mut self, now: Time) -> Option<Transmit> {
         self.prepare(now);
-        if !self.sender.can_send(now) {
-            return None;
-        }
-        Some(self.send_next(now))
+        let permit = self.sender.permit_send(now)?;
+        Some(self.send_next(permit, now))
     }
 
     /// [`TransportVideoSender::send_next`] as a call of its own.
     #[inline(never)]
-    fn send_next_apart(&mut self, now: Time) -> Transmit {
-        self.send_next(now)
+    fn send_next_apart(&mut self, permit: SendPermit, now: Time) -> Transmit {
+        self.send_next(permit, now)
     }
 
-    /// Sends the next packet, once the sender said it may.
+    /// Sends the next packet, with the sender's `permit`.
     #[inline(always)]
-    fn send_next(&mut self, now: Time) -> Transmit {
+    fn send_next(&mut self, permit: SendPermit, now: Time) -> Transmit {
         // Lost packets first, then new ones; the probe timeout allows packets beyond the window
         // even with nothing to say: a PING (as QUIC sends) elicits the ACK it is waiting for.
         let (tag, size) = self
@@ -180,7 +178,7 @@ impl TransportVideoSender {
             .pop_front()
             .or_else(|| self.queue.pop().map(|(frame, index, count, size)| (pack(frame, index, count), size)))
             .unwrap_or((PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)));
-        let pn = self.sender.send_message(now, size, tag);
+        let pn = self.sender.send_permitted(permit, now, size, tag);
         self.skip_delivered();
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         Transmit { size, seq: pn, app: tag, ecn: self.ecn }
@@ -363,10 +361,8 @@ impl Endpoint for TransportVideoSender {
         // or the pacer mostly says no): only the sender's check, with the preparing and the
         // sending apart, which save and restore registers (they were most of such a poll).
         if self.prepared_at == Some(now) {
-            if !self.sender.can_send(now) {
-                return None;
-            }
-            return Some(self.send_next_apart(now));
+            let permit = self.sender.permit_send(now)?;
+            return Some(self.send_next_apart(permit, now));
         }
         self.prepare_and_poll(now)
     }

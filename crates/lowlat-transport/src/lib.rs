@@ -53,7 +53,7 @@ pub use path_memory::{PathObserver, SavedPath};
 pub use receiver::{Receiver, ReceiverConfig};
 pub use rtt::RttEstimator;
 pub use seed_jump::{JumpRule, SeedJump};
-pub use sender::{Sender, SenderConfig, SenderStats, TcpRecovery};
+pub use sender::{SendPermit, Sender, SenderConfig, SenderStats, TcpRecovery};
 
 use lowlat_core::{Bitrate, Duration, Time};
 

@@ -220,6 +220,13 @@ impl SentRing {
     }
 }
 
+/// A permission to send one packet now ([`Sender::permit_send`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendPermit {
+    /// Whether the pacer pays for the packet (no probe allowance is used).
+    paced: bool,
+}
+
 /// TCP recovery's state (`TcpSocketState::m_congState`, reduced to what the timer needs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TcpState {
@@ -435,7 +442,9 @@ impl Sender {
     }
 
     fn has_data(&self) -> bool {
-        self.to_send > 0 || self.retx > 0 || self.app_pending || !self.lost_tags.is_empty()
+        // (The application's flag first: a media sender, asked several times a packet, mostly
+        // has a packet waiting, and its own byte counts are always zero.)
+        self.app_pending || self.to_send > 0 || self.retx > 0 || !self.lost_tags.is_empty()
     }
 
     /// A sender in message mode: no byte stream of its own; the application sends tagged
@@ -600,6 +609,22 @@ impl Sender {
         self.permit(now).is_some()
     }
 
+    /// Message mode: [`Sender::can_send`], with what [`Sender::send_permitted`] needs to know
+    /// of the permission (whether the pacer pays for the packet), so that it need not work it
+    /// out again.
+    #[inline]
+    pub fn permit_send(&mut self, now: Time) -> Option<SendPermit> {
+        self.permit(now).map(|paced| SendPermit { paced })
+    }
+
+    /// Message mode: [`Sender::send_message`] right after [`Sender::permit_send`] gave `permit`.
+    #[inline]
+    pub fn send_permitted(&mut self, permit: SendPermit, now: Time, size: Bytes, tag: u64) -> u64 {
+        debug_assert_eq!(permit.paced, self.probes == 0 && self.is_paced());
+        let payload = size.0.saturating_sub(self.cfg.overhead.0);
+        self.record(now, size.0, payload, tag, permit.paced)
+    }
+
     /// Message mode: sends a packet of `size` on the wire that the application knows by `tag`
     /// (given back by [`Sender::pop_lost`] if it is lost); returns its packet number.
     #[inline]
@@ -741,16 +766,15 @@ impl Sender {
             return; // acknowledges packets never sent: ignore the frame
         }
         let prev = self.largest_acked;
-        // The common frame: it acknowledges the packets after the previous largest and no hole
-        // (they arrived in order; older ranges lie below it), with no suspects to look at.
-        // Then the packets to acknowledge are those after it up to the largest, all live, and
-        // the largest is newly acknowledged: what `ack_ranges` finds, without its walk.
+        // The common frame: above the previous largest it acknowledges the packets after it and
+        // no hole (they arrived in order; older ranges lie below it). Then the packets to
+        // acknowledge there are those after it up to the largest, all live, and the largest is
+        // newly acknowledged: what `ack_ranges` finds, without its walk.
         let largest_sent = match prev {
             Some(p)
                 if p < largest
                     && first_lo <= p + 1
                     && self.base_pn <= p + 1
-                    && self.suspects.is_empty()
                     && ranges.get(1).is_none_or(|r| r.1 <= p) =>
             {
                 let s = self.sent.at(largest);
@@ -759,6 +783,10 @@ impl Sender {
                 if outstanding {
                     let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
                     self.rtt.update(now, now - time, delay);
+                }
+                // Below it, only the suspects can be newly acknowledged (as in `ack_ranges`).
+                if !self.suspects.is_empty() {
+                    self.ack_suspects(now, frame);
                 }
                 for pn in p + 1..largest + 1 {
                     self.ack_live(now, pn);
