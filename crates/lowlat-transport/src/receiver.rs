@@ -124,6 +124,10 @@ impl Receiver {
         }
     }
 
+    /// A packet out of order (a gap, or late): into the ranges. (Apart: rare, and inlined into
+    /// the per-packet call it made that save registers.)
+    #[cold]
+    #[inline(never)]
     fn insert(&mut self, pn: u64) {
         self.tail = None;
         self.version += 1;

@@ -367,7 +367,9 @@ impl Sender {
     }
 
     /// Reads the window and the pacing rate again, after a call into the controller or an
-    /// update of the RTT estimator.
+    /// update of the RTT estimator. (Not inlined: two dynamic calls anyway, and its callers ask
+    /// for it mostly not at all.)
+    #[inline(never)]
     fn refresh(&mut self) {
         self.window = self.cc.window();
         let controller_rate = if self.rtt.has_sample() { self.cc.pacing_rate(&self.rtt) } else { None };
@@ -590,10 +592,17 @@ impl Sender {
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
         if self.reads.sent {
-            self.cc.on_sent(now, size, self.in_flight);
-            self.refresh();
+            self.tell_sent(now, size);
         }
         pn
+    }
+
+    /// [`WindowController::on_sent`] for a controller that reads it, then [`Sender::refresh`].
+    /// (Apart: the artifact's Copa reads none, and a send made room for the call.)
+    #[inline(never)]
+    fn tell_sent(&mut self, now: Time, size: u64) {
+        self.cc.on_sent(now, size, self.in_flight);
+        self.refresh();
     }
 
     /// Message mode: tells the sender whether the application has a packet waiting (it then
@@ -661,21 +670,7 @@ impl Sender {
         let tcp = self.tcp();
         let s = self.sent.at_mut(pn);
         if !s.outstanding {
-            // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
-            // on): its hole is repaired.
-            let s = *s;
-            let hole = if s.hole {
-                Some(pn)
-            } else {
-                s.retx_of().filter(|&o| self.entry(o).is_some_and(|e| e.hole))
-            };
-            if let Some(h) = hole {
-                if let Some(e) = self.entry(h) {
-                    e.hole = false;
-                }
-                self.take_hole(s.tag);
-                self.deliver(now, &s, false);
-            }
+            self.ack_not_outstanding(now, pn);
             return;
         }
         s.outstanding = false;
@@ -731,6 +726,25 @@ impl Sender {
                 acc.ack_elapsed = now - s.delivered_time;
                 self.first_sent_time = time;
             }
+        }
+    }
+
+    /// [`Sender::ack_live`] of a packet no longer outstanding. (Apart: rare, and its copy of the
+    /// record made the common way's callers save registers.)
+    #[cold]
+    #[inline(never)]
+    fn ack_not_outstanding(&mut self, now: Time, pn: u64) {
+        // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
+        // on): its hole is repaired.
+        let s = *self.sent.at(pn);
+        let hole =
+            if s.hole { Some(pn) } else { s.retx_of().filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
+        if let Some(h) = hole {
+            if let Some(e) = self.entry(h) {
+                e.hole = false;
+            }
+            self.take_hole(s.tag);
+            self.deliver(now, &s, false);
         }
     }
 
@@ -948,7 +962,20 @@ impl Sender {
             return;
         }
         self.snd_una = una;
-        let restart = match self.tcp_state {
+        let restart = self.tcp_state == TcpState::Open || self.leave_recovery(una);
+        if restart {
+            self.rto_count = 0;
+            let pending = self.in_flight > 0 || self.next_pn > self.base_pn;
+            self.rto_at = pending.then(|| now + self.rto());
+        }
+    }
+
+    /// TCP: [`Sender::on_cumulative`] outside the open state, the cumulative point now `una`:
+    /// whether the timeout restarts. (Apart: mostly the state is open.)
+    #[cold]
+    #[inline(never)]
+    fn leave_recovery(&mut self, una: u64) -> bool {
+        match self.tcp_state {
             TcpState::Open => true,
             TcpState::Recovery { until, .. } | TcpState::Loss { until } if una >= until => {
                 self.tcp_state = TcpState::Open;
@@ -959,11 +986,6 @@ impl Sender {
                 first_partial
             }
             TcpState::Loss { .. } => true,
-        };
-        if restart {
-            self.rto_count = 0;
-            let pending = self.in_flight > 0 || self.next_pn > self.base_pn;
-            self.rto_at = pending.then(|| now + self.rto());
         }
     }
 
@@ -1010,7 +1032,17 @@ impl Sender {
     /// congestion event, dated by the send time of the frame's largest acknowledged packet (the
     /// controller reacts once per recovery period, as to a loss). `lost_bytes` is zero: nothing
     /// needs sending again.
+    #[inline(always)]
     fn process_ecn(&mut self, now: Time, frame: &AckFrame, largest_sent: Option<Time>) {
+        if frame.ecn.is_some() {
+            self.process_ecn_counts(now, frame, largest_sent);
+        }
+    }
+
+    /// [`Sender::process_ecn`] of a frame with ECN counts (apart: most flows send none).
+    #[cold]
+    #[inline(never)]
+    fn process_ecn_counts(&mut self, now: Time, frame: &AckFrame, largest_sent: Option<Time>) {
         let Some(e) = frame.ecn else { return };
         if e.ce <= self.stats.ce_marks {
             return; // counts are cumulative: an older (reordered) frame says nothing new
