@@ -365,7 +365,7 @@ impl CopaArtifact {
 #[inline(always)]
 fn standing_window(srtt: Duration, srtt_s: f64, fraction: f64) -> u64 {
     let ns = srtt.as_nanos();
-    if fraction == 0.5 && ns % 2 == 0 && (1_000..1 << 52).contains(&ns) {
+    if fraction == 0.5 && ns.is_multiple_of(2) && (1_000..1 << 52).contains(&ns) {
         ns / 2
     } else {
         Duration::from_secs_f64(srtt_s * fraction).as_nanos()
