@@ -222,6 +222,20 @@ impl BinCursor {
         BinCursor { width: width.as_nanos().max(1), lo: 1, hi: 0, index: 0 }
     }
 
+    /// Whether `t` is in the bin last looked up ([`BinCursor::last_index`]; none before the
+    /// first look-up).
+    #[inline(always)]
+    pub fn holds(&self, t: Time) -> bool {
+        let ns = t.as_nanos();
+        self.lo <= ns && ns < self.hi
+    }
+
+    /// The index of the bin last looked up (0 before the first look-up).
+    #[inline]
+    pub fn last_index(&self) -> usize {
+        self.index
+    }
+
     /// The index of the bin holding `t`: `t / width`.
     #[inline]
     pub fn index(&mut self, t: Time) -> usize {

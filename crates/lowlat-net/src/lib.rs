@@ -18,6 +18,7 @@
 //! - [`link`]: one hop: queue, server, random loss, propagation delay and jitter.
 
 pub mod capacity;
+mod fifo;
 pub mod histogram;
 pub mod jitter;
 pub mod link;

@@ -34,6 +34,7 @@
 //! transmission's end at the packet's admission.
 
 use crate::capacity::{Capacity, Server};
+use crate::fifo::Fifo;
 use crate::histogram::NsHistogram;
 use crate::jitter::NoReorderJitter;
 use crate::loss::LossModel;
@@ -93,24 +94,31 @@ pub struct LinkStats {
     pub bin: Duration,
     /// Packets that finished transmission.
     pub tx_packets: u64,
-    /// Bytes that finished transmission.
-    pub tx_bytes: u64,
     /// Packets dropped at the tail of a full queue.
     pub tail_drops: u64,
     /// Packets dropped by random loss on the wire.
     pub random_losses: u64,
     /// Packets dropped by the middlebox.
     pub middlebox_drops: u64,
-    /// Sojourn time (queueing delay, excluding the packet's own transmission) of every packet, ns.
-    pub sojourn: NsHistogram,
+    /// Sojourn time (queueing delay, excluding the packet's own transmission) of the packets
+    /// that waited, ns; with `zero_sojourns`, every packet's ([`LinkStats::sojourn`]).
+    sojourn: NsHistogram,
+    /// Packets served the instant they arrived (a sojourn of zero), counted apart: most packets
+    /// of an uncongested hop, one increment each instead of a histogram sample.
+    zero_sojourns: u64,
     /// Exact sum of sojourn times, ns (for an exact mean).
     pub sojourn_sum_ns: u128,
     /// Exact largest sojourn time, ns.
     pub sojourn_max_ns: u64,
     /// The largest queue ever held, bytes.
     pub max_queue_bytes: u64,
-    /// Counters per time bin.
-    pub bins: Vec<LinkBin>,
+    /// Counters per time bin ([`LinkStats::bin`]), but the current bin's, counted in `current`.
+    bins: Vec<LinkBin>,
+    /// The counters of the bin `cursor` remembers: counted here, without a look-up into `bins`
+    /// per packet per hop, and put in `bins` when another bin is counted.
+    current: LinkBin,
+    /// Whether `current` holds a bin's counters (not before the first count).
+    counting: bool,
     cursor: crate::histogram::BinCursor,
 }
 
@@ -119,38 +127,60 @@ impl LinkStats {
         LinkStats {
             bin,
             tx_packets: 0,
-            tx_bytes: 0,
             tail_drops: 0,
             random_losses: 0,
             middlebox_drops: 0,
             // 3 significant digits (0.1 % quantile precision), sized by what it holds.
             sojourn: NsHistogram::new(),
+            zero_sojourns: 0,
             sojourn_sum_ns: 0,
             sojourn_max_ns: 0,
             max_queue_bytes: 0,
             bins: Vec::new(),
+            current: LinkBin::default(),
+            counting: false,
             cursor: crate::histogram::BinCursor::new(bin),
         }
     }
 
-    /// The bin holding `t`, added if need be. Asked about twice a packet per hop: inlined,
-    /// with the rare growth apart.
-    #[inline]
+    /// The counters of the bin holding `t`. Asked about twice a packet per hop: inlined, with
+    /// the change of bin (once per bin, mostly) apart.
+    #[inline(always)]
     fn bin_at(&mut self, t: Time) -> &mut LinkBin {
-        let i = self.cursor.index(t);
-        // (One comparison: the index is checked once.)
-        if i < self.bins.len() {
-            return &mut self.bins[i];
+        if !self.cursor.holds(t) {
+            self.count_bin_of(t);
         }
-        self.add_bins(i)
+        &mut self.current
     }
 
-    /// Bins up to index `i`, returning the last.
+    /// Puts the current bin's counters in `bins` and takes those of the bin holding `t` out.
     #[cold]
     #[inline(never)]
-    fn add_bins(&mut self, i: usize) -> &mut LinkBin {
-        self.bins.resize(i + 1, LinkBin::default());
-        &mut self.bins[i]
+    fn count_bin_of(&mut self, t: Time) {
+        if self.counting {
+            let i = self.cursor.last_index();
+            if i >= self.bins.len() {
+                self.bins.resize(i + 1, LinkBin::default());
+            }
+            self.bins[i] = self.current;
+        }
+        let i = self.cursor.index(t);
+        self.current = self.bins.get(i).copied().unwrap_or_default();
+        self.counting = true;
+    }
+
+    /// Bytes that finished transmission: the bins' sum (counted there only, once per packet).
+    pub fn tx_bytes(&self) -> u64 {
+        let bins = self.bins.len().max(if self.counting { self.cursor.last_index() + 1 } else { 0 });
+        (0..bins).map(|i| self.bin(i).tx_bytes).sum()
+    }
+
+    /// The counters of bin `i` (all zero for a bin nothing was counted in).
+    pub fn bin(&self, i: usize) -> LinkBin {
+        if self.counting && i == self.cursor.last_index() {
+            return self.current;
+        }
+        self.bins.get(i).copied().unwrap_or_default()
     }
 
     /// Packets sent by the queue's AQM are added by the link from the queue's counter.
@@ -170,7 +200,6 @@ impl LinkStats {
     #[inline(always)]
     fn record_completed(&mut self, size: u32, finish: Time, lost: bool) {
         self.tx_packets += 1;
-        self.tx_bytes += size as u64;
         let bin = self.bin_at(finish);
         bin.tx_bytes += size as u64;
         if lost {
@@ -183,13 +212,23 @@ impl LinkStats {
     /// (a sample and a dequeue; sums and maxima stay as they are).
     #[inline]
     fn record_no_sojourn(&mut self, now: Time) {
-        self.sojourn.record(0);
+        self.zero_sojourns += 1;
         self.bin_at(now).dequeued += 1;
     }
 
     /// Packets dequeued (sojourn samples).
     pub fn dequeued(&self) -> u64 {
-        self.sojourn.len()
+        self.sojourn.len() + self.zero_sojourns
+    }
+
+    /// The sojourn time of every packet dequeued, ns (built on the spot): the histogram its
+    /// samples give (in any order: the same counts per bucket, minimum and maximum).
+    pub fn sojourn(&self) -> hdrhistogram::Histogram<u64> {
+        let mut h = self.sojourn.histogram().into_owned();
+        if self.zero_sojourns > 0 {
+            h.record_n(0, self.zero_sojourns).expect("zero is within every histogram's range");
+        }
+        h
     }
 }
 
@@ -243,7 +282,7 @@ pub struct Link {
     in_service: Option<InService>,
     /// The packet in service, when it has not been handed on or a middlebox hears of its end.
     serving: Packet,
-    in_flight: VecDeque<(Time, Packet)>,
+    in_flight: Fifo<(Time, Packet)>,
     middlebox: Option<Box<dyn Middlebox>>,
     aqm_drops_seen: u64,
     stats: LinkStats,
@@ -282,7 +321,7 @@ impl Link {
             loss_rng: stream(seed, &format!("{name}.loss")),
             in_service: None,
             serving: Packet::new(0, lowlat_core::FlowId(0), lowlat_core::Bytes(0), 0, Time::ZERO),
-            in_flight: VecDeque::new(),
+            in_flight: Fifo::new(),
             middlebox: None,
             aqm_drops_seen: 0,
             stats: LinkStats::new(bin),
@@ -400,6 +439,15 @@ impl Link {
         }
     }
 
+    /// Whether [`Link::poll_timeout`] of a link without a middlebox names the first delivery in
+    /// propagation, and there is one (the transmission in service asks for nothing): what only
+    /// adds to the back of the packets in propagation, or to the queue, then leaves it as it is.
+    #[inline(always)]
+    fn asks_first_delivery(&self) -> bool {
+        !self.in_flight.is_empty()
+            && self.in_service.as_ref().is_none_or(|s| s.handed && (self.eager || s.delivery.is_some()))
+    }
+
     /// A packet arrives at the queue at `now`.
     #[inline]
     pub fn handle_input(&mut self, now: Time, pkt: Packet) {
@@ -412,23 +460,35 @@ impl Link {
     #[inline]
     pub fn input(&mut self, now: Time, mut pkt: Packet) -> bool {
         if self.middlebox.is_none() {
-            // What `poll_timeout` says now, when the transmission in service asks for nothing:
-            // the first delivery in propagation (`None`: nothing, or not known here).
-            let asked = match self.in_service.as_ref() {
-                Some(s) if !(s.handed && (self.eager || s.delivery.is_some())) => None,
-                _ => self.in_flight.front().map(|e| e.0),
-            };
-            self.advance(now);
-            if self.in_service.is_none() && self.queue.is_idle_droptail() {
+            // (Completions only add to the back of the packets in propagation, as does an
+            // arrival: none takes the first one out.)
+            let settled = self.asks_first_delivery();
+            self.advance_plain(now);
+            // (A drop-tail queue, most links', asked first: one comparison.)
+            if self.in_service.is_none() && (self.queue.is_idle_droptail() || self.queue.pass_if_empty()) {
                 // Idle, and nothing to tell: served at once, as `enqueue` and `serve` would
                 // (inline, without their calls and copies of the packet; most packets of a hop
-                // that is not congested, such as the last one before an endpoint).
+                // that is not congested, such as the last one before an endpoint). The queue
+                // has done what the packet's trip through it does.
                 pkt.enqueued_at = now;
                 let Some(d) = self.serve_idle(now, &pkt) else { return true };
                 self.in_flight.push_back((d, pkt));
                 // Delivered behind the packets already in propagation (the one now in service
-                // asks for nothing): the same first delivery as before.
-                return asked.is_none() || self.in_flight.front().map(|e| e.0) != asked;
+                // asks for nothing): the same first delivery as before, if there was one.
+                return !settled;
+            }
+            if self.in_service.is_some() && !self.eager {
+                // Queued behind the transmission in service (most packets of a busy hop), or
+                // dropped at the tail, inline: what `enqueue` does then, and nothing the link
+                // asks for moves.
+                let rate = self.server.rate_at_mut(now);
+                if self.queue.enqueue_inline(now, pkt, rate).is_err() {
+                    self.stats.tail_drops += 1;
+                    self.stats.bin_at(now).drops += 1;
+                } else {
+                    self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
+                }
+                return !settled;
             }
             self.enqueue(now, pkt);
             return true;
@@ -696,6 +756,22 @@ impl Link {
         self.complete_due(now);
     }
 
+    /// [`Link::advance`] of a link without a middlebox, whose transmission that ends with an
+    /// empty queue behind it is completed inline whatever the queue (see
+    /// [`QueueDiscipline::dequeue_idle`]), not only behind a drop-tail queue.
+    #[inline(always)]
+    fn advance_plain(&mut self, now: Time) {
+        let Some(s) = self.in_service.as_ref().filter(|s| s.finish <= now) else { return };
+        debug_assert!(self.middlebox.is_none());
+        if s.handed && (self.queue.is_idle_droptail() || self.queue.dequeue_idle(s.finish)) {
+            let s = *s;
+            self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
+            self.in_service = None;
+            return;
+        }
+        self.complete_due(now);
+    }
+
     /// [`Link::advance`] once the transmission in service is due.
     #[inline(always)]
     fn complete_due(&mut self, now: Time) {
@@ -745,6 +821,9 @@ impl Link {
     /// The instant `poll_timeout` asked for (or any later one) has come.
     #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.middlebox.is_none() {
+            return self.advance_plain(now);
+        }
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when the middlebox is due: this runs per packet.

@@ -48,7 +48,17 @@ impl LossModel {
     }
 
     /// Decides the fate of the next packet.
+    // Always inlined: asked per packet per hop, and most links lose nothing (one comparison).
+    #[inline(always)]
     pub fn is_lost(&mut self, rng: &mut Rng) -> bool {
+        if let LossModel::None = self {
+            return false;
+        }
+        self.draw(rng)
+    }
+
+    /// [`LossModel::is_lost`] of a model that may lose the packet.
+    fn draw(&mut self, rng: &mut Rng) -> bool {
         match self {
             LossModel::None => false,
             LossModel::Bernoulli { p } => *p > 0.0 && rng.random::<f64>() < *p,

@@ -77,7 +77,7 @@ impl Entry {
 }
 
 /// Pending wake-ups of components, each with at most one live entry.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Wakeups {
     /// Entries of component slots (links first, then endpoints), a binary min-heap on the key.
     heap: Vec<Entry>,
@@ -96,8 +96,9 @@ pub struct Wakeups {
     keys: [u128; LINEAR_MAX],
     /// Few slots: how many of `keys` belong to a slot.
     scanned: usize,
-    /// Few slots: the slot of each of `keys`.
-    owners: [u32; LINEAR_MAX],
+    /// Few slots: the owner of each of `keys`, as [`Wakeups::pop_until`] returns it (not worked
+    /// out from a slot number per event).
+    owners: [Target; LINEAR_MAX],
     /// Few slots: per slot, its index in `keys` or [`ABSENT`]. (Fixed arrays: indices masked to
     /// their size need no bounds check.)
     key_index: [u32; LINEAR_MAX],
@@ -124,7 +125,7 @@ impl Wakeups {
             processed: 0,
             keys: [NO_KEY; LINEAR_MAX],
             scanned: 0,
-            owners: [ABSENT; LINEAR_MAX],
+            owners: [Target::Link(ABSENT); LINEAR_MAX],
             key_index: [ABSENT; LINEAR_MAX],
             linear,
         }
@@ -171,7 +172,7 @@ impl Wakeups {
                 k = self.scanned as u32;
                 self.scanned += 1;
                 self.key_index[slot as usize % LINEAR_MAX] = k;
-                self.owners[k as usize % LINEAR_MAX] = slot;
+                self.owners[k as usize % LINEAR_MAX] = target;
             }
             let key = &mut self.keys[k as usize % LINEAR_MAX];
             match at {
@@ -275,7 +276,7 @@ impl Wakeups {
             }
             self.keys[best] = NO_KEY;
             self.processed += 1;
-            return Some((Time(time), self.target(self.owners[best])));
+            return Some((Time(time), self.owners[best]));
         }
         self.settle_popped();
         let top = *self.heap.first()?;

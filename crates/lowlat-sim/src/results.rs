@@ -633,15 +633,15 @@ pub fn link_results_with(
         rows.push(LinkSummary {
             id: name.clone(),
             capacity_mean_kbps: cap_bytes * 8.0 / dur_s / 1e3,
-            utilization: if cap_bytes > 0.0 { s.tx_bytes as f64 / cap_bytes } else { 0.0 },
-            queue_delay_ms: Stats::from_ns(&s.sojourn.histogram(), s.sojourn_sum_ns, Some(s.sojourn_max_ns)),
+            utilization: if cap_bytes > 0.0 { s.tx_bytes() as f64 / cap_bytes } else { 0.0 },
+            queue_delay_ms: Stats::from_ns(&s.sojourn(), s.sojourn_sum_ns, Some(s.sojourn_max_ns)),
             drops: s.tail_drops + link.queue().aqm_drops() + s.random_losses + s.middlebox_drops,
             random_losses: s.random_losses,
             max_queue_bytes: s.max_queue_bytes,
             ecn_marks: link.queue().ecn_marks(),
         });
         for i in (0..nbins).filter(|_| series) {
-            let b = s.bins.get(i).copied().unwrap_or_default();
+            let b = s.bin(i);
             let t0 = Time(i as u64 * bin_ns);
             let t1 = Time(((i as u64 + 1) * bin_ns).min(end.as_nanos()));
             let width = (t1 - t0).as_secs_f64();

@@ -165,6 +165,12 @@ struct HopMode {
     /// The reverse link of a site whose middlebox acts, handing on ahead: the feedback it passes
     /// on is shown to the middlebox at its instant (as [`Simulation::hand_ahead_past_site`]).
     past_site: bool,
+    /// Every packet leaving the link goes on to this one (no path ends at the link, and all
+    /// that cross it go on to the same link): its next hop, without a look at its flow's path.
+    next: Option<u32>,
+    /// Every path crossing the link ends there, and no site's middlebox sees what leaves it:
+    /// each packet it delivers goes to its endpoint, without a look at its flow's path.
+    ends: bool,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -372,6 +378,8 @@ impl Simulation {
         let mut feeder = vec![Feeder::None; n];
         let mut next: Vec<Vec<Option<u32>>> = vec![Vec::new(); n];
         let mut next_passive = vec![true; n];
+        // Whether some path ends at each link.
+        let mut last = vec![false; n];
         for f in &self.flows {
             for (path, to_passive) in [(f.forward, f.passive), (f.reverse, false)] {
                 let mut prev = None;
@@ -385,7 +393,10 @@ impl Simulation {
                     };
                     match path.get(h + 1) {
                         Some(m) => next[l as usize].push(Some(m)),
-                        None => next_passive[l as usize] &= to_passive,
+                        None => {
+                            next_passive[l as usize] &= to_passive;
+                            last[l as usize] = true;
+                        }
                     }
                     prev = Some(l);
                 }
@@ -464,7 +475,12 @@ impl Simulation {
                 && (quiet[l] || ahead[l])
                 && self.links[l].middlebox().is_none()
                 && (!(site && l as u32 == self.reverse) || past_site);
-            self.hops[l] = HopMode { quiet: quiet[l], ahead: ahead[l], passes, past_site };
+            let first = next[l].first().copied().flatten();
+            let next_hop = first.filter(|_| !last[l] && next[l].iter().all(|&m| m == first));
+            // (Feedback leaving the reverse link of a site whose middlebox acts passes the site.)
+            let ends = last[l] && next[l].is_empty() && !(site && l as u32 == self.reverse);
+            self.hops[l] =
+                HopMode { quiet: quiet[l], ahead: ahead[l], passes, past_site, next: next_hop, ends };
         }
         let mut order = Vec::new();
         for f in &self.flows {
@@ -832,7 +848,14 @@ impl Simulation {
 
     fn wake_link(&mut self, i: u32, now: Time) {
         self.links[i as usize].handle_timeout(now);
+        let ends = self.hops[i as usize].ends;
         while let Some(mut pkt) = self.links[i as usize].poll_output(now) {
+            if ends {
+                // (What `forward` and `next_hop` would find: the end of its path.)
+                pkt.hop += 1;
+                self.deliver(now, &pkt);
+                continue;
+            }
             self.forward(now, &mut pkt);
         }
         if self.hops[i as usize].ahead {
@@ -970,10 +993,14 @@ impl Simulation {
                 // Dropped at the site (its fixed verdict), as `hand_ahead_past_site` drops it.
                 return;
             }
+            pkt.hop += 1;
+            if let Some(next) = mode.next {
+                (link, now, mode) = (next, at, self.hops[next as usize]);
+                continue;
+            }
             let flow = &mut self.flows[pkt.flow.index()];
             let data = pkt.kind == PacketKind::Data;
             let path = if data { &flow.forward } else { &flow.reverse };
-            pkt.hop += 1;
             match path.get(pkt.hop) {
                 Some(next) => (link, now, mode) = (next, at, self.hops[next as usize]),
                 // Such a path ends at a passive receiver, which only counts (as `deliver` does).
@@ -1091,13 +1118,16 @@ impl Simulation {
     fn deliver(&mut self, now: Time, pkt: &Packet) {
         let flow_index = pkt.flow.0;
         let flow = &mut self.flows[flow_index as usize];
-        let e = match pkt.kind {
+        // (Each endpoint is handed its packet through the flow already at hand, not looked up
+        // again.)
+        match pkt.kind {
             PacketKind::Data => {
                 flow.metrics.on_received(now, pkt.seq, pkt.size as u64, pkt.sent_at);
                 if flow.passive {
                     return;
                 }
-                2 * flow_index + 1
+                flow.receiver.handle_packet(now, pkt);
+                self.drain_endpoint(2 * flow_index + 1, now);
             }
             PacketKind::Feedback => {
                 flow.metrics.on_feedback_received(pkt.size as u64);
@@ -1128,14 +1158,12 @@ impl Simulation {
                 if flow.carries_acks {
                     let frame = flow.receiver.ack_ring().and_then(|ring| ring.take(pkt.app));
                     flow.sender.handle_ack(now, pkt, frame);
-                    self.drain_endpoint(2 * flow_index, now);
-                    return;
+                } else {
+                    flow.sender.handle_packet(now, pkt);
                 }
-                2 * flow_index
+                self.drain_endpoint(2 * flow_index, now);
             }
-        };
-        self.endpoint(e).handle_packet(now, pkt);
-        self.drain_endpoint(e, now);
+        }
     }
 }
 

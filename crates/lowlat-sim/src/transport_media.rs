@@ -20,7 +20,7 @@ use lowlat_core::{Bitrate, Bytes, Duration, Packet, Time};
 use lowlat_media::pacer::PacerConfig;
 use lowlat_media::receiver::FrameAssembler;
 use lowlat_media::source::{Frame, VideoSource};
-use lowlat_transport::{AckFrame, ReceiverConfig, Sender, SenderConfig};
+use lowlat_transport::{AckFrame, ReceiverConfig, SendPermit, Sender, SenderConfig};
 use std::collections::VecDeque;
 
 /// Headers of a datagram: IPv4 + UDP 28, QUIC short header 11, AEAD tag 16, DATAGRAM frame 3.
@@ -132,6 +132,22 @@ impl TransportVideoSender {
 
     /// Brings the application's side up to date for a poll at `now` (see `prepared_at`).
     fn prepare(&mut self, now: Time) {
+        if self.next_frame_time().is_some_and(|t| t <= now) {
+            self.capture_frames(now);
+        }
+        if now > self.fresh_until {
+            self.discard_stale(now);
+        }
+        self.skip_delivered();
+        self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
+        self.prepared_at = Some(now);
+    }
+
+    /// The frames captured up to `now`, queued. (This and `discard_stale`, once per frame or
+    /// rarer, are apart from `prepare`, whose every call otherwise saved registers for them.)
+    #[cold]
+    #[inline(never)]
+    fn capture_frames(&mut self, now: Time) {
         while self.next_frame_time().is_some_and(|t| t <= now) {
             if let Some(target) = self.target() {
                 self.source.set_target(target);
@@ -144,35 +160,35 @@ impl TransportVideoSender {
                 self.queue.enqueue_frame(now, &frame);
             }
         }
-        if now > self.fresh_until {
-            self.queue.discard_stale(now);
-            // (What is left was queued no earlier than its delay ago; nothing: from now on.)
-            self.fresh_until = self.queue.oldest().unwrap_or(now) + self.queue.max_queue_delay;
-        }
-        self.skip_delivered();
-        self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
-        self.prepared_at = Some(now);
+    }
+
+    /// Flushes the queue if its oldest packet waited too long, and notes until when it surely
+    /// has not.
+    #[cold]
+    #[inline(never)]
+    fn discard_stale(&mut self, now: Time) {
+        self.queue.discard_stale(now);
+        // (What is left was queued no earlier than its delay ago; nothing: from now on.)
+        self.fresh_until = self.queue.oldest().unwrap_or(now) + self.queue.max_queue_delay;
     }
 
     /// [`Endpoint::poll_transmit`] at an instant the application's side is not prepared for.
     #[inline(never)]
     fn prepare_and_poll(&mut self, now: Time) -> Option<Transmit> {
         self.prepare(now);
-        if !self.sender.can_send(now) {
-            return None;
-        }
-        Some(self.send_next(now))
+        let permit = self.sender.permit_send(now)?;
+        Some(self.send_next(permit, now))
     }
 
     /// [`TransportVideoSender::send_next`] as a call of its own.
     #[inline(never)]
-    fn send_next_apart(&mut self, now: Time) -> Transmit {
-        self.send_next(now)
+    fn send_next_apart(&mut self, permit: SendPermit, now: Time) -> Transmit {
+        self.send_next(permit, now)
     }
 
-    /// Sends the next packet, once the sender said it may.
+    /// Sends the next packet, with the sender's `permit`.
     #[inline(always)]
-    fn send_next(&mut self, now: Time) -> Transmit {
+    fn send_next(&mut self, permit: SendPermit, now: Time) -> Transmit {
         // Lost packets first, then new ones; the probe timeout allows packets beyond the window
         // even with nothing to say: a PING (as QUIC sends) elicits the ACK it is waiting for.
         let (tag, size) = self
@@ -180,7 +196,7 @@ impl TransportVideoSender {
             .pop_front()
             .or_else(|| self.queue.pop().map(|(frame, index, count, size)| (pack(frame, index, count), size)))
             .unwrap_or((PING, Bytes(DATAGRAM_OVERHEAD.0 + 1)));
-        let pn = self.sender.send_message(now, size, tag);
+        let pn = self.sender.send_permitted(permit, now, size, tag);
         self.skip_delivered();
         self.sender.set_pending(!self.resend.is_empty() || !self.queue.is_empty());
         Transmit { size, seq: pn, app: tag, ecn: self.ecn }
@@ -325,8 +341,18 @@ fn collect_lost(sender: &mut Sender, resend: &mut VecDeque<(u64, Bytes)>) {
 }
 
 /// Drops from the front of the resend queue the packets delivered meanwhile (under TCP's
-/// recovery a late original repairs its loss; see [`Sender::still_lost`]).
+/// recovery a late original repairs its loss; see [`Sender::still_lost`]). (Mostly the queue
+/// is empty: the walk, with its look-ups of holes, is apart from the per-packet callers.)
+#[inline(always)]
 fn skip_delivered(sender: &Sender, resend: &mut VecDeque<(u64, Bytes)>) {
+    if !resend.is_empty() {
+        skip_delivered_in(sender, resend);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn skip_delivered_in(sender: &Sender, resend: &mut VecDeque<(u64, Bytes)>) {
     while resend.front().is_some_and(|&(tag, _)| !sender.still_lost(tag)) {
         resend.pop_front();
     }
@@ -363,10 +389,8 @@ impl Endpoint for TransportVideoSender {
         // or the pacer mostly says no): only the sender's check, with the preparing and the
         // sending apart, which save and restore registers (they were most of such a poll).
         if self.prepared_at == Some(now) {
-            if !self.sender.can_send(now) {
-                return None;
-            }
-            return Some(self.send_next_apart(now));
+            let permit = self.sender.permit_send(now)?;
+            return Some(self.send_next_apart(permit, now));
         }
         self.prepare_and_poll(now)
     }
@@ -456,6 +480,58 @@ impl TransportVideoReceiver {
     }
 }
 
+impl TransportVideoReceiver {
+    /// The packets of `frame` arrive (not `current`): its bits become `current`'s, the previous
+    /// frame's go back to `seen`. (This and the other per-frame or rare work below are apart
+    /// from the per-packet `handle_packet`, which otherwise saved registers for them.)
+    #[cold]
+    #[inline(never)]
+    fn switch_frame(&mut self, frame: u64) {
+        let bits = self.seen.remove(&frame).unwrap_or_default();
+        let bits = std::mem::replace(&mut self.current_bits, bits);
+        if self.current != NO_FRAME {
+            self.seen.insert(self.current, bits);
+        }
+        self.current = frame;
+    }
+
+    /// The frame `current` of `count` packets completed: its packets 0..count are forgotten (a
+    /// later copy of one counts again).
+    #[cold]
+    #[inline(never)]
+    fn frame_completed(&mut self, count: u16) {
+        self.seen_packets -= forget_below(&mut self.current_bits, count);
+        if self.current_bits.iter().all(|&w| w == 0) {
+            self.current = NO_FRAME;
+        }
+    }
+
+    /// The capture time of `frame`, remembered as the last one's.
+    #[cold]
+    #[inline(never)]
+    fn capture_of(&mut self, frame: u64) -> Time {
+        let t = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
+        self.last_capture = (frame, t);
+        t
+    }
+
+    /// Forgets the incomplete frames far behind `newest` (their packets given up when the queue
+    /// was flushed); `current` is `newest`, kept.
+    #[cold]
+    #[inline(never)]
+    fn forget_far_behind(&mut self, newest: u64) {
+        let mut dropped = 0;
+        self.seen.retain(|f, bits| {
+            let keep = *f + 256 > newest;
+            if !keep {
+                dropped += bits.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+            }
+            keep
+        });
+        self.seen_packets -= dropped;
+    }
+}
+
 /// Clears the bits of packet indices below `count`; returns how many were set.
 fn forget_below(bits: &mut [u64], count: u16) -> usize {
     let mut cleared = 0;
@@ -478,18 +554,13 @@ impl Endpoint for TransportVideoReceiver {
         let (frame, count) = unpack(pkt.app);
         let index = crate::media::unpack_index(pkt.app);
         if self.current != frame {
-            let bits = self.seen.remove(&frame).unwrap_or_default();
-            let bits = std::mem::replace(&mut self.current_bits, bits);
-            if self.current != NO_FRAME {
-                self.seen.insert(self.current, bits);
-            }
-            self.current = frame;
+            self.switch_frame(frame);
+        }
+        let (word, bit) = (usize::from(index / 64), 1u64 << (index % 64));
+        if self.current_bits.len() <= word {
+            self.current_bits.resize(word + 1, 0);
         }
         let bits = &mut self.current_bits;
-        let (word, bit) = (usize::from(index / 64), 1u64 << (index % 64));
-        if bits.len() <= word {
-            bits.resize(word + 1, 0);
-        }
         if bits[word] & bit != 0 {
             return;
         }
@@ -497,35 +568,15 @@ impl Endpoint for TransportVideoReceiver {
         self.seen_packets += 1;
         let capture = match self.last_capture {
             (f, t) if f == frame => t,
-            _ => {
-                let t = self.start + Duration::from_secs_f64(frame as f64 / self.fps);
-                self.last_capture = (frame, t);
-                t
-            }
+            _ => self.capture_of(frame),
         };
         let done_before = self.assembler.completed.len();
         self.assembler.on_packet(now, frame, count, capture);
         if self.assembler.completed.len() > done_before {
-            // Its packets 0..count are forgotten (a later copy of one counts again). (The frame
-            // is `current`.)
-            self.seen_packets -= forget_below(&mut self.current_bits, count);
-            if self.current_bits.iter().all(|&w| w == 0) {
-                self.current = NO_FRAME;
-            }
+            self.frame_completed(count);
         }
         if self.seen_packets > 1 << 16 {
-            // Incomplete frames far behind (their packets given up when the queue was flushed);
-            // `current` is this frame, kept.
-            let newest = frame;
-            let mut dropped = 0;
-            self.seen.retain(|f, bits| {
-                let keep = *f + 256 > newest;
-                if !keep {
-                    dropped += bits.iter().map(|w| w.count_ones() as usize).sum::<usize>();
-                }
-                keep
-            });
-            self.seen_packets -= dropped;
+            self.forget_far_behind(frame);
         }
     }
 

@@ -62,6 +62,16 @@ fn varint_len(v: u64) -> u64 {
     }
 }
 
+/// The smallest value whose varint is longer than `v`'s (`u64::MAX` past the longest).
+pub(crate) fn varint_limit(v: u64) -> u64 {
+    match v {
+        0..=63 => 64,
+        64..=16_383 => 16_384,
+        16_384..=1_073_741_823 => 1 << 30,
+        _ => u64::MAX,
+    }
+}
+
 impl AckFrame {
     /// The largest packet number acknowledged.
     pub fn largest(&self) -> Option<u64> {

@@ -95,6 +95,84 @@ impl WindowedFilter {
     }
 }
 
+/// A [`WindowedFilter`] over a window that never changes (Copa's 10 s minimum RTT), which also
+/// remembers until when a sample no better than any of the three kept changes nothing: most
+/// samples are such, and the filter's walk of its three samples and their ages (a few dozen
+/// instructions per ACK) is then one comparison of the time and one of the value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FixedWindowFilter {
+    filter: WindowedFilter,
+    window: u64,
+    /// Samples taken up to this time (inclusive) that are worse than `quiet_bound` leave the
+    /// filter as it is: no kept sample ages out or is refreshed before then.
+    quiet_until: u64,
+    /// For [`Keep::Min`], the largest kept value (a sample above it is better than none); for
+    /// [`Keep::Max`], the smallest, negated (a sample below it is better than none: its negation
+    /// is above this).
+    quiet_bound: f64,
+    /// 1 for [`Keep::Min`], -1 for [`Keep::Max`]: a sample times this is compared with
+    /// `quiet_bound` (a multiplication where a match on the kind cost both comparisons).
+    sign: f64,
+}
+
+impl FixedWindowFilter {
+    /// An empty filter over `window`.
+    pub fn new(keep: Keep, window: u64) -> FixedWindowFilter {
+        // (Empty: `quiet_until` 0 with no value worse than a NaN bound sends every sample the
+        // long way until the first.)
+        let sign = if keep == Keep::Max { -1.0 } else { 1.0 };
+        FixedWindowFilter {
+            filter: WindowedFilter::new(keep),
+            window,
+            quiet_until: 0,
+            quiet_bound: f64::NAN,
+            sign,
+        }
+    }
+
+    /// The current best, if any sample was seen.
+    pub fn get(&self) -> Option<f64> {
+        self.filter.get()
+    }
+
+    /// [`WindowedFilter::update`] with the filter's window: the same best, the same state.
+    #[inline]
+    pub fn update(&mut self, t: u64, v: f64) -> f64 {
+        // (Negation is exact, and a NaN stays one: never above the bound.)
+        if t <= self.quiet_until && v * self.sign > self.quiet_bound {
+            return self.filter.samples[0].1;
+        }
+        self.update_slow(t, v)
+    }
+
+    #[inline(never)]
+    fn update_slow(&mut self, t: u64, v: f64) -> f64 {
+        let best = self.filter.update(t, v, self.window);
+        // What `update_with` asks of a sample at `t` (not better than any kept): none of its
+        // ages is past its limit, i.e. `t` is at most each limit. (Saturating: a limit beyond
+        // the clock's range is never reached, as `t - s > window` never holds then.)
+        let f = &self.filter;
+        let [(t0, v0), (t1, v1), (t2, v2)] = f.samples;
+        let w = self.window;
+        let mut until = t2.saturating_add(w).min(t0.saturating_add(w));
+        if t1 == t0 {
+            until = until.min(t0.saturating_add(w / 4));
+        }
+        if t2 == t1 {
+            until = until.min(t0.saturating_add(w / 2));
+        }
+        self.quiet_until = until;
+        // Not better than any kept value: `!(v <= x)` (Min) or `!(v >= x)` (Max) for each; a
+        // NaN kept value is never beaten, so it takes no part (`max`/`min` skip NaN), and a NaN
+        // bound (all three NaN) lets no sample through the quiet way.
+        self.quiet_bound = match f.keep {
+            Keep::Min => v0.max(v1).max(v2),
+            Keep::Max => -v0.min(v1).min(v2),
+        };
+        best
+    }
+}
+
 /// The exact minimum and maximum of the samples newer than a given time, for `(t, value)`
 /// samples added in order of `t` and forgotten by age.
 ///
@@ -279,6 +357,44 @@ mod tests {
                 exact_hits += usize::from(got == within);
             }
             assert!(exact_hits > 2500, "{keep:?}: exact {exact_hits} of 5000");
+        }
+    }
+
+    /// The fixed-window filter's quiet way gives what the plain filter gives, best and state,
+    /// sample by sample: random values (ties too), steps in time short and long against the
+    /// window, for both kinds.
+    #[test]
+    fn the_fixed_window_filter_is_the_windowed_filter() {
+        let mut next = lowlat_core::rng::below(1, "fixed-window-filter-test");
+        for case in 0..120 {
+            let keep = if case % 2 == 0 { Keep::Min } else { Keep::Max };
+            let window = 1 + next(1_000);
+            let mut plain = WindowedFilter::new(keep);
+            let mut fixed = FixedWindowFilter::new(keep, window);
+            let mut t = next(1_000);
+            let mut quiet = 0;
+            for i in 0..5_000 {
+                t += match case % 3 {
+                    0 => next(3),
+                    1 => next(window / 8 + 1),
+                    _ => next(2 * window),
+                };
+                let v = match case % 4 {
+                    0 => next(8) as f64,
+                    1 => next(1 << 20) as f64 * 1e-6,
+                    // Drifting up (Min keeps its old best until it ages out) or down.
+                    2 => (t / 16) as f64 + next(4) as f64,
+                    _ => 1e6 - (t / 16) as f64 - next(4) as f64,
+                };
+                let bound = fixed.quiet_bound;
+                quiet += usize::from(
+                    t <= fixed.quiet_until && if keep == Keep::Min { v > bound } else { -v > bound },
+                );
+                let want = plain.update(t, v, window);
+                assert_eq!(fixed.update(t, v), want, "case {case} sample {i}");
+                assert_eq!(fixed.filter, plain, "case {case} sample {i}");
+            }
+            assert!(quiet > 100, "case {case}: the quiet way taken {quiet} times");
         }
     }
 

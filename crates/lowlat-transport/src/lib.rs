@@ -53,7 +53,7 @@ pub use path_memory::{PathObserver, SavedPath};
 pub use receiver::{Receiver, ReceiverConfig};
 pub use rtt::RttEstimator;
 pub use seed_jump::{JumpRule, SeedJump};
-pub use sender::{Sender, SenderConfig, SenderStats, TcpRecovery};
+pub use sender::{SendPermit, Sender, SenderConfig, SenderStats, TcpRecovery};
 
 use lowlat_core::{Bitrate, Duration, Time};
 
@@ -130,6 +130,33 @@ pub trait WindowController: std::fmt::Debug + Send + Sync {
     /// once per half RTT).
     fn on_rate_sample(&mut self, _now: Time, _sample: &RateSample, _rtt: &RttEstimator) -> bool {
         false
+    }
+
+    /// [`WindowController::on_rate_sample`] for a controller that does not read
+    /// [`Reads::sample_details`]: the three fields of the sample that are set then, as
+    /// arguments (the sender calls this per ACK; a sample built in memory for them cost a dozen
+    /// stores and loads). Default: the whole sample, to `on_rate_sample`.
+    fn on_rtt_sample(
+        &mut self,
+        now: Time,
+        rtt: Duration,
+        newly_acked: u64,
+        newly_lost_packets: u64,
+        estimator: &RttEstimator,
+    ) -> bool {
+        let sample = RateSample {
+            delivery_rate: None,
+            delivered: 0,
+            interval: Duration::ZERO,
+            prior_delivered: 0,
+            total_delivered: 0,
+            is_app_limited: false,
+            newly_acked,
+            newly_lost_packets,
+            rtt,
+            in_flight: 0,
+        };
+        self.on_rate_sample(now, &sample, estimator)
     }
 
     /// The controller's state, for logs and tests (`"startup"`, `"competitive"`, ...); `""` if

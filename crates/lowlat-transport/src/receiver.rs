@@ -36,6 +36,9 @@ pub struct Receiver {
     ack_now: bool,
     /// ECN codepoints received so far (RFC 9000 §13.4.1).
     ecn: EcnCounts,
+    /// Whether `ecn` counts anything ([`EcnCounts::any`], asked per frame: a flag, where the
+    /// counts' sum is three loads and two additions).
+    ecn_any: bool,
     /// `ack::tail_len` of `ranges`, while known: packets arriving in order only grow the first
     /// range, which leaves it as it is, so a frame's size costs no walk over 32 ranges.
     tail: Option<u64>,
@@ -45,6 +48,12 @@ pub struct Receiver {
     version: u64,
     /// The datagram size of the last frame written.
     last_len: u64,
+    /// While `last_len` is also the next frame's size: at this `version` (so the same ranges
+    /// but the first one's growth), with the largest and the first range's span below these
+    /// limits (the same varint sizes), and no ECN counts and an ACK delay of a one-byte varint,
+    /// as when it was worked out; `(version, largest limit, span limit)`. Packets in order only
+    /// grow the first range, so mostly a frame's size costs no sum of varints.
+    len_holds: Option<(u64, u64, u64)>,
 }
 
 impl Receiver {
@@ -58,9 +67,11 @@ impl Receiver {
             largest_at: Time::ZERO,
             ack_now: false,
             ecn: EcnCounts::default(),
+            ecn_any: false,
             tail: None,
             version: 0,
             last_len: 0,
+            len_holds: None,
         }
     }
 
@@ -73,10 +84,18 @@ impl Receiver {
         // (Not-ECT, mostly, counts nothing: asked first, where the count's match jumps through
         // a table.)
         if ecn & 3 != 0 {
-            self.ecn.count(ecn);
-            if ecn & 3 == 3 {
-                self.ack_now = true;
-            }
+            self.count_ecn(ecn);
+        }
+    }
+
+    /// [`Receiver::on_packet_ecn`]'s counting of an ECN-capable packet (apart: folded into the
+    /// caller, the codepoint's match jumped through a table for every packet, Not-ECT too).
+    #[inline(never)]
+    fn count_ecn(&mut self, ecn: u8) {
+        self.ecn.count(ecn);
+        self.ecn_any = true;
+        if ecn & 3 == 3 {
+            self.ack_now = true;
         }
     }
 
@@ -105,6 +124,10 @@ impl Receiver {
         }
     }
 
+    /// A packet out of order (a gap, or late): into the ranges. (Apart: rare, and inlined into
+    /// the per-packet call it made that save registers.)
+    #[cold]
+    #[inline(never)]
     fn insert(&mut self, pn: u64) {
         self.tail = None;
         self.version += 1;
@@ -156,6 +179,15 @@ impl Receiver {
         if !self.ack_due(now) {
             return false;
         }
+        self.write_ack_into_held(now, frame, held);
+        true
+    }
+
+    /// [`Receiver::poll_ack_into_held`] once the caller knows an ACK frame is due at `now`
+    /// ([`Receiver::ack_due`]): a driver that asked already need not ask again.
+    #[inline]
+    pub fn write_ack_into_held(&mut self, now: Time, frame: &mut AckFrame, held: &mut Option<u64>) {
+        debug_assert!(self.ack_due(now));
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
@@ -180,16 +212,27 @@ impl Receiver {
         }
         frame.ack_delay = now - self.largest_at;
         // (Not-ECT flows, mostly, store nothing: the slot's frame says `None` already.)
-        if self.ecn.any() {
+        if self.ecn_any {
             frame.ecn = Some(self.ecn);
         } else if frame.ecn.is_some() {
             frame.ecn = None;
         }
-        let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
-        self.last_len = crate::ack::DATAGRAM_OVERHEAD
-            + crate::ack::encoded_len_with(&self.ranges, frame.ack_delay, frame.ecn, tail);
+        // (Ranges: at least the packet that made the frame due.)
+        let (lo, hi) = self.ranges[0];
+        // (An ACK delay below 64 x 8 us is a one-byte varint.)
+        let plain = !self.ecn_any && frame.ack_delay.as_nanos() < 64 * 8_000;
+        let holds = plain
+            && self.len_holds.is_some_and(|(version, hi_limit, span_limit)| {
+                version == self.version && hi < hi_limit && hi - lo < span_limit
+            });
+        if !holds {
+            let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
+            self.last_len = crate::ack::DATAGRAM_OVERHEAD
+                + crate::ack::encoded_len_with(&self.ranges, frame.ack_delay, frame.ecn, tail);
+            self.len_holds = plain
+                .then(|| (self.version, crate::ack::varint_limit(hi), crate::ack::varint_limit(hi - lo)));
+        }
         debug_assert_eq!(self.last_len, frame.datagram_len());
-        true
     }
 
     /// [`AckFrame::datagram_len`] of the last frame [`Receiver::poll_ack_into`] wrote (worked out
@@ -300,8 +343,12 @@ mod tests {
                     _ => next,
                 };
                 next = next.max(pn + 1);
-                r.on_packet_ecn(Time(k * 100_000), pn, below(4) as u8);
-                if r.poll_ack_into(Time(k * 100_000 + below(30_000_000)), &mut frame) {
+                // ECN-capable packets in half the cases (their frames' sizes are never
+                // remembered), and ACK delays below and above a one-byte varint's.
+                let ecn = if case % 2 == 0 { below(4) as u8 } else { 0 };
+                r.on_packet_ecn(Time(k * 100_000), pn, ecn);
+                let delay = if below(2) == 0 { below(600_000) } else { below(30_000_000) };
+                if r.poll_ack_into(Time(k * 100_000 + delay), &mut frame) {
                     assert_eq!(r.last_datagram_len(), frame.datagram_len(), "case {case} packet {k}");
                     frames += 1;
                 }

@@ -31,6 +31,7 @@ impl Default for RttEstimator {
 impl RttEstimator {
     /// Adds a sample (RFC 9002 §5.3): the ACK delay is subtracted only where it leaves the
     /// sample above the minimum.
+    #[inline(always)]
     pub fn update(&mut self, now: Time, latest: Duration, ack_delay: Duration) {
         self.latest = latest;
         if self.smoothed.is_none() || latest < self.min {

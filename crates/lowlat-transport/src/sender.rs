@@ -220,6 +220,13 @@ impl SentRing {
     }
 }
 
+/// A permission to send one packet now ([`Sender::permit_send`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendPermit {
+    /// Whether the pacer pays for the packet (no probe allowance is used).
+    paced: bool,
+}
+
 /// TCP recovery's state (`TcpSocketState::m_congState`, reduced to what the timer needs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TcpState {
@@ -265,8 +272,9 @@ pub struct Sender {
     base_pn: u64,
     next_pn: u64,
     largest_acked: Option<u64>,
-    /// Outstanding packet numbers below the largest acknowledged, ascending.
-    suspects: VecDeque<u64>,
+    /// Outstanding packet numbers below the largest acknowledged, ascending (TCP: and the holes
+    /// there).
+    suspects: Vec<u64>,
     in_flight: u64,
     loss_time: Option<Time>,
     pto_count: u32,
@@ -325,7 +333,7 @@ impl Sender {
             base_pn: 0,
             next_pn: 0,
             largest_acked: None,
-            suspects: VecDeque::new(),
+            suspects: Vec::new(),
             in_flight: 0,
             loss_time: None,
             pto_count: 0,
@@ -359,7 +367,9 @@ impl Sender {
     }
 
     /// Reads the window and the pacing rate again, after a call into the controller or an
-    /// update of the RTT estimator.
+    /// update of the RTT estimator. (Not inlined: two dynamic calls anyway, and its callers ask
+    /// for it mostly not at all.)
+    #[inline(never)]
     fn refresh(&mut self) {
         self.window = self.cc.window();
         let controller_rate = if self.rtt.has_sample() { self.cc.pacing_rate(&self.rtt) } else { None };
@@ -434,7 +444,9 @@ impl Sender {
     }
 
     fn has_data(&self) -> bool {
-        self.to_send > 0 || self.retx > 0 || self.app_pending || !self.lost_tags.is_empty()
+        // (The application's flag first: a media sender, asked several times a packet, mostly
+        // has a packet waiting, and its own byte counts are always zero.)
+        self.app_pending || self.to_send > 0 || self.retx > 0 || !self.lost_tags.is_empty()
     }
 
     /// A sender in message mode: no byte stream of its own; the application sends tagged
@@ -580,10 +592,17 @@ impl Sender {
         self.last_ack_eliciting = Some(now);
         self.stats.packets_sent += 1;
         if self.reads.sent {
-            self.cc.on_sent(now, size, self.in_flight);
-            self.refresh();
+            self.tell_sent(now, size);
         }
         pn
+    }
+
+    /// [`WindowController::on_sent`] for a controller that reads it, then [`Sender::refresh`].
+    /// (Apart: the artifact's Copa reads none, and a send made room for the call.)
+    #[inline(never)]
+    fn tell_sent(&mut self, now: Time, size: u64) {
+        self.cc.on_sent(now, size, self.in_flight);
+        self.refresh();
     }
 
     /// Message mode: tells the sender whether the application has a packet waiting (it then
@@ -597,6 +616,22 @@ impl Sender {
     #[inline]
     pub fn can_send(&mut self, now: Time) -> bool {
         self.permit(now).is_some()
+    }
+
+    /// Message mode: [`Sender::can_send`], with what [`Sender::send_permitted`] needs to know
+    /// of the permission (whether the pacer pays for the packet), so that it need not work it
+    /// out again.
+    #[inline]
+    pub fn permit_send(&mut self, now: Time) -> Option<SendPermit> {
+        self.permit(now).map(|paced| SendPermit { paced })
+    }
+
+    /// Message mode: [`Sender::send_message`] right after [`Sender::permit_send`] gave `permit`.
+    #[inline]
+    pub fn send_permitted(&mut self, permit: SendPermit, now: Time, size: Bytes, tag: u64) -> u64 {
+        debug_assert_eq!(permit.paced, self.probes == 0 && self.is_paced());
+        let payload = size.0.saturating_sub(self.cfg.overhead.0);
+        self.record(now, size.0, payload, tag, permit.paced)
     }
 
     /// Message mode: sends a packet of `size` on the wire that the application knows by `tag`
@@ -635,27 +670,16 @@ impl Sender {
         let tcp = self.tcp();
         let s = self.sent.at_mut(pn);
         if !s.outstanding {
-            // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
-            // on): its hole is repaired.
-            let s = *s;
-            let hole = if s.hole {
-                Some(pn)
-            } else {
-                s.retx_of().filter(|&o| self.entry(o).is_some_and(|e| e.hole))
-            };
-            if let Some(h) = hole {
-                if let Some(e) = self.entry(h) {
-                    e.hole = false;
-                }
-                self.take_hole(s.tag);
-                self.deliver(now, &s, false);
-            }
+            self.ack_not_outstanding(now, pn);
             return;
         }
         s.outstanding = false;
-        let s = *s;
-        self.in_flight -= u64::from(s.size);
+        // (The fields read, not a copy of the record: most of it is read only under TCP's
+        // recovery or for a detailed rate sample.)
+        let (size, payload, time, delivered) = (u64::from(s.size), u64::from(s.payload), s.time, s.delivered);
+        self.in_flight -= size;
         if tcp {
+            let s = *self.sent.at(pn);
             if let Some(orig) = s.retx_of() {
                 if let Some(e) = self.entry(orig) {
                     e.hole = false;
@@ -663,9 +687,64 @@ impl Sender {
             }
             self.take_hole(s.tag);
         }
-        self.deliver(now, &s, true);
+        self.deliver_parts(now, pn, size, payload, time, delivered, true);
         if self.reads.acks {
-            self.cc.on_ack(now, s.time, u64::from(s.size), false, &self.rtt);
+            self.cc.on_ack(now, time, size, false, &self.rtt);
+        }
+    }
+
+    /// [`Sender::deliver`] of the record of `pn` from the fields read already (the detailed
+    /// sample's read where they are needed).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn deliver_parts(
+        &mut self,
+        now: Time,
+        pn: u64,
+        size: u64,
+        payload: u64,
+        time: Time,
+        delivered: u64,
+        sample_rtt: bool,
+    ) {
+        self.stats.bytes_acked += payload;
+        self.delivered += size;
+        self.delivered_time = now;
+        let acc = &mut self.acc;
+        acc.newly_acked += size;
+        // The sample is taken over the newest packet acknowledged (the one sent last).
+        if acc.prior_delivered.is_none_or(|d| delivered >= d) {
+            acc.prior_delivered = Some(delivered);
+            if sample_rtt {
+                acc.rtt = Some(now - time);
+            }
+            if self.reads.sample_details {
+                let s = self.sent.at(pn);
+                acc.prior_time = s.delivered_time;
+                acc.app_limited = s.app_limited;
+                acc.send_elapsed = time - s.first_sent_time;
+                acc.ack_elapsed = now - s.delivered_time;
+                self.first_sent_time = time;
+            }
+        }
+    }
+
+    /// [`Sender::ack_live`] of a packet no longer outstanding. (Apart: rare, and its copy of the
+    /// record made the common way's callers save registers.)
+    #[cold]
+    #[inline(never)]
+    fn ack_not_outstanding(&mut self, now: Time, pn: u64) {
+        // TCP: lost data arrived after all (the late original, or a copy a timeout gave up
+        // on): its hole is repaired.
+        let s = *self.sent.at(pn);
+        let hole =
+            if s.hole { Some(pn) } else { s.retx_of().filter(|&o| self.entry(o).is_some_and(|e| e.hole)) };
+        if let Some(h) = hole {
+            if let Some(e) = self.entry(h) {
+                e.hole = false;
+            }
+            self.take_hole(s.tag);
+            self.deliver(now, &s, false);
         }
     }
 
@@ -695,50 +774,41 @@ impl Sender {
 
     /// An ACK frame arrived.
     pub fn on_ack(&mut self, now: Time, frame: &AckFrame) {
-        let Some(largest) = frame.largest() else { return };
+        let ranges = &frame.ranges[..];
+        let Some(&(first_lo, largest)) = ranges.first() else { return };
         if largest >= self.next_pn {
             return; // acknowledges packets never sent: ignore the frame
         }
         let prev = self.largest_acked;
-        // (One look-up, and only the two fields needed: a copy of the entry is 80 bytes.)
-        let largest_entry = self.entry(largest).map(|s| (s.time, s.outstanding));
-        let largest_sent = largest_entry.map(|(time, _)| time);
-        // RTT sample from the largest, if it is newly acknowledged (RFC 9002 §5.1).
-        if prev.is_none_or(|p| largest > p) {
-            if let Some((time, true)) = largest_entry {
-                let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
-                self.rtt.update(now, now - time, delay);
-            }
-        }
-        // Holes below the previous largest: only the suspects can be newly acknowledged there.
-        if !self.suspects.is_empty() {
-            self.ack_suspects(now, frame);
-        }
-        // Above it: walk the ranges upwards, acknowledging and noting the holes.
-        let lower = prev.map_or(self.base_pn, |p| p + 1).max(self.base_pn);
-        let mut cursor = lower;
-        // Ranges entirely below it (the long tail of old holes a lossy flow's frames repeat,
-        // up to 32) are not walked: ranges are highest first. Mostly only the first range
-        // reaches above it (packets arrive in order), which the second range's end tells
-        // without a binary search.
-        let above = match frame.ranges.get(1) {
-            Some(&(_, hi)) if hi >= lower => frame.ranges.partition_point(|&(_, hi)| hi >= lower),
-            _ => usize::from(largest >= lower),
-        };
-        for &(lo, hi) in frame.ranges[..above].iter().rev() {
-            for pn in cursor..lo.max(cursor) {
-                // (TCP: a hole too, so that its late original is seen.)
-                if self.entry(pn).is_some_and(|s| s.outstanding || s.hole) {
-                    self.suspects.push_back(pn);
+        // The common frame: above the previous largest it acknowledges the packets after it and
+        // no hole (they arrived in order; older ranges lie below it). Then the packets to
+        // acknowledge there are those after it up to the largest, all live, and the largest is
+        // newly acknowledged: what `ack_ranges` finds, without its walk.
+        let largest_sent = match prev {
+            Some(p)
+                if p < largest
+                    && first_lo <= p + 1
+                    && self.base_pn <= p + 1
+                    && ranges.get(1).is_none_or(|r| r.1 <= p) =>
+            {
+                let s = self.sent.at(largest);
+                let (time, outstanding) = (s.time, s.outstanding);
+                // RTT sample from the largest (RFC 9002 §5.1).
+                if outstanding {
+                    let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
+                    self.rtt.update(now, now - time, delay);
                 }
+                // Below it, only the suspects can be newly acknowledged (as in `ack_ranges`).
+                if !self.suspects.is_empty() {
+                    self.ack_suspects(now, frame);
+                }
+                for pn in p + 1..largest + 1 {
+                    self.ack_live(now, pn);
+                }
+                Some(time)
             }
-            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow;
-            // and `base_pn` <= `lower`: all in the live range.)
-            for pn in lo.max(lower)..hi + 1 {
-                self.ack_live(now, pn);
-            }
-            cursor = hi + 1;
-        }
+            _ => self.ack_ranges(now, frame, prev, largest),
+        };
         self.largest_acked = Some(prev.map_or(largest, |p| p.max(largest)));
         let events_before = self.stats.congestion_events;
         self.process_ecn(now, frame, largest_sent);
@@ -748,33 +818,23 @@ impl Sender {
             self.app_limited_until = 0;
         }
         // Only these three start each frame afresh: the others are written with `prior_delivered`
-        // and read only when it is set (a whole reset stored all nine words).
-        let acc = self.acc;
-        self.acc.prior_delivered = None;
-        self.acc.newly_acked = 0;
-        self.acc.rtt = None;
+        // and read only when it is set (a whole reset stored all nine words; and they are read
+        // where they are used, as a copy of the whole loaded them all).
+        let prior_delivered = self.acc.prior_delivered.take();
+        let newly_acked = std::mem::take(&mut self.acc.newly_acked);
+        let acc_rtt = self.acc.rtt.take();
         // TCP: an ACK of late originals alone still reaches the controller, with the latest RTT
         // (ns-3 calls `CongControl` on every ACK; its rate sample keeps the last RTT measured).
-        let fallback = (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
+        let fallback = || (self.tcp() && self.rtt.has_sample()).then(|| self.rtt.latest());
         let sample =
-            if self.reads.rate_samples { acc.prior_delivered.zip(acc.rtt.or(fallback)) } else { None };
+            if self.reads.rate_samples { prior_delivered.zip(acc_rtt.or_else(fallback)) } else { None };
         // Whether the window or the pacing rate may have moved (see the end).
         let mut moved = true;
         if let Some((_, rtt)) = sample.filter(|_| !self.reads.sample_details) {
-            let sample = RateSample {
-                delivery_rate: None,
-                delivered: 0,
-                interval: Duration::ZERO,
-                prior_delivered: 0,
-                total_delivered: 0,
-                is_app_limited: false,
-                newly_acked: acc.newly_acked,
-                newly_lost_packets: self.stats.packets_lost - lost_before,
-                rtt,
-                in_flight: 0,
-            };
-            moved = self.cc.on_rate_sample(now, &sample, &self.rtt);
+            let lost = self.stats.packets_lost - lost_before;
+            moved = self.cc.on_rtt_sample(now, rtt, newly_acked, lost, &self.rtt);
         } else if let Some((prior_delivered, rtt)) = sample {
+            let acc = &self.acc;
             let interval = acc.send_elapsed.max(acc.ack_elapsed);
             let delivered = self.delivered - prior_delivered;
             let sample = RateSample {
@@ -787,7 +847,7 @@ impl Sender {
                 prior_delivered,
                 total_delivered: self.delivered,
                 is_app_limited: acc.app_limited,
-                newly_acked: acc.newly_acked,
+                newly_acked,
                 newly_lost_packets: self.stats.packets_lost - lost_before,
                 rtt,
                 in_flight: self.in_flight,
@@ -817,20 +877,81 @@ impl Sender {
         }
     }
 
+    /// [`Sender::on_ack`]'s walk of any frame: the RTT sample, the suspects the frame
+    /// acknowledges, and its ranges above the previous largest `prev` (new holes become
+    /// suspects); returns when the largest acknowledged was sent, if it is live. (Apart: mostly
+    /// the common frame's way is taken.)
+    #[inline(never)]
+    fn ack_ranges(&mut self, now: Time, frame: &AckFrame, prev: Option<u64>, largest: u64) -> Option<Time> {
+        // (One look-up, and only the two fields needed: a copy of the entry is 80 bytes.)
+        let largest_entry = self.entry(largest).map(|s| (s.time, s.outstanding));
+        let largest_sent = largest_entry.map(|(time, _)| time);
+        // RTT sample from the largest, if it is newly acknowledged (RFC 9002 §5.1).
+        if prev.is_none_or(|p| largest > p) {
+            if let Some((time, true)) = largest_entry {
+                let delay = frame.ack_delay.min(self.cfg.max_ack_delay);
+                self.rtt.update(now, now - time, delay);
+            }
+        }
+        // Holes below the previous largest: only the suspects can be newly acknowledged there.
+        if !self.suspects.is_empty() {
+            self.ack_suspects(now, frame);
+        }
+        // Above it: walk the ranges upwards, acknowledging and noting the holes.
+        let lower = prev.map_or(self.base_pn, |p| p + 1).max(self.base_pn);
+        let mut cursor = lower;
+        // Ranges entirely below it (the long tail of old holes a lossy flow's frames repeat,
+        // up to 32) are not walked: ranges are highest first. Mostly only the first range
+        // reaches above it (packets arrive in order), which the second range's end tells
+        // without a binary search.
+        let above = match frame.ranges.get(1) {
+            Some(&(_, hi)) if hi >= lower => frame.ranges.partition_point(|&(_, hi)| hi >= lower),
+            _ => usize::from(largest >= lower),
+        };
+        for &(lo, hi) in frame.ranges[..above].iter().rev() {
+            for pn in cursor..lo.max(cursor) {
+                // (TCP: a hole too, so that its late original is seen.)
+                if self.entry(pn).is_some_and(|s| s.outstanding || s.hole) {
+                    self.suspects.push(pn);
+                }
+            }
+            // (A half-open range: `..=` iterates with an extra flag. `hi` < `next_pn`, no overflow;
+            // and `base_pn` <= `lower`: all in the live range.)
+            for pn in lo.max(lower)..hi + 1 {
+                self.ack_live(now, pn);
+            }
+            cursor = hi + 1;
+        }
+        largest_sent
+    }
+
     /// The suspects `frame` acknowledges, acknowledged and no longer suspects (apart from
     /// [`Sender::on_ack`]: mostly there are none, and the loop cost its caller spilled registers).
     #[inline(never)]
     fn ack_suspects(&mut self, now: Time, frame: &AckFrame) {
-        let mut k = 0;
-        while k < self.suspects.len() {
-            let pn = self.suspects[k];
-            if frame.contains(pn) {
+        // Suspects ascend and ranges descend: one walk of both, from the lowest range up, and
+        // the suspects kept moved down in place. (A binary search of the ranges per suspect, and
+        // a shift of the rest per suspect acknowledged, made each ACK of a lossy period cost
+        // thousands of instructions under TCP's recovery, whose holes stay suspects.)
+        let mut suspects = std::mem::take(&mut self.suspects);
+        let ranges = &frame.ranges[..];
+        // `ranges[j..]` lie wholly below the suspect at hand.
+        let mut j = ranges.len();
+        let mut kept = 0;
+        for k in 0..suspects.len() {
+            let pn = suspects[k];
+            while j > 0 && ranges[j - 1].1 < pn {
+                j -= 1;
+            }
+            if j > 0 && ranges[j - 1].0 <= pn {
                 self.ack_packet(now, pn);
-                self.suspects.remove(k);
             } else {
-                k += 1;
+                suspects[kept] = pn;
+                kept += 1;
             }
         }
+        suspects.truncate(kept);
+        self.suspects = suspects;
     }
 
     /// TCP: restarts the timeout if the cumulative point advanced (`NewAck`), as the state allows,
@@ -841,7 +962,20 @@ impl Sender {
             return;
         }
         self.snd_una = una;
-        let restart = match self.tcp_state {
+        let restart = self.tcp_state == TcpState::Open || self.leave_recovery(una);
+        if restart {
+            self.rto_count = 0;
+            let pending = self.in_flight > 0 || self.next_pn > self.base_pn;
+            self.rto_at = pending.then(|| now + self.rto());
+        }
+    }
+
+    /// TCP: [`Sender::on_cumulative`] outside the open state, the cumulative point now `una`:
+    /// whether the timeout restarts. (Apart: mostly the state is open.)
+    #[cold]
+    #[inline(never)]
+    fn leave_recovery(&mut self, una: u64) -> bool {
+        match self.tcp_state {
             TcpState::Open => true,
             TcpState::Recovery { until, .. } | TcpState::Loss { until } if una >= until => {
                 self.tcp_state = TcpState::Open;
@@ -852,11 +986,6 @@ impl Sender {
                 first_partial
             }
             TcpState::Loss { .. } => true,
-        };
-        if restart {
-            self.rto_count = 0;
-            let pending = self.in_flight > 0 || self.next_pn > self.base_pn;
-            self.rto_at = pending.then(|| now + self.rto());
         }
     }
 
@@ -903,7 +1032,17 @@ impl Sender {
     /// congestion event, dated by the send time of the frame's largest acknowledged packet (the
     /// controller reacts once per recovery period, as to a loss). `lost_bytes` is zero: nothing
     /// needs sending again.
+    #[inline(always)]
     fn process_ecn(&mut self, now: Time, frame: &AckFrame, largest_sent: Option<Time>) {
+        if frame.ecn.is_some() {
+            self.process_ecn_counts(now, frame, largest_sent);
+        }
+    }
+
+    /// [`Sender::process_ecn`] of a frame with ECN counts (apart: most flows send none).
+    #[cold]
+    #[inline(never)]
+    fn process_ecn_counts(&mut self, now: Time, frame: &AckFrame, largest_sent: Option<Time>) {
         let Some(e) = frame.ecn else { return };
         if e.ce <= self.stats.ce_marks {
             return; // counts are cumulative: an older (reordered) frame says nothing new
@@ -939,16 +1078,22 @@ impl Sender {
             Duration::from_secs_f64(self.cfg.time_threshold * rtt).max(self.cfg.granularity)
         };
         let (mut lost_bytes, mut newest_lost) = (0, None);
-        let mut k = 0;
-        while k < self.suspects.len() {
-            let pn = self.suspects[k];
-            let Some(s) = self.entry(pn).copied().filter(|s| s.outstanding) else {
-                if tcp && self.entry(pn).is_some_and(|s| s.hole) {
-                    k += 1; // TCP: kept, so that a late acknowledgement of it is seen
-                } else {
-                    self.suspects.remove(k);
+        // The suspects kept are moved down in place (see `ack_suspects`).
+        let mut suspects = std::mem::take(&mut self.suspects);
+        let mut kept = 0;
+        for k in 0..suspects.len() {
+            let pn = suspects[k];
+            let s = match self.entry(pn) {
+                Some(e) if e.outstanding => *e,
+                // TCP: a hole is kept, so that a late acknowledgement of it is seen.
+                Some(e) => {
+                    if tcp && e.hole {
+                        suspects[kept] = pn;
+                        kept += 1;
+                    }
+                    continue;
                 }
-                continue;
+                None => continue,
             };
             // TCP: only the packet threshold, and never for a retransmission (see the module doc).
             let lost = if tcp {
@@ -977,18 +1122,21 @@ impl Sender {
                 lost_bytes += u64::from(s.size);
                 newest_lost = Some(newest_lost.map_or(s.time, |t: Time| t.max(s.time)));
                 if tcp {
-                    k += 1; // a hole stays a suspect: its late original may still be acknowledged
-                } else {
-                    self.suspects.remove(k);
+                    // A hole stays a suspect: its late original may still be acknowledged.
+                    suspects[kept] = pn;
+                    kept += 1;
                 }
             } else {
                 if !tcp {
                     let t = s.time + loss_delay;
                     self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
                 }
-                k += 1;
+                suspects[kept] = pn;
+                kept += 1;
             }
         }
+        suspects.truncate(kept);
+        self.suspects = suspects;
         if let Some(sent) = newest_lost {
             self.stats.congestion_events += 1;
             self.cc.on_congestion_event(now, sent, false, lost_bytes);
@@ -1003,12 +1151,35 @@ impl Sender {
         Some(self.last_ack_eliciting? + base * (1u64 << self.pto_count.min(16)))
     }
 
-    /// Timers: time-threshold losses, then the probe timeout (RFC 9002 §6.2: two probes).
+    /// Timers: TCP's retransmission timeout; else time-threshold losses, then the probe
+    /// timeout (RFC 9002 §6.2: two probes). (Inlinable: a pacer's wake-up, mostly, finds none
+    /// due, and a call to find that cost as much as the finding.)
+    #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
-        if self.rto_at.is_some_and(|t| t <= now) {
-            self.on_rto(now);
-            self.refresh();
-        } else if self.loss_time.is_some_and(|t| t <= now) {
+        // Under TCP's recovery the retransmission timeout is the only timer (`loss_time` is set
+        // and `pto_time` given only under RFC 9002's, which never arms `rto_at`).
+        if self.tcp() {
+            if self.rto_at.is_some_and(|t| t <= now) {
+                self.fire_rto(now);
+            }
+        } else {
+            self.handle_timeout_rfc9002(now);
+        }
+    }
+
+    /// TCP's retransmission timeout fired.
+    #[cold]
+    #[inline(never)]
+    fn fire_rto(&mut self, now: Time) {
+        self.on_rto(now);
+        self.refresh();
+    }
+
+    /// [`Sender::handle_timeout`] under RFC 9002's recovery.
+    #[inline(never)]
+    fn handle_timeout_rfc9002(&mut self, now: Time) {
+        debug_assert!(self.rto_at.is_none());
+        if self.loss_time.is_some_and(|t| t <= now) {
             self.detect_lost(now);
             self.refresh();
         } else if self.pto_time().is_some_and(|t| t <= now) {
@@ -1050,7 +1221,10 @@ impl Sender {
             (x, None) => x,
             (None, y) => y,
         };
-        earliest(earliest(self.loss_time, self.pto_time()), earliest(self.rto_at, pacer))
+        // TCP's recovery has only its retransmission timeout, RFC 9002's only the others (see
+        // `handle_timeout`).
+        let timer = if self.tcp() { self.rto_at } else { earliest(self.loss_time, self.pto_time()) };
+        earliest(timer, pacer)
     }
 
     /// The controller's current window.

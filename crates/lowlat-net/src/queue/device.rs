@@ -176,13 +176,22 @@ impl DeviceQueue {
     }
 
     /// The qdisc (its drops, marks and state).
+    #[inline]
     pub fn qdisc(&self) -> &QueueDiscipline {
         &self.qdisc
     }
 
     /// Packets in the device FIFO.
+    #[inline]
     pub fn device_len(&self) -> usize {
         self.device.len()
+    }
+
+    /// The qdisc, to change its state as a trip through it would (see
+    /// [`QueueDiscipline::pass_if_empty`]).
+    #[inline]
+    pub(crate) fn qdisc_mut(&mut self) -> &mut QueueDiscipline {
+        &mut self.qdisc
     }
 }
 

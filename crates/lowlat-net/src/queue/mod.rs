@@ -312,6 +312,41 @@ impl QueueDiscipline {
         }
     }
 
+    /// If the queue is empty and says what taking a packet in and straight back out (a sojourn
+    /// of zero) does to its state ([`QueueDiscipline::pass_idle`]; for a device queue, both
+    /// stages empty), does that and returns `true`: the link then serves the packet at once,
+    /// as enqueue-then-dequeue would, without the trip through the queue. Otherwise `false`,
+    /// having done nothing.
+    #[inline(always)]
+    pub fn pass_if_empty(&mut self) -> bool {
+        match self {
+            QueueDiscipline::DropTail(q) => q.is_empty(),
+            QueueDiscipline::CoDel(q) if q.is_empty() => {
+                q.pass_idle();
+                true
+            }
+            // (A device FIFO's trip: the qdisc's idle pass on enqueue, then its dequeue of
+            // nothing on the pop, which does what the pass did.)
+            QueueDiscipline::Device(q) if q.device_len() == 0 && q.qdisc().leaf_len() == 0 => {
+                q.qdisc_mut().pass_idle()
+            }
+            QueueDiscipline::CoDel(_) | QueueDiscipline::L4s(_) | QueueDiscipline::Device(_) => false,
+        }
+    }
+
+    /// If the queue is empty and its dequeue of nothing is known here
+    /// ([`QueueDiscipline::dequeue_if_empty`]; for a device queue, both stages empty), does what
+    /// that dequeue does and returns `true` (the link's transmission ends with nothing to start);
+    /// otherwise `false`, having done nothing.
+    #[inline(always)]
+    pub fn dequeue_idle(&mut self, now: Time) -> bool {
+        match self {
+            QueueDiscipline::Device(q) if q.device_len() == 0 => q.qdisc_mut().dequeue_if_empty(now),
+            QueueDiscipline::Device(_) => false,
+            q => q.dequeue_if_empty(now),
+        }
+    }
+
     /// Packets the AQM dropped at dequeue so far (tail drops are returned by `enqueue`).
     pub fn aqm_drops(&self) -> u64 {
         match self {
