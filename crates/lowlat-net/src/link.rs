@@ -742,23 +742,19 @@ impl Link {
     /// Completes every transmission due by `now`, starting each next one back to back.
     #[inline(always)]
     fn advance(&mut self, now: Time) {
+        if self.middlebox.is_none() {
+            return self.advance_plain(now);
+        }
         // Most calls complete nothing: answered inline, without the completions' call (whose
         // prologue saves the registers a middlebox call and a next packet's service need).
-        let Some(s) = self.in_service.as_ref().filter(|s| s.finish <= now) else { return };
-        if s.handed && self.middlebox.is_none() && self.queue.is_idle_droptail() {
-            // Nothing waits behind it and nothing is told of its end (an uncongested hop): the
-            // completion only counts it, inline.
-            let s = *s;
-            self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
-            self.in_service = None;
-            return;
+        if self.in_service.as_ref().is_some_and(|s| s.finish <= now) {
+            self.complete_due(now);
         }
-        self.complete_due(now);
     }
 
-    /// [`Link::advance`] of a link without a middlebox, whose transmission that ends with an
-    /// empty queue behind it is completed inline whatever the queue (see
-    /// [`QueueDiscipline::dequeue_idle`]), not only behind a drop-tail queue.
+    /// [`Link::advance`] of a link without a middlebox: a transmission that ends with nothing
+    /// waiting behind it and nothing to tell (an uncongested hop) is completed inline, whatever
+    /// the queue (see [`QueueDiscipline::dequeue_idle`]), without the completions' call.
     #[inline(always)]
     fn advance_plain(&mut self, now: Time) {
         let Some(s) = self.in_service.as_ref().filter(|s| s.finish <= now) else { return };
@@ -821,9 +817,6 @@ impl Link {
     /// The instant `poll_timeout` asked for (or any later one) has come.
     #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
-        if self.middlebox.is_none() {
-            return self.advance_plain(now);
-        }
         self.advance(now);
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when the middlebox is due: this runs per packet.
