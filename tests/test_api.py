@@ -134,6 +134,25 @@ def test_summary_only_builds_no_table_and_the_same_summary():
             getattr(r, name)
 
 
+def test_without_link_stats_the_flows_are_the_same_and_reading_links_says_why():
+    sc = {
+        "duration": "8 s",
+        "bottleneck": {"rate": "2 Mbit/s", "delay": "20 ms", "queue": {"kind": "codel"}},
+        "flows": [{"id": "v", "kind": "rtp-video", "cc": "gcc", "rmin": "150 kbit/s", "rmax": "3 Mbit/s"}],
+    }
+    full = lowlat.run(sc, progress=False)
+    assert full.summary["links"][0]["utilization"] > 0.5
+    r = lowlat.run(sc, progress=False, link_stats=False)
+    assert "links" not in r.summary
+    same = lambda s: {k: v for k, v in s.items() if k not in ("wall_s", "links")}  # noqa: E731
+    assert same(r.summary) == same(full.summary)
+    pd.testing.assert_frame_equal(r.flow_series, full.flow_series)
+    pd.testing.assert_frame_equal(r.frames, full.frames)
+    for read in (lambda: r.links, lambda: r.link_series, lambda: r.table(), lambda: lowlat.results.comparison({"gcc": r})):
+        with pytest.raises(ValueError, match=r"kept no link statistics \(lowlat.run\(..., link_stats=False\)\)"):
+            read()
+
+
 def _branch_scenario(drop_at: str | None, flows: int = 1) -> dict:
     steps = [{"at": "0 s", "rate": "6 Mbit/s"}] + ([{"at": drop_at, "rate": "1 Mbit/s"}] if drop_at else [])
     return {

@@ -84,6 +84,7 @@ def run(
     pcap: str | Path | None = None,
     tables: Iterable[str] | None = None,
     summary_only: bool = False,
+    link_stats: bool = True,
 ) -> Result:
     """Runs a scenario (a path, a catalog name, or a dict in the scenario format) to its end.
 
@@ -114,11 +115,16 @@ def run(
     ``summary_only``: build no table at all, the flow and link series and the frames included
     (what a sweep that keeps summary metrics reads; about a tenth of an RMCAT run's time went to
     the tables); ``summary`` and ``summary_json`` are the same, reading any table raises.
+
+    ``link_stats=False``: the links keep no statistics (the per-packet sojourn and transmission
+    counts, about 4 % of a fast single-flow run): the summary has no ``links`` and
+    ``Result.links``, ``Result.link_series`` and ``Result.table`` raise. The flows' results are
+    the same, bit for bit.
     """
     if cc is not None and ":" in cc and not cc.startswith("python:"):
         cc = f"python:{cc}"  # module:Class, a Python controller
     keep, series = _tables_kept(tables, summary_only)
-    src, sim = _simulation(scenario, seed, cc, queue, rtt_s, jitter_s, memory_budget, keep, series)
+    src, sim = _simulation(scenario, seed, cc, queue, rtt_s, jitter_s, memory_budget, keep, series, link_stats)
     if pcap is not None:
         if str(pcap).strip() == "" or Path(pcap).is_dir():
             raise _native.ScenarioError(f"pcap: got {str(pcap)!r}, expected a file name")
@@ -149,6 +155,7 @@ def _simulation(
     memory_budget: str | None,
     keep: Mapping[str, bool],
     series: bool,
+    link_stats: bool = True,
 ) -> tuple[ScenarioSource, Any]:
     """A scenario's simulation, ready to run (see :func:`run` for the arguments)."""
     if cc is not None and cc not in _native.controllers() and cc != "external" and not cc.startswith("python:"):
@@ -164,7 +171,7 @@ def _simulation(
         src.text, src.format, src.label, src.base_dir, seed, cc, queue, rtt_s, jitter_s, _budget(memory_budget)
     )
     # Told before the run: what no table will show is not recorded (Zhuge's per-packet log).
-    sim.plan_tables(**keep, series=series, frames=series)
+    sim.plan_tables(**keep, series=series, frames=series, links=link_stats)
     controller.attach(sim)
     return src, sim
 
@@ -231,13 +238,14 @@ def run_branches(
     each: Callable[[int, Result], T],
     *,
     tables: Iterable[str] | None = None,
+    link_stats: bool = True,
 ) -> list[T | Exception]:
     """Runs scenarios that differ from ``base`` only in the bottleneck's capacity from some
     instant on (a capacity drop at several instants), sharing the run up to where each departs.
 
     ``branches``: ``(scenario, until_s)`` pairs; each branch runs to ``until_s`` simulated seconds
     (``None``: its end) and its results there (as :func:`run` would give them had it been
-    stopped then; ``tables`` as for :func:`run`) go to ``each`` with the branch's index, whose
+    stopped then; ``tables`` and ``link_stats`` as for :func:`run`) go to ``each`` with the branch's index, whose
     answer is the branch's entry in the list returned, in the branches' order. A branch that
     fails, or whose ``each`` raises, has the exception as its entry; the others go on.
 
@@ -253,7 +261,7 @@ def run_branches(
     alone: list[int] = []
     shared: list[tuple[float, int, ScenarioSource]] = []
     try:
-        src, sim = _simulation(base, None, None, None, None, None, None, keep, series)
+        src, sim = _simulation(base, None, None, None, None, None, None, keep, series, link_stats)
     except Exception as e:  # noqa: BLE001 - every branch gets the base's failure
         return [e for _ in branches]
     for i, (scenario, until) in enumerate(branches):
@@ -281,7 +289,7 @@ def run_branches(
     for i in sorted(alone):
         scenario, until = branches[i]
         try:
-            _, own = _simulation(scenario, None, None, None, None, None, None, keep, series)
+            _, own = _simulation(scenario, None, None, None, None, None, None, keep, series, link_stats)
             _advance(own, own.end_s() if until is None else until, False, str(scenario), own.name())
             out[i] = each(i, _finish(own, keep, series))
         except Exception as e:  # noqa: BLE001 - the branch's entry

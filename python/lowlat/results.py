@@ -71,6 +71,8 @@ class Result:
         self._summary_json = summary_json or json.dumps(summary, indent=2)
 
     def _frame(self, name: str) -> pd.DataFrame:
+        if name == "link_series" and "links" not in self.summary:
+            self.link_lines()
         if name in self._left_out:
             raise ValueError(f"{name}: this run did not build it (lowlat.run(..., tables=...) left it out)")
         frame = self._frames.get(name)
@@ -142,7 +144,15 @@ class Result:
     @property
     def links(self) -> pd.DataFrame:
         """The per-link summary as a flat DataFrame (``queue_delay_ms_p95``, ...)."""
-        return pd.DataFrame([flatten(link) for link in self.summary["links"]])
+        return pd.DataFrame([flatten(link) for link in self.link_lines()])
+
+    def link_lines(self) -> list[dict[str, Any]]:
+        """The summary's ``links`` (one dict per link); raises if the run kept no link statistics
+        (``lowlat.run(..., link_stats=False)``, whose summary has no ``links``)."""
+        if "links" not in self.summary:
+            raise ValueError("links: this run kept no link statistics (lowlat.run(..., link_stats=False))")
+        lines: list[dict[str, Any]] = self.summary["links"]
+        return lines
 
     def table(self, *, wide: bool = False) -> str:
         """A plain-text table of the flows and of the links that carried traffic.
@@ -298,7 +308,7 @@ def comparison(results: dict[str, "Result"], *, wide: bool = False) -> pd.DataFr
     """One row per (controller, video flow): the RMCAT comparison table (``wide``: every column)."""
     rows = []
     for cc, r in results.items():
-        bott: dict[str, Any] = next((link for link in r.summary["links"] if link["id"] == "bottleneck"), {})
+        bott: dict[str, Any] = next((link for link in r.link_lines() if link["id"] == "bottleneck"), {})
         for f in r.summary["flows"]:
             if f["kind"] != "rtp-video":
                 continue

@@ -218,19 +218,21 @@ impl Simulation {
     }
 
     /// Says before the run which per-sample tables `finish` will build, so that nothing records
-    /// the others (Zhuge's per-packet prediction log); the summary is the same.
-    #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true))]
+    /// the others (Zhuge's per-packet prediction log); the flows' summary is the same. `links`
+    /// false: the links keep no statistics (the summary has no link lines).
+    #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true, links=true))]
     fn plan_tables(
         &mut self,
         predictions: bool,
         sender_rtt: bool,
         series: bool,
         frames: bool,
+        links: bool,
     ) -> PyResult<()> {
         self.inner
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?
-            .plan_tables(lowlat_sim::Tables { predictions, sender_rtt, series, frames })
+            .plan_tables(lowlat_sim::Tables { predictions, sender_rtt, series, frames, links })
             .map_err(PyRuntimeError::new_err)
     }
 
@@ -353,8 +355,9 @@ impl Simulation {
         Bound<'py, PyDict>,
     )> {
         let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
-        let result =
-            py.detach(|| sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt, series, frames }));
+        let result = py.detach(|| {
+            sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt, series, frames, links: true })
+        });
         Ok((
             result.summary_json(),
             table(py, &result.flow_series)?,

@@ -421,7 +421,8 @@ pub struct Summary {
     pub events: u64,
     /// Per flow.
     pub flows: Vec<FlowSummary>,
-    /// Per link.
+    /// Per link; empty when the run kept no link statistics ([`Tables::links`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkSummary>,
     /// What the network assistance at the bottleneck did, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -514,8 +515,9 @@ pub struct RunResult {
 }
 
 /// Which of a run's per-sample tables [`RunResult`] builds (one row per packet or per ACK:
-/// millions of rows in a long run at a high rate). The summary never depends on them. Default:
-/// all; a caller that does not read a table (a sweep keeping summary metrics) saves building it.
+/// millions of rows in a long run at a high rate), and whether the links keep statistics. The
+/// summary's flows never depend on them. Default: all; a caller that does not read a table (a
+/// sweep keeping summary metrics) saves building it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tables {
     /// [`RunResult::predictions`] (Zhuge's, one row per prediction).
@@ -527,19 +529,26 @@ pub struct Tables {
     pub series: bool,
     /// [`RunResult::frames`] (one row per frame of each media flow).
     pub frames: bool,
+    /// The links' statistics: the summary's `links` lines and [`RunResult::link_series`]. Unlike
+    /// the tables, leaving them out changes the summary: its `links` is empty (and left out of
+    /// `summary.json`). Left out in [`Simulation::plan_tables`](crate::Simulation::plan_tables),
+    /// the links count nothing per packet ([`lowlat_net::Link::set_recording`]), and the result
+    /// has no link lines whatever `finish_with` asks.
+    pub links: bool,
 }
 
 impl Default for Tables {
     fn default() -> Tables {
-        Tables { predictions: true, sender_rtt: true, series: true, frames: true }
+        Tables { predictions: true, sender_rtt: true, series: true, frames: true, links: true }
     }
 }
 
 impl Tables {
-    /// No table at all, only the summary: what a sweep keeping summary metrics reads (the RMCAT
-    /// suite). Building and handing over the tables was about a tenth of such a run's time.
+    /// No table at all, only the summary (the links' lines included): what a sweep keeping
+    /// summary metrics reads (the RMCAT suite). Building and handing over the tables was about a
+    /// tenth of such a run's time.
     pub fn none() -> Tables {
-        Tables { predictions: false, sender_rtt: false, series: false, frames: false }
+        Tables { predictions: false, sender_rtt: false, series: false, frames: false, links: true }
     }
 }
 
@@ -811,7 +820,11 @@ impl RunResult {
             }
         }
 
-        let (links, link_series) = link_results_with(&sim.links, &sim.link_names, end, sc.bin, tables.series);
+        let (links, link_series) = if tables.links && sim.links.iter().all(|l| l.is_recording()) {
+            link_results_with(&sim.links, &sim.link_names, end, sc.bin, tables.series)
+        } else {
+            (Vec::new(), Table::default())
+        };
 
         let assist = assist_results(sim, tables.predictions);
         let summary = Summary {

@@ -408,6 +408,44 @@ fn gcc_zhuge_keeps_gcc_fifos_rate_through_200_ms_capacity_dips() {
 }
 
 #[test]
+fn a_run_that_plans_the_link_statistics_out_has_no_link_lines_and_the_same_flows() {
+    // A Wi-Fi AP whose queue builds after a tenfold drop, Zhuge acting for two flows: the
+    // counts the links skip are there to skip.
+    let copa = r#"
+[[flows]]
+id = "copa"
+kind = "rtp-video"
+cc = "copa"
+fps = 24
+rmin = "300 kbit/s"
+rmax = "8 Mbit/s"
+access = { delay = "19 ms" }
+"#;
+    let toml = ap_scenario("zhuge", 10.0, &format!("{}{copa}", video("gcc", "gcc")), 24);
+    let kept = Simulation::new(scenario(&toml)).run();
+    let mut sim = Simulation::new(scenario(&toml));
+    sim.plan_tables(lowlat_sim::Tables { links: false, ..lowlat_sim::Tables::default() }).unwrap();
+    let planned = sim.run();
+    assert!(kept
+        .summary
+        .links
+        .iter()
+        .any(|l| l.utilization > 0.0 && l.queue_delay_ms.p99.unwrap_or(0.0) > 0.0));
+    assert!(!kept.link_series.columns.is_empty());
+    assert!(planned.summary.links.is_empty() && planned.link_series.columns.is_empty());
+    assert!(!planned.summary_json().contains("\"links\""), "no link lines in summary.json");
+    assert_eq!(format!("{:?}", kept.summary.flows), format!("{:?}", planned.summary.flows));
+    assert_eq!(kept.summary.events, planned.summary.events);
+    for (a, b) in [(&kept.flow_series, &planned.flow_series), (&kept.frames, &planned.frames)] {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+    // Kept at planning but asked to leave out at the end: the lines are dropped, not half-made.
+    let dropped = Simulation::new(scenario(&toml))
+        .finish_with(lowlat_sim::Tables { links: false, ..lowlat_sim::Tables::default() });
+    assert!(dropped.summary.links.is_empty());
+}
+
+#[test]
 fn a_run_that_plans_the_prediction_table_out_keeps_no_log_and_the_same_results() {
     // An in-band GCC flow and an out-of-band Copa flow whose ACKs the AP holds, across the drop.
     let copa = r#"

@@ -1136,8 +1136,9 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         sc = scenario(
             spec.scheme, cap, wifi, spec.seconds, spec.seed, spec.family.startswith("C"), spec.gcc_zhuge_queue, copa=spec.copa, repair=spec.repair, paced=spec.paced, gcc=spec.gcc, zhuge_in_band=spec.in_band
         )
-        # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet).
-        r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [])
+        # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet), and
+        # no link statistics (nothing here reads them).
+        r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [], link_stats=False)
         row.update(_flow_metrics(r.summary))
         video = FrameColumns.of_flow(r, "video")
         frame, delay_ms, decoded = frame_exits(video)
@@ -1228,7 +1229,7 @@ def run_drop(spec: DropRun) -> dict[str, Any]:
     from ..api import run
 
     try:
-        r = run(drop_scenario(spec), progress=False, tables=["sender_rtt"])
+        r = run(drop_scenario(spec), progress=False, tables=["sender_rtt"], link_stats=False)
         return _drop_row(spec, drop_figures(spec, r))
     except Exception as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
         return _drop_row(spec, e)
@@ -1246,7 +1247,11 @@ def run_drop_group(group: DropGroup) -> dict[str, Any]:
     seconds, _, _ = abw_run(group.scheme)
     base = drop_scenario(runs[0], seconds, dropped=False) if runs else {}
     branches = [(drop_scenario(r, seconds), drop_run_seconds(r)) for r in runs]
-    got = run_branches(base, branches, lambda i, res: drop_figures(runs[i], res), tables=["sender_rtt"]) if runs else []
+    got = (
+        run_branches(base, branches, lambda i, res: drop_figures(runs[i], res), tables=["sender_rtt"], link_stats=False)
+        if runs
+        else []
+    )
     rows = [_drop_row(r, g) for r, g in zip(runs, got)]
     return {"rows": pd.DataFrame(rows), "error": ""}
 
