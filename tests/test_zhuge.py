@@ -220,6 +220,27 @@ def test_the_abw_statistic_is_the_first_episode_of_the_senders_smoothed_rtt():
     assert s["srtt_ms"].tolist() == [100.0, 112.5, 112.5 + 87.5 / 8]
 
 
+def test_the_srtt_statistic_from_the_columns_is_that_of_every_sample_in_any_order():
+    import random
+
+    from lowlat.results import Result
+
+    rng = random.Random(7)
+    for case in range(60):
+        n = rng.randrange(0, 400)
+        t = sorted(round(rng.uniform(0, 60), 2) for _ in range(n))
+        r = [rng.choice([50.0, 150.0, 400.0, 900.0]) for _ in t]
+        flows = [rng.choice(["video", "video", "audio"]) for _ in t] if case % 3 == 0 else ["video"] * n
+        rows = list(zip(t, r, flows))
+        if case % 2:
+            rng.shuffle(rows)  # samples not in time order: sorted (stably) first
+        table = {"flow": [x[2] for x in rows], "t_s": [x[0] for x in rows], "rtt_ms": [x[1] for x in rows]}
+        res = Result({}, {}, {}, sender_rtt=table)
+        df = pd.DataFrame(table)
+        want = zhuge.srtt_episode_s(zhuge.smoothed_rtt(df[df["flow"] == "video"], 0.125), 20.0)
+        assert zhuge.video_srtt_episode_s(res, 0.125, 20.0) == want, case
+
+
 def test_the_statistic_over_the_window_alone_is_the_same_as_over_every_sample():
     import random
 

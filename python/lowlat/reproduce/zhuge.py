@@ -1050,10 +1050,17 @@ def smoothed_rtt(samples: pd.DataFrame, gain: float = SRTT_GAIN["copa"]) -> pd.D
     return pd.DataFrame({"t_s": t, "srtt_ms": srtt})
 
 
-def _smoothed(t: Any, rtt_ms: Any, gain: float) -> tuple[Any, Any]:
-    """:func:`smoothed_rtt` on arrays: the instants in time order (a stable sort) and the mean."""
-    order = np.argsort(t, kind="stable")
-    return t[order], pd.Series(rtt_ms[order]).ewm(alpha=gain, adjust=False).mean().to_numpy()
+def _in_time_order(t: Any) -> bool:
+    return len(t) < 2 or bool(np.all(t[1:] >= t[:-1]))
+
+
+def _smoothed(t: Any, rtt_ms: Any, gain: float, ordered: bool = False) -> tuple[Any, Any]:
+    """:func:`smoothed_rtt` on arrays: the instants in time order (a stable sort; samples
+    already in order, as a sender records them, are taken as they are) and the mean."""
+    if not (ordered or _in_time_order(t)):
+        order = np.argsort(t, kind="stable")
+        t, rtt_ms = t[order], rtt_ms[order]
+    return t, pd.Series(rtt_ms).ewm(alpha=gain, adjust=False).mean().to_numpy()
 
 
 def first_episode_s(t_s: Any, rtt_ms: Any, drop_s: float, window_s: float = 20.0, threshold_ms: float = 200.0) -> float:
@@ -1095,8 +1102,16 @@ def video_srtt_episode_s(r: Any, gain: float, drop_s: float, window_s: float = 2
     sender's samples), read from the ``sender_rtt`` columns: the same steps on the same values
     without a DataFrame of every sample."""
     video = r.label_is("sender_rtt", "flow", "video")
-    t, rtt = (c[video] for c in r.columns("sender_rtt", "t_s", "rtt_ms"))
-    return _episode_in_window(*_smoothed(t, rtt, gain), drop_s, window_s)
+    t, rtt = r.columns("sender_rtt", "t_s", "rtt_ms")
+    if not video.all():
+        t, rtt = t[video], rtt[video]
+    ordered = _in_time_order(t)
+    if ordered:
+        # The mean is causal: the samples from the window's end on change none of its values
+        # before (a drop run goes on a second past its window).
+        end = int(t.searchsorted(drop_s + window_s, "left"))
+        t, rtt = t[:end], rtt[:end]
+    return _episode_in_window(*_smoothed(t, rtt, gain, ordered), drop_s, window_s)
 
 
 def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
