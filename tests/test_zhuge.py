@@ -321,20 +321,26 @@ def test_a_run_can_leave_out_its_per_sample_tables():
         lowlat.run(sc, progress=False, tables=["frames"])
 
 
-def test_the_sampled_predictions_are_the_rows_dataframe_sample_picks():
+def test_a_prediction_sample_is_that_many_of_the_logged_rows_in_their_order():
     import lowlat
 
     sc = zhuge.scenario("GCC+Zhuge", {"rate": "5 Mbit/s"}, False, 5.0, 1)
     r = lowlat.run(sc, progress=False, tables=["predictions"])
     predicted, actual = r.columns("predictions", "predicted_ms", "actual_ms")
     assert len(predicted) > 200
-    for n in (10, 100, len(predicted) + 5):
-        got = zhuge.sample_predictions(predicted, actual, seed=7, n=n)
-        want = r.predictions.sample(n=min(len(r.predictions), n), random_state=7)[["predicted_ms", "actual_ms"]]
-        pd.testing.assert_frame_equal(got, want)
+    logged = set(zip(r.predictions["arrival_s"], r.predictions["seq"], predicted, actual))
+    for n in (0, 10, 100, len(predicted) + 5):
+        s = lowlat.run(sc, progress=False, tables=["predictions"], prediction_sample=n)
+        assert s.summary["assist"] == r.summary["assist"], "the summary counts every prediction"
+        rows = s.predictions
+        assert len(rows) == min(n, len(predicted))
+        assert set(zip(rows["arrival_s"], rows["seq"], rows["predicted_ms"], rows["actual_ms"])) <= logged
+        assert rows["arrival_s"].is_monotonic_increasing
+    for bad in (-1, 2.5, True):
+        with pytest.raises(lowlat.ScenarioError, match="prediction_sample: got"):
+            lowlat.run(sc, progress=False, tables=["predictions"], prediction_sample=bad)
     # Columns read after the DataFrame was built are its columns.
     assert (r.columns("predictions", "actual_ms")[0] == r.predictions["actual_ms"].to_numpy()).all()
-    assert zhuge.sample_predictions(predicted[:0], actual[:0], seed=7) is None
     with pytest.raises(ValueError, match="predictions: no column 'nope'"):
         r.columns("predictions", "nope")
     with pytest.raises(ValueError, match="sender_rtt: this run did not build it"):

@@ -85,6 +85,8 @@
 //! state). Sans-IO: driven through the [`Middlebox`] hooks with `now`.
 
 use crate::fortune_teller::{BurstRule, FortuneTeller, FortuneTellerConfig};
+use crate::prediction_log::PredictionLog;
+pub use crate::prediction_log::PredictionRecord;
 use lowlat_core::rng::Rng;
 use lowlat_core::{Bytes, Duration, FlowId, Packet, PacketKind, Time};
 use lowlat_net::middlebox::{BuiltFeedback, Direction, FeedbackPayload, Middlebox, QueueState, Verdict};
@@ -276,28 +278,6 @@ impl ZhugeConfig {
 /// slots).
 pub const MAX_FRAME_INTERVAL: Duration = Duration::from_secs(10);
 
-/// One logged prediction.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PredictionRecord {
-    /// The packet's flow.
-    pub flow: FlowId,
-    /// Its sequence number.
-    pub seq: u64,
-    /// When it arrived at the AP.
-    pub arrival: Time,
-    /// The predicted delay through the AP.
-    pub predicted: Duration,
-    /// The delay it had: arrival at the AP to the end of its transmission.
-    pub actual: Duration,
-}
-
-impl PredictionRecord {
-    /// |predicted - actual| in milliseconds (the figure the summary's accuracy is made of).
-    pub fn abs_error_ms(&self) -> f64 {
-        (self.predicted.as_nanos() as f64 - self.actual.as_nanos() as f64).abs() * 1e-6
-    }
-}
-
 /// What the summary says of the predictions, kept as they are made whether or not the log is
 /// (so a run that leaves the log out reports the same figures).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -394,9 +374,9 @@ pub struct Zhuge {
     rng: Rng,
     /// Predictions of packets still in the queue, in queue order: `(packet id, arrival, predicted)`.
     in_queue: VecDeque<(u64, Time, Duration)>,
-    log: Vec<PredictionRecord>,
-    /// Whether the records themselves are kept ([`Zhuge::without_log`]); `stats` always are.
-    keep_log: bool,
+    /// The records kept ([`Zhuge::without_log`], [`Zhuge::with_log_sample`]); `stats` counts
+    /// every one.
+    log: PredictionLog,
     stats: PredictionStats,
     /// ACKs held over all flows (none: nothing to look for when asked for a timeout or a packet,
     /// which the driver does at every event of the AP's link).
@@ -432,8 +412,7 @@ impl Zhuge {
             flows,
             rng,
             in_queue: VecDeque::new(),
-            log: Vec::new(),
-            keep_log: true,
+            log: PredictionLog::All(Vec::new()),
             stats: PredictionStats::default(),
             held: 0,
             next_report: None,
@@ -453,14 +432,21 @@ impl Zhuge {
     /// driver that will not read the log, which grows by a record per packet (40 B; a 300 s run
     /// at 60 Mbit/s logs 1.5 million).
     pub fn without_log(mut self) -> Zhuge {
-        self.keep_log = false;
+        self.log = PredictionLog::Off;
         self
     }
 
-    /// The predictions logged so far, with the delays the packets had (empty
-    /// [`Zhuge::without_log`]).
-    pub fn predictions(&self) -> &[PredictionRecord] {
-        &self.log
+    /// The same Zhuge keeping a uniform random sample of at most `size` of its predictions,
+    /// drawn from `rng` (its own stream; see [`crate::prediction_log`]) instead of every one.
+    pub fn with_log_sample(mut self, size: usize, rng: Rng) -> Zhuge {
+        self.log = PredictionLog::sample(size, rng);
+        self
+    }
+
+    /// The predictions logged so far, with the delays the packets had, in the order they were
+    /// logged (empty [`Zhuge::without_log`]; a sample [`Zhuge::with_log_sample`]).
+    pub fn predictions(&self) -> std::borrow::Cow<'_, [PredictionRecord]> {
+        self.log.records()
     }
 
     /// The count and accuracy of the predictions logged so far (or that would have been, without
@@ -779,9 +765,7 @@ impl Middlebox for Zhuge {
                     actual: now - arrival,
                 };
                 self.stats.add(&r);
-                if self.keep_log {
-                    self.log.push(r);
-                }
+                self.log.record(r);
                 break;
             }
         }

@@ -219,8 +219,9 @@ impl Simulation {
 
     /// Says before the run which per-sample tables `finish` will build, so that nothing records
     /// the others (Zhuge's per-packet prediction log); the flows' summary is the same. `links`
-    /// false: the links keep no statistics (the summary has no link lines).
-    #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true, links=true))]
+    /// false: the links keep no statistics (the summary has no link lines). `prediction_sample`:
+    /// Zhuge keeps a uniform random sample of at most that many predictions.
+    #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true, links=true, prediction_sample=None))]
     fn plan_tables(
         &mut self,
         predictions: bool,
@@ -228,11 +229,19 @@ impl Simulation {
         series: bool,
         frames: bool,
         links: bool,
+        prediction_sample: Option<usize>,
     ) -> PyResult<()> {
         self.inner
             .as_mut()
             .ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?
-            .plan_tables(lowlat_sim::Tables { predictions, sender_rtt, series, frames, links })
+            .plan_tables(lowlat_sim::Tables {
+                predictions,
+                prediction_sample,
+                sender_rtt,
+                series,
+                frames,
+                links,
+            })
             .map_err(PyRuntimeError::new_err)
     }
 
@@ -356,7 +365,14 @@ impl Simulation {
     )> {
         let sim = self.inner.take().ok_or_else(|| PyRuntimeError::new_err("this simulation has finished"))?;
         let result = py.detach(|| {
-            sim.finish_with(lowlat_sim::Tables { predictions, sender_rtt, series, frames, links: true })
+            sim.finish_with(lowlat_sim::Tables {
+                predictions,
+                prediction_sample: None,
+                sender_rtt,
+                series,
+                frames,
+                links: true,
+            })
         });
         Ok((
             result.summary_json(),

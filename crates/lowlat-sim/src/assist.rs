@@ -29,12 +29,18 @@ pub fn flow_roles(scenario: &Scenario, fast_ack: bool) -> Vec<FlowRole> {
 
 /// The middlebox the scenario puts at the bottleneck's queue, if any.
 pub fn assist_middlebox(scenario: &Scenario) -> Option<Box<dyn Middlebox>> {
-    assist_middlebox_logging(scenario, true)
+    assist_middlebox_logging(scenario, true, None)
 }
 
 /// [`assist_middlebox`], with Zhuge keeping its per-packet prediction log or not
-/// ([`Zhuge::without_log`]: for a driver that will not read it; nothing else changes).
-pub fn assist_middlebox_logging(scenario: &Scenario, log_predictions: bool) -> Option<Box<dyn Middlebox>> {
+/// ([`Zhuge::without_log`]: for a driver that will not read it; nothing else changes), or a
+/// uniform sample of at most `sample` of them ([`Zhuge::with_log_sample`], stream
+/// `"assist.zhuge.sample"`).
+pub fn assist_middlebox_logging(
+    scenario: &Scenario,
+    log_predictions: bool,
+    sample: Option<usize>,
+) -> Option<Box<dyn Middlebox>> {
     match scenario.assist.as_str() {
         "zhuge" => {
             let z = Zhuge::new(
@@ -42,7 +48,11 @@ pub fn assist_middlebox_logging(scenario: &Scenario, log_predictions: bool) -> O
                 &flow_roles(scenario, false),
                 stream(scenario.seed, "assist.zhuge"),
             );
-            Some(Box::new(if log_predictions { z } else { z.without_log() }))
+            Some(Box::new(match (log_predictions, sample) {
+                (false, _) => z.without_log(),
+                (true, None) => z,
+                (true, Some(n)) => z.with_log_sample(n, stream(scenario.seed, "assist.zhuge.sample")),
+            }))
         }
         "fastack" => Some(Box::new(FastAck::new(&flow_roles(scenario, true), ReceiverConfig::default()))),
         // The AP signals the senders of RTP media flows (the ones with a rate controller to tell).

@@ -522,6 +522,12 @@ pub struct RunResult {
 pub struct Tables {
     /// [`RunResult::predictions`] (Zhuge's, one row per prediction).
     pub predictions: bool,
+    /// With `predictions`: keep a uniform random sample of at most this many predictions
+    /// instead of every one (Zhuge draws it as they come, from its own stream
+    /// `"assist.zhuge.sample"`; see `lowlat_assist::prediction_log`). The rows stay in the order
+    /// of the predictions; the summary's prediction figures still count every one. Only
+    /// [`Simulation::plan_tables`](crate::Simulation::plan_tables) reads it.
+    pub prediction_sample: Option<usize>,
     /// [`RunResult::sender_rtt`] (one row per RTT sample of a media sender).
     pub sender_rtt: bool,
     /// [`RunResult::flow_series`] and [`RunResult::link_series`] (one row per flow or link and
@@ -539,7 +545,14 @@ pub struct Tables {
 
 impl Default for Tables {
     fn default() -> Tables {
-        Tables { predictions: true, sender_rtt: true, series: true, frames: true, links: true }
+        Tables {
+            predictions: true,
+            prediction_sample: None,
+            sender_rtt: true,
+            series: true,
+            frames: true,
+            links: true,
+        }
     }
 }
 
@@ -548,7 +561,14 @@ impl Tables {
     /// summary metrics reads (the RMCAT suite). Building and handing over the tables was about a
     /// tenth of such a run's time.
     pub fn none() -> Tables {
-        Tables { predictions: false, sender_rtt: false, series: false, frames: false, links: true }
+        Tables {
+            predictions: false,
+            prediction_sample: None,
+            sender_rtt: false,
+            series: false,
+            frames: false,
+            links: true,
+        }
     }
 }
 

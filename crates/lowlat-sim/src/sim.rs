@@ -593,7 +593,8 @@ impl Simulation {
 
     /// Says, before the run starts, which per-sample tables [`Simulation::finish_with`] will be
     /// asked for, so that nothing records the others: Zhuge's prediction log (a record per
-    /// packet) when `tables.predictions` is false, the links' statistics when `tables.links` is
+    /// packet) when `tables.predictions` is false (a sample of it with
+    /// `tables.prediction_sample`), the links' statistics when `tables.links` is
     /// (then the summary has no link lines). The flows' summary and every other table are the
     /// same; a table planned out comes back empty. Errors once the run has started.
     pub fn plan_tables(&mut self, tables: crate::results::Tables) -> Result<(), String> {
@@ -605,7 +606,11 @@ impl Simulation {
         self.links.iter_mut().for_each(|l| l.set_recording(tables.links));
         if self.scenario.assist == "zhuge" {
             // The same middlebox built afresh (nothing has reached it yet), with or without the log.
-            if let Some(mb) = crate::assist::assist_middlebox_logging(&self.scenario, tables.predictions) {
+            if let Some(mb) = crate::assist::assist_middlebox_logging(
+                &self.scenario,
+                tables.predictions,
+                tables.prediction_sample,
+            ) {
                 self.links[self.bottleneck as usize].set_middlebox(mb);
             }
         }

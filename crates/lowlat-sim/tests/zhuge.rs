@@ -446,6 +446,38 @@ access = { delay = "19 ms" }
 }
 
 #[test]
+fn a_run_that_plans_a_prediction_sample_keeps_that_many_of_the_logged_rows_and_the_same_results() {
+    let toml = ap_scenario("zhuge", 10.0, &video("gcc", "gcc"), 24);
+    let logged = Simulation::new(scenario(&toml)).run();
+    let mut sim = Simulation::new(scenario(&toml));
+    let tables = lowlat_sim::Tables { prediction_sample: Some(500), ..lowlat_sim::Tables::default() };
+    sim.plan_tables(tables).unwrap();
+    let sampled = sim.run();
+    let body = |r: &lowlat_sim::RunResult| {
+        let keep = |l: &&str| !l.starts_with("  \"wall_s\":");
+        r.summary_json().lines().filter(keep).map(str::to_owned).collect::<Vec<_>>()
+    };
+    assert_eq!(body(&logged), body(&sampled), "the summary (prediction figures included) is the same");
+    let rows = |r: &lowlat_sim::RunResult| -> Vec<(u64, u64, u64, u64)> {
+        let col = |name: &str| match &r.predictions.columns.iter().find(|c| c.0 == name).unwrap().1 {
+            lowlat_sim::Column::F64(v) => v.clone(),
+            other => panic!("{name}: {other:?}"),
+        };
+        let (seq, at, p, a) = (col("seq"), col("arrival_s"), col("predicted_ms"), col("actual_ms"));
+        (0..seq.len()).map(|i| (at[i].to_bits(), seq[i].to_bits(), p[i].to_bits(), a[i].to_bits())).collect()
+    };
+    let (all, some) = (rows(&logged), rows(&sampled));
+    assert!(all.len() > 5_000, "{}", all.len());
+    assert_eq!(some.len(), 500);
+    assert!(some.windows(2).all(|w| f64::from_bits(w[0].0) <= f64::from_bits(w[1].0)), "in arrival order");
+    let logged_rows: std::collections::HashSet<_> = all.iter().collect();
+    assert!(some.iter().all(|r| logged_rows.contains(r)), "each one a logged prediction");
+    let late = some.iter().filter(|r| f64::from_bits(r.0) > 12.0).count();
+    assert!(late > 100, "drawn from the whole run, not its start: {late} of 500 after 12 s");
+    assert_eq!(format!("{:?}", logged.flow_series), format!("{:?}", sampled.flow_series));
+}
+
+#[test]
 fn a_run_that_plans_the_prediction_table_out_keeps_no_log_and_the_same_results() {
     // An in-band GCC flow and an out-of-band Copa flow whose ACKs the AP holds, across the drop.
     let copa = r#"

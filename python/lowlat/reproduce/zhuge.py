@@ -19,7 +19,8 @@ Three parts, all on the simulator:
    smoothed RTT above 200 ms, the better of FIFO and CoDel; see "The ABW-drop statistic" below;
    the claim uses this one).
 3. **Prediction accuracy**: the CDF of the Fortune Teller's prediction error, split by predicted
-   delay (1-64 ms, 64 ms and more), as the paper's Fig. 19 (``accuracy.csv``, ``accuracy.png``).
+   delay (1-64 ms, 64 ms and more), as the paper's Fig. 19 (``accuracy.csv``, ``accuracy.png``),
+   over a uniform random sample of :data:`PREDICTION_SAMPLE` predictions of each GCC+Zhuge run.
 
 **The paper's evaluation conditions** (:data:`CONDITIONS`), read from the public artifact
 (``transys-project/zhuge``, ``ns-3.34-diff``: ``scratch/fec-emulate.cc``, the ``*-exp-trace.conf``
@@ -1126,20 +1127,14 @@ def _flow_metrics(summary: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def sample_predictions(predicted_ms: Any, actual_ms: Any, seed: int, n: int = 20_000) -> pd.DataFrame | None:
-    """At most ``n`` of a run's predictions, drawn without replacement: the rows
-    ``DataFrame.sample(n, random_state=seed)`` picks (a ``RandomState(seed)`` permutation's first
-    ``n``), taken from the two columns alone (a DataFrame of every packet's prediction cost a
-    GCC+Zhuge run a fifth of its time). ``None`` when there is none."""
-    if len(predicted_ms) == 0:
-        return None
-    picked = np.random.RandomState(seed).permutation(len(predicted_ms))[: min(len(predicted_ms), n)]
-    return pd.DataFrame({"predicted_ms": predicted_ms[picked], "actual_ms": actual_ms[picked]}, index=picked)
+#: Predictions kept per GCC+Zhuge run for the accuracy figure: a uniform random sample, drawn as
+#: they come (``lowlat.run(..., prediction_sample=)``; a 300 s run makes up to 1.7 million).
+PREDICTION_SAMPLE = 20_000
 
 
 def run_trace(spec: TraceRun) -> dict[str, Any]:
     """One trace run; never raises (a failure is the row's ``error``). Returns the row and, for
-    Zhuge runs, the predictions (sampled to at most 20 000)."""
+    GCC+Zhuge runs, the predictions (a sample of at most :data:`PREDICTION_SAMPLE`)."""
     from ..api import run
 
     row: dict[str, Any] = asdict(spec)
@@ -1153,7 +1148,8 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         )
         # Only the per-sample table it reads (a Copa+Zhuge run has a prediction per packet), and
         # no link statistics (nothing here reads them).
-        r = run(sc, progress=False, tables=["predictions"] if spec.scheme == "GCC+Zhuge" else [], link_stats=False)
+        zhuge = spec.scheme == "GCC+Zhuge"
+        r = run(sc, progress=False, tables=["predictions"] if zhuge else [], link_stats=False, prediction_sample=PREDICTION_SAMPLE if zhuge else None)
         row.update(_flow_metrics(r.summary))
         video = FrameColumns.of_flow(r, "video")
         frame, delay_ms, decoded = frame_exits(video)
@@ -1165,7 +1161,7 @@ def run_trace(spec: TraceRun) -> dict[str, Any]:
         row["warnings"] = "; ".join(r.summary.get("warnings", []))
         if spec.scheme == "GCC+Zhuge":
             predicted, actual = r.columns("predictions", "predicted_ms", "actual_ms")
-            row["predictions"] = sample_predictions(predicted, actual, seed=spec.seed)
+            row["predictions"] = pd.DataFrame({"predicted_ms": predicted, "actual_ms": actual}) if len(predicted) else None
         row["error"] = ""
     except BaseException as e:  # noqa: BLE001 - any failure is recorded, the sweep goes on
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
