@@ -153,6 +153,17 @@ def test_without_link_stats_the_flows_are_the_same_and_reading_links_says_why():
             read()
 
 
+def test_in_background_answers_meanwhile_and_changes_nothing_here(tmp_path):
+    from lowlat.api import in_background
+
+    seen = []
+    first = in_background(lambda: (seen.append(1), (tmp_path / "a").write_text("x"), 42)[-1])
+    second = in_background(lambda: 1 / 0)
+    assert first() == 42 and seen == [] and (tmp_path / "a").read_text() == "x"
+    got = second()
+    assert isinstance(got, ZeroDivisionError)
+
+
 def _branch_scenario(drop_at: str | None, flows: int = 1) -> dict:
     steps = [{"at": "0 s", "rate": "6 Mbit/s"}] + ([{"at": drop_at, "rate": "1 Mbit/s"}] if drop_at else [])
     return {

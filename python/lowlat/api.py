@@ -332,6 +332,28 @@ def _branch(sim: Any, b: ScenarioSource, until: float | None, each: Callable[[Re
 def _in_fork(fn: Callable[[], Any]) -> Any:
     """``fn()`` run in a forked child (which changes nothing here); its answer, or the exception
     it raised, comes back pickled."""
+    return _fork_start(fn)()
+
+
+def in_background(fn: Callable[[], T]) -> Callable[[], T | Exception]:
+    """Starts ``fn()`` in a forked child (which changes nothing here) and returns a function that
+    waits for its answer, or the exception it raised: the caller goes on meanwhile (the
+    reproductions draw their figures two at a time). Where this process cannot fork safely (see
+    :func:`run_branches`), ``fn`` runs when the answer is asked for."""
+    if not _can_fork():
+
+        def inline() -> T | Exception:
+            try:
+                return fn()
+            except Exception as e:  # noqa: BLE001 - returned, as from a child
+                return e
+
+        return inline
+    return _fork_start(fn)
+
+
+def _fork_start(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn()`` started in a forked child; the function returned waits for its pickled answer."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer, then leave without running anything of the parent's
@@ -350,12 +372,16 @@ def _in_fork(fn: Callable[[], Any]) -> Any:
         finally:
             os._exit(0)
     os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    if not data:
-        return RuntimeError(f"the forked branch died ({_exit_reason(status)})")
-    return pickle.loads(data)
+
+    def wait() -> Any:
+        with os.fdopen(r, "rb") as f:
+            data = f.read()
+        _, status = os.waitpid(pid, 0)
+        if not data:
+            return RuntimeError(f"the forked child died ({_exit_reason(status)})")
+        return pickle.loads(data)
+
+    return wait
 
 
 def _exit_reason(status: int) -> str:
