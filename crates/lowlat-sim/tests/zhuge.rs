@@ -407,10 +407,9 @@ fn gcc_zhuge_keeps_gcc_fifos_rate_through_200_ms_capacity_dips() {
     assert!(zhuge >= 0.9 * fifo, "GCC+Zhuge {zhuge} kbit/s vs GCC+FIFO {fifo} kbit/s");
 }
 
-#[test]
-fn a_run_that_plans_the_link_statistics_out_has_no_link_lines_and_the_same_flows() {
-    // A Wi-Fi AP whose queue builds after a tenfold drop, Zhuge acting for two flows: the
-    // counts the links skip are there to skip.
+/// An in-band GCC flow and an out-of-band Copa flow whose ACKs the AP holds, across a tenfold
+/// drop at 20 s (24 s).
+fn gcc_and_copa_at_ap() -> String {
     let copa = r#"
 [[flows]]
 id = "copa"
@@ -421,7 +420,19 @@ rmin = "300 kbit/s"
 rmax = "8 Mbit/s"
 access = { delay = "19 ms" }
 "#;
-    let toml = ap_scenario("zhuge", 10.0, &format!("{}{copa}", video("gcc", "gcc")), 24);
+    ap_scenario("zhuge", 10.0, &format!("{}{copa}", video("gcc", "gcc")), 24)
+}
+
+/// A run's `summary.json` but its wall time.
+fn summary_body(r: &lowlat_sim::RunResult) -> Vec<String> {
+    r.summary_json().lines().filter(|l| !l.starts_with("  \"wall_s\":")).map(str::to_owned).collect()
+}
+
+#[test]
+fn a_run_that_plans_the_link_statistics_out_has_no_link_lines_and_the_same_flows() {
+    // A Wi-Fi AP whose queue builds after a tenfold drop, Zhuge acting for two flows: the
+    // counts the links skip are there to skip.
+    let toml = gcc_and_copa_at_ap();
     let kept = Simulation::new(scenario(&toml)).run();
     let mut sim = Simulation::new(scenario(&toml));
     sim.plan_tables(lowlat_sim::Tables { links: false, ..lowlat_sim::Tables::default() }).unwrap();
@@ -453,11 +464,11 @@ fn a_run_that_plans_a_prediction_sample_keeps_that_many_of_the_logged_rows_and_t
     let tables = lowlat_sim::Tables { prediction_sample: Some(500), ..lowlat_sim::Tables::default() };
     sim.plan_tables(tables).unwrap();
     let sampled = sim.run();
-    let body = |r: &lowlat_sim::RunResult| {
-        let keep = |l: &&str| !l.starts_with("  \"wall_s\":");
-        r.summary_json().lines().filter(keep).map(str::to_owned).collect::<Vec<_>>()
-    };
-    assert_eq!(body(&logged), body(&sampled), "the summary (prediction figures included) is the same");
+    assert_eq!(
+        summary_body(&logged),
+        summary_body(&sampled),
+        "the summary (prediction figures included) is the same"
+    );
     let rows = |r: &lowlat_sim::RunResult| -> Vec<(u64, u64, u64, u64)> {
         let col = |name: &str| match &r.predictions.columns.iter().find(|c| c.0 == name).unwrap().1 {
             lowlat_sim::Column::F64(v) => v.clone(),
@@ -479,27 +490,16 @@ fn a_run_that_plans_a_prediction_sample_keeps_that_many_of_the_logged_rows_and_t
 
 #[test]
 fn a_run_that_plans_the_prediction_table_out_keeps_no_log_and_the_same_results() {
-    // An in-band GCC flow and an out-of-band Copa flow whose ACKs the AP holds, across the drop.
-    let copa = r#"
-[[flows]]
-id = "copa"
-kind = "rtp-video"
-cc = "copa"
-fps = 24
-rmin = "300 kbit/s"
-rmax = "8 Mbit/s"
-access = { delay = "19 ms" }
-"#;
-    let toml = ap_scenario("zhuge", 10.0, &format!("{}{copa}", video("gcc", "gcc")), 24);
+    let toml = gcc_and_copa_at_ap();
     let logged = Simulation::new(scenario(&toml)).run();
     let mut sim = Simulation::new(scenario(&toml));
     sim.plan_tables(lowlat_sim::Tables { predictions: false, ..lowlat_sim::Tables::default() }).unwrap();
     let planned = sim.run();
-    let body = |r: &lowlat_sim::RunResult| {
-        let keep = |l: &&str| !l.starts_with("  \"wall_s\":");
-        r.summary_json().lines().filter(keep).map(str::to_owned).collect::<Vec<_>>()
-    };
-    assert_eq!(body(&logged), body(&planned), "the summary (prediction figures included) is the same");
+    assert_eq!(
+        summary_body(&logged),
+        summary_body(&planned),
+        "the summary (prediction figures included) is the same"
+    );
     let rows = |r: &lowlat_sim::RunResult| r.predictions.columns.first().map_or(0, |c| c.1.len());
     assert!(rows(&logged) > 10_000, "the log holds a prediction per packet: {}", rows(&logged));
     assert_eq!(rows(&planned), 0, "nothing logged");
