@@ -110,7 +110,10 @@ impl DeviceQueue {
     #[inline(never)]
     fn enqueue_in_qdisc(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
         self.qdisc.leaf_enqueue(now, pkt, rate)?;
-        self.refill(now);
+        // (A full device FIFO, why most packets come this way, takes nothing.)
+        if self.device.len() < self.limit {
+            self.refill(now);
+        }
         Ok(())
     }
 
@@ -125,7 +128,7 @@ impl DeviceQueue {
     /// (the refill's) does.
     #[inline(always)]
     pub(crate) fn dequeue_inline(&mut self, now: Time) -> Option<Packet> {
-        if self.qdisc.dequeue_if_empty(now) {
+        if self.qdisc.dequeue_if_empty() {
             let p = self.device.pop_front()?;
             self.device_bytes -= p.size as u64;
             return Some(p);
@@ -139,8 +142,10 @@ impl DeviceQueue {
         if self.qdisc.leaf_len() == 0 {
             // Both refills would find the qdisc empty: one dequeue of nothing does what they do
             // (at least one of them runs, and an empty dequeue's effect does not depend on how
-            // many follow).
-            self.qdisc.leaf_dequeue(now);
+            // many follow), inline where the qdisc says what it is.
+            if !self.qdisc.dequeue_if_empty() {
+                self.qdisc.leaf_dequeue(now);
+            }
             let p = self.device.pop_front()?;
             self.device_bytes -= p.size as u64;
             return Some(p);
