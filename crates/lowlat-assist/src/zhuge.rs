@@ -294,7 +294,15 @@ pub struct PredictionRecord {
 impl PredictionRecord {
     /// |predicted - actual| in milliseconds (the figure the summary's accuracy is made of).
     pub fn abs_error_ms(&self) -> f64 {
-        (self.predicted.as_nanos() as f64 - self.actual.as_nanos() as f64).abs() * 1e-6
+        let (p, a) = (self.predicted.as_nanos(), self.actual.as_nanos());
+        // Below 2^53 ns (104 days) both convert exactly and so does their difference: the
+        // same value from one conversion of the integer difference (a `u64` converts in a
+        // sequence of several instructions, and this runs per packet).
+        const EXACT: u64 = 1 << 53;
+        if p < EXACT && a < EXACT {
+            return p.abs_diff(a) as i64 as f64 * 1e-6;
+        }
+        (p as f64 - a as f64).abs() * 1e-6
     }
 }
 
@@ -391,6 +399,9 @@ pub struct Zhuge {
     cfg: ZhugeConfig,
     teller: FortuneTeller,
     flows: Vec<FlowState>,
+    /// Whether any flow is in-band (else no sample waits for a report: nothing to look for at
+    /// each arrival).
+    in_band_flows: bool,
     rng: Rng,
     /// Predictions of packets still in the queue, in queue order: `(packet id, arrival, predicted)`.
     in_queue: VecDeque<(u64, Time, Duration)>,
@@ -425,10 +436,11 @@ impl Zhuge {
                 FlowRole::OutOfBand => FlowState::OutOfBand(OutOfBand::default()),
                 FlowRole::Pass => FlowState::Pass,
             })
-            .collect();
+            .collect::<Vec<_>>();
         Zhuge {
             teller: FortuneTeller::new(cfg.teller.clone()),
             cfg,
+            in_band_flows: flows.iter().any(|f| matches!(f, FlowState::InBand(_))),
             flows,
             rng,
             in_queue: VecDeque::new(),
@@ -681,11 +693,10 @@ impl Middlebox for Zhuge {
     }
 
     fn on_enqueue(&mut self, now: Time, pkt: &mut Packet, queue: &QueueState) -> Verdict {
-        self.teller.on_backlog(now, Self::backlog(queue));
         let head_wait = Self::head_wait(now, queue);
         let data = pkt.kind == PacketKind::Data;
         let per_packet = matches!(self.cfg.in_band, InBandReports::PerPacket { .. });
-        if !per_packet {
+        if !per_packet && self.in_band_flows {
             // Every arrival goes behind the in-band samples waiting for their report.
             for f in &mut self.flows {
                 if let FlowState::InBand(InBand { sample: Some(x), .. }) = f {
@@ -700,15 +711,12 @@ impl Middlebox for Zhuge {
                 Some(FlowState::InBand(_)) => per_packet,
                 _ => false,
             };
-        let p = if acts {
-            self.teller.predict(now, queue.bytes, head_wait)
-        } else {
-            self.teller.peek(now, queue.bytes, head_wait)
-        };
+        // (The queue's length before the arrival, then the prediction, then its length after.)
+        let after = Bytes(Self::backlog(queue).0 + pkt.size as u64);
+        let p = self.teller.on_arrival(now, queue.bytes, head_wait, after, acts);
         if self.stats.count < self.cfg.log_limit as u64 {
             self.in_queue.push_back((pkt.id, now, p.total));
         }
-        self.teller.on_backlog(now, Bytes(Self::backlog(queue).0 + pkt.size as u64));
         // Feedback of a flow that sends the other way shares the queue but is not data.
         if !data {
             return Verdict::Pass;
@@ -857,6 +865,12 @@ impl Middlebox for Zhuge {
 
     fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
         self.out.pop_front()
+    }
+
+    /// Reports are built when it is woken, and ACKs held when shown them: between those, after
+    /// the driver has taken them, nothing (most of the driver's askings, one per packet).
+    fn holds_output(&self) -> bool {
+        self.held > 0 || !self.out.is_empty()
     }
 
     /// `on_transmitted` feeds the Fortune Teller and the prediction log only; ACK holding and the
