@@ -151,6 +151,20 @@ impl DeviceQueue {
             return Some(p);
         }
         // A qdisc holding packets means a full device FIFO: nothing to refill before the pop.
+        if self.limit == 1 {
+            // A one-packet FIFO (the Zhuge reproduction's): the qdisc's next packet takes the
+            // place of the one leaving, without the FIFO's pop and push (the qdisc's dequeue
+            // does not depend on the FIFO).
+            if let Some(next) = self.qdisc.leaf_dequeue(now) {
+                let p = std::mem::replace(self.device.front_mut()?, next);
+                self.device_bytes = self.device_bytes - p.size as u64 + next.size as u64;
+                return Some(p);
+            }
+            // (The qdisc dropped all it held: the FIFO is left empty.)
+            let p = self.device.pop_front()?;
+            self.device_bytes -= p.size as u64;
+            return Some(p);
+        }
         let p = self.device.pop_front()?;
         self.device_bytes -= p.size as u64;
         self.refill(now);
