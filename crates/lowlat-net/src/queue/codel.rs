@@ -303,8 +303,22 @@ mod tests {
                 let b = if full.is_empty() { full.dequeue(now) } else { full.dequeue_head(now) };
                 assert_eq!(a.map(|p| (p.id, p.ecn)), b.map(|p| (p.id, p.ecn)));
                 assert_eq!(
-                    (fast.bytes, fast.first_above_time, fast.drop_next, fast.count, fast.dropping, fast.drops),
-                    (full.bytes, full.first_above_time, full.drop_next, full.count, full.dropping, full.drops)
+                    (
+                        fast.bytes,
+                        fast.first_above_time,
+                        fast.drop_next,
+                        fast.count,
+                        fast.dropping,
+                        fast.drops
+                    ),
+                    (
+                        full.bytes,
+                        full.first_above_time,
+                        full.drop_next,
+                        full.count,
+                        full.dropping,
+                        full.drops
+                    )
                 );
             }
             assert!(fast.drops() + fast.marks() > 100, "the control law acted");

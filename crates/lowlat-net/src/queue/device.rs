@@ -319,29 +319,32 @@ mod tests {
     #[test]
     fn a_fifo_in_front_of_a_device_fifo_is_one_fifo_of_both_limits() {
         // Random arrivals and services: PfifoFast 250 + device 100 behaves packet for packet as
-        // one 350-packet FIFO (what lets the Zhuge reproduction keep a single FIFO).
-        let mut staged = QueueDiscipline::new(&QueueConfig::Device {
-            qdisc: Box::new(QueueConfig::DropTail { limit: QueueLimit::Packets(250) }),
-            device: DeviceQueueConfig { limit_packets: 100 },
-        });
-        let mut single = QueueDiscipline::new(&QueueConfig::DropTail { limit: QueueLimit::Packets(350) });
-        let mut rng = lowlat_core::rng::stream(3, "device-test");
-        for i in 0..20_000u64 {
-            let now = Time(i * 1000);
-            if rand::RngCore::next_u64(&mut rng) % 100 < 55 {
-                let (a, b) = (
-                    staged.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
-                    single.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
-                );
-                assert_eq!(a.is_ok(), b.is_ok(), "arrival {i}");
-            } else {
-                assert_eq!(
-                    staged.dequeue(now).map(|p| p.id),
-                    single.dequeue(now).map(|p| p.id),
-                    "service {i}"
-                );
+        // one 350-packet FIFO (what lets the Zhuge reproduction keep a single FIFO); so does a
+        // one-packet device FIFO (its own way of passing packets on) behind 349.
+        for (qdisc, device) in [(250, 100), (349, 1)] {
+            let mut staged = QueueDiscipline::new(&QueueConfig::Device {
+                qdisc: Box::new(QueueConfig::DropTail { limit: QueueLimit::Packets(qdisc) }),
+                device: DeviceQueueConfig { limit_packets: device },
+            });
+            let mut single = QueueDiscipline::new(&QueueConfig::DropTail { limit: QueueLimit::Packets(350) });
+            let mut rng = lowlat_core::rng::stream(3, "device-test");
+            for i in 0..20_000u64 {
+                let now = Time(i * 1000);
+                if rand::RngCore::next_u64(&mut rng) % 100 < 55 {
+                    let (a, b) = (
+                        staged.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
+                        single.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
+                    );
+                    assert_eq!(a.is_ok(), b.is_ok(), "arrival {i}");
+                } else {
+                    assert_eq!(
+                        staged.dequeue(now).map(|p| p.id),
+                        single.dequeue(now).map(|p| p.id),
+                        "service {i}"
+                    );
+                }
+                assert_eq!((staged.len(), staged.bytes()), (single.len(), single.bytes()));
             }
-            assert_eq!((staged.len(), staged.bytes()), (single.len(), single.bytes()));
         }
     }
 
