@@ -343,8 +343,9 @@ impl PredictionStats {
 struct Sample {
     seq: u64,
     due: Time,
-    /// Bytes that arrived at the queue after it.
-    behind: u64,
+    /// [`Zhuge::arrived`] just after it arrived: the bytes that arrived at the queue after it
+    /// are what that count has grown by since.
+    arrived: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -399,9 +400,6 @@ pub struct Zhuge {
     cfg: ZhugeConfig,
     teller: FortuneTeller,
     flows: Vec<FlowState>,
-    /// Whether any flow is in-band (else no sample waits for a report: nothing to look for at
-    /// each arrival).
-    in_band_flows: bool,
     rng: Rng,
     /// Predictions of packets still in the queue, in queue order: `(packet id, arrival, predicted)`.
     in_queue: VecDeque<(u64, Time, Duration)>,
@@ -419,6 +417,9 @@ pub struct Zhuge {
     scratch: Vec<u8>,
     /// The client feedback packets dropped (in-band flows).
     dropped_client_feedback: u64,
+    /// Bytes of every packet that arrived at the queue so far (read as differences: see
+    /// [`Sample::arrived`]).
+    arrived: u64,
 }
 
 impl Zhuge {
@@ -436,11 +437,10 @@ impl Zhuge {
                 FlowRole::OutOfBand => FlowState::OutOfBand(OutOfBand::default()),
                 FlowRole::Pass => FlowState::Pass,
             })
-            .collect::<Vec<_>>();
+            .collect();
         Zhuge {
             teller: FortuneTeller::new(cfg.teller.clone()),
             cfg,
-            in_band_flows: flows.iter().any(|f| matches!(f, FlowState::InBand(_))),
             flows,
             rng,
             in_queue: VecDeque::new(),
@@ -452,6 +452,7 @@ impl Zhuge {
             out: VecDeque::new(),
             scratch: Vec::new(),
             dropped_client_feedback: 0,
+            arrived: 0,
         }
     }
 
@@ -545,7 +546,8 @@ impl Zhuge {
                     let Some(sample) = s.sample.filter(|x| x.due <= now) else { continue };
                     s.sample = None;
                     // The queue as if the sampled packet had just arrived: without what came after.
-                    let ahead = Bytes(queue.bytes.0.saturating_sub(sample.behind));
+                    let behind = self.arrived - sample.arrived;
+                    let ahead = Bytes(queue.bytes.0.saturating_sub(behind));
                     let p = self.teller.predict(now, ahead, Self::head_wait(now, queue));
                     Self::encode(&mut self.scratch, s, sample.seq, &[Some(now + p.total)], now);
                 }
@@ -696,14 +698,9 @@ impl Middlebox for Zhuge {
         let head_wait = Self::head_wait(now, queue);
         let data = pkt.kind == PacketKind::Data;
         let per_packet = matches!(self.cfg.in_band, InBandReports::PerPacket { .. });
-        if !per_packet && self.in_band_flows {
-            // Every arrival goes behind the in-band samples waiting for their report.
-            for f in &mut self.flows {
-                if let FlowState::InBand(InBand { sample: Some(x), .. }) = f {
-                    x.behind += pkt.size as u64;
-                }
-            }
-        }
+        // Every arrival goes behind the in-band samples waiting for their report (counted once
+        // for all of them, rather than added to each).
+        self.arrived += pkt.size as u64;
         // The predictions the artifact makes (and remembers) at arrival; others are only logged.
         let acts = data
             && match self.flows.get(pkt.flow.index()) {
@@ -746,7 +743,7 @@ impl Middlebox for Zhuge {
                 }
                 InBandReports::Sampled { delay } => {
                     if s.sample.is_none() {
-                        s.sample = Some(Sample { seq: pkt.seq, due: now + delay, behind: 0 });
+                        s.sample = Some(Sample { seq: pkt.seq, due: now + delay, arrived: self.arrived });
                         self.next_report = Some(self.next_report.map_or(now + delay, |t| t.min(now + delay)));
                     }
                 }
