@@ -168,6 +168,11 @@ impl Middlebox for FastAck {
         self.poll_feedback_at(now).map(|o| o.1)
     }
 
+    /// The ACKs built and not yet taken (it never injects).
+    fn holds_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     fn recycle(&mut self, payload: FeedbackPayload) {
         if let FeedbackPayload::Frame(any) = payload {
             if let Ok(frame) = any.downcast::<AckFrame>() {

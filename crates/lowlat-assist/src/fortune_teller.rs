@@ -142,6 +142,11 @@ pub struct FortuneTeller {
     /// The last rate and interval computed from a window with non-idle slots.
     last_rate: Bitrate,
     last_interval: Duration,
+    /// The tx-rate estimate (`last_rate`, at least the floor) and the bytes it carries in the
+    /// aggregate span of [`BurstRule::JoinAggregate`] (0 for other rules): they change only when
+    /// the window's values are worked out, not at each prediction.
+    rate: Bitrate,
+    aggregate_bytes: Bytes,
     /// The window changed since `last_rate`/`last_interval` were computed (and has a non-idle
     /// slot): they are worked out when next read, not at every slot.
     stale: bool,
@@ -151,7 +156,7 @@ impl FortuneTeller {
     /// A predictor with no history.
     pub fn new(cfg: FortuneTellerConfig) -> FortuneTeller {
         let window = cfg.window_slots();
-        FortuneTeller {
+        let mut teller = FortuneTeller {
             cfg,
             window,
             // Allocated once for the windows configs allow (at most 50 000 slots); a config
@@ -166,8 +171,21 @@ impl FortuneTeller {
             last_ahead: Bytes(0),
             last_rate: Bitrate::ZERO,
             last_interval: Duration::ZERO,
+            rate: Bitrate::ZERO,
+            aggregate_bytes: Bytes(0),
             stale: false,
-        }
+        };
+        teller.set_rate();
+        teller
+    }
+
+    /// Brings `rate` and `aggregate_bytes` up to date with `last_rate`.
+    fn set_rate(&mut self) {
+        self.rate = self.last_rate.max(self.cfg.min_rate);
+        self.aggregate_bytes = match self.cfg.burst_rule {
+            BurstRule::JoinAggregate { within } => self.rate.bytes_in(within),
+            BurstRule::MaxBurst { .. } | BurstRule::None => Bytes(0),
+        };
     }
 
     /// The configuration.
@@ -217,6 +235,7 @@ impl FortuneTeller {
         } else {
             Bitrate::from_bytes_per(Bytes(self.sum_bytes), Duration(span))
         };
+        self.set_rate();
         let sending = non_idle - self.busy as u64;
         self.last_interval = match (slot * non_idle).checked_div(sending) {
             None => Duration(slot * self.window as u64),
@@ -281,7 +300,7 @@ impl FortuneTeller {
     pub fn tx_rate(&mut self, now: Time) -> Bitrate {
         self.advance(now);
         self.refresh();
-        self.last_rate.max(self.cfg.min_rate)
+        self.rate
     }
 
     /// The average dequeue interval at `now` (the last one over an all-idle window; zero before
@@ -307,15 +326,46 @@ impl FortuneTeller {
     /// (Inlined into Zhuge's per-packet hook, which calls it for every packet.)
     #[inline]
     pub fn peek(&mut self, now: Time, ahead: Bytes, head_wait: Duration) -> Prediction {
-        // `tx_rate` and `tx_interval` at once (one `advance`: this runs per packet).
         self.advance(now);
+        self.peek_advanced(ahead, head_wait)
+    }
+
+    /// A packet arrives at `now` behind `ahead` bytes while the head-of-line packet has waited
+    /// `head_wait`, and the queue then holds `backlog` bytes (waiting and in service): what
+    /// `on_backlog(now, <the queue before>)`, then [`FortuneTeller::predict`] (`remember`) or
+    /// [`FortuneTeller::peek`], then `on_backlog(now, backlog)` do, in one (the queue before
+    /// is not needed: nothing reads it before the second report replaces it).
+    #[inline]
+    pub fn on_arrival(
+        &mut self,
+        now: Time,
+        ahead: Bytes,
+        head_wait: Duration,
+        backlog: Bytes,
+        remember: bool,
+    ) -> Prediction {
+        // (Slots are closed with the backlog as it was before the arrival, as the first report
+        // would; the calls after it, at the same instant, close none.)
+        self.advance(now);
+        let p = self.peek_advanced(ahead, head_wait);
+        if remember {
+            self.last_ahead = ahead;
+        }
+        self.backlog = backlog;
+        p
+    }
+
+    /// [`FortuneTeller::peek`] once the slots are closed up to its instant.
+    #[inline(always)]
+    fn peek_advanced(&mut self, ahead: Bytes, head_wait: Duration) -> Prediction {
+        // `tx_rate` and `tx_interval` at once (this runs per packet).
         self.refresh();
-        let rate = self.last_rate.max(self.cfg.min_rate);
+        let rate = self.rate;
         let tx = self.last_interval;
         let drain = |bytes: u64| rate.transmit_time(Bytes(bytes)).unwrap_or(Duration::ZERO);
         let q_long = match self.cfg.burst_rule {
-            BurstRule::JoinAggregate { within } => {
-                let fits = ahead <= rate.bytes_in(within);
+            BurstRule::JoinAggregate { .. } => {
+                let fits = ahead <= self.aggregate_bytes;
                 let shrinking = ahead < self.last_ahead;
                 if fits && !shrinking {
                     Duration::ZERO

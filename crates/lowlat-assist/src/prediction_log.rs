@@ -31,7 +31,15 @@ pub struct PredictionRecord {
 impl PredictionRecord {
     /// |predicted - actual| in milliseconds (the figure the summary's accuracy is made of).
     pub fn abs_error_ms(&self) -> f64 {
-        (self.predicted.as_nanos() as f64 - self.actual.as_nanos() as f64).abs() * 1e-6
+        let (p, a) = (self.predicted.as_nanos(), self.actual.as_nanos());
+        // Below 2^53 ns (104 days) both convert exactly and so does their difference: the
+        // same value from one conversion of the integer difference (a `u64` converts in a
+        // sequence of several instructions, and this runs per packet).
+        const EXACT: u64 = 1 << 53;
+        if p < EXACT && a < EXACT {
+            return p.abs_diff(a) as i64 as f64 * 1e-6;
+        }
+        (p as f64 - a as f64).abs() * 1e-6
     }
 }
 

@@ -315,8 +315,9 @@ impl PredictionStats {
 struct Sample {
     seq: u64,
     due: Time,
-    /// Bytes that arrived at the queue after it.
-    behind: u64,
+    /// [`Zhuge::arrived`] just after it arrived: the bytes that arrived at the queue after it
+    /// are what that count has grown by since.
+    arrived: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -388,6 +389,9 @@ pub struct Zhuge {
     scratch: Vec<u8>,
     /// The client feedback packets dropped (in-band flows).
     dropped_client_feedback: u64,
+    /// Bytes of every packet that arrived at the queue so far (read as differences: see
+    /// [`Sample::arrived`]).
+    arrived: u64,
 }
 
 impl Zhuge {
@@ -419,6 +423,7 @@ impl Zhuge {
             out: VecDeque::new(),
             scratch: Vec::new(),
             dropped_client_feedback: 0,
+            arrived: 0,
         }
     }
 
@@ -519,7 +524,8 @@ impl Zhuge {
                     let Some(sample) = s.sample.filter(|x| x.due <= now) else { continue };
                     s.sample = None;
                     // The queue as if the sampled packet had just arrived: without what came after.
-                    let ahead = Bytes(queue.bytes.0.saturating_sub(sample.behind));
+                    let behind = self.arrived - sample.arrived;
+                    let ahead = Bytes(queue.bytes.0.saturating_sub(behind));
                     let p = self.teller.predict(now, ahead, Self::head_wait(now, queue));
                     Self::encode(&mut self.scratch, s, sample.seq, &[Some(now + p.total)], now);
                 }
@@ -667,18 +673,12 @@ impl Middlebox for Zhuge {
     }
 
     fn on_enqueue(&mut self, now: Time, pkt: &mut Packet, queue: &QueueState) -> Verdict {
-        self.teller.on_backlog(now, Self::backlog(queue));
         let head_wait = Self::head_wait(now, queue);
         let data = pkt.kind == PacketKind::Data;
         let per_packet = matches!(self.cfg.in_band, InBandReports::PerPacket { .. });
-        if !per_packet {
-            // Every arrival goes behind the in-band samples waiting for their report.
-            for f in &mut self.flows {
-                if let FlowState::InBand(InBand { sample: Some(x), .. }) = f {
-                    x.behind += pkt.size as u64;
-                }
-            }
-        }
+        // Every arrival goes behind the in-band samples waiting for their report (counted once
+        // for all of them, rather than added to each).
+        self.arrived += pkt.size as u64;
         // The predictions the artifact makes (and remembers) at arrival; others are only logged.
         let acts = data
             && match self.flows.get(pkt.flow.index()) {
@@ -686,15 +686,12 @@ impl Middlebox for Zhuge {
                 Some(FlowState::InBand(_)) => per_packet,
                 _ => false,
             };
-        let p = if acts {
-            self.teller.predict(now, queue.bytes, head_wait)
-        } else {
-            self.teller.peek(now, queue.bytes, head_wait)
-        };
+        // (The queue's length before the arrival, then the prediction, then its length after.)
+        let after = Bytes(Self::backlog(queue).0 + pkt.size as u64);
+        let p = self.teller.on_arrival(now, queue.bytes, head_wait, after, acts);
         if self.stats.count < self.cfg.log_limit as u64 {
             self.in_queue.push_back((pkt.id, now, p.total));
         }
-        self.teller.on_backlog(now, Bytes(Self::backlog(queue).0 + pkt.size as u64));
         // Feedback of a flow that sends the other way shares the queue but is not data.
         if !data {
             return Verdict::Pass;
@@ -724,7 +721,7 @@ impl Middlebox for Zhuge {
                 }
                 InBandReports::Sampled { delay } => {
                     if s.sample.is_none() {
-                        s.sample = Some(Sample { seq: pkt.seq, due: now + delay, behind: 0 });
+                        s.sample = Some(Sample { seq: pkt.seq, due: now + delay, arrived: self.arrived });
                         self.next_report = Some(self.next_report.map_or(now + delay, |t| t.min(now + delay)));
                     }
                 }
@@ -841,6 +838,12 @@ impl Middlebox for Zhuge {
 
     fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
         self.out.pop_front()
+    }
+
+    /// Reports are built when it is woken, and ACKs held when shown them: between those, after
+    /// the driver has taken them, nothing (most of the driver's askings, one per packet).
+    fn holds_output(&self) -> bool {
+        self.held > 0 || !self.out.is_empty()
     }
 
     /// `on_transmitted` feeds the Fortune Teller and the prediction log only; ACK holding and the

@@ -154,6 +154,14 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// Whether it holds anything [`Middlebox::poll_inject`] or [`Middlebox::poll_feedback_at`]
+    /// may give, at any instant: `false` promises that both would give nothing and change
+    /// nothing until another hook is called (but [`Middlebox::recycle`]), so a driver need not
+    /// ask them (it does after every event of the middlebox's link). Default true.
+    fn holds_output(&self) -> bool {
+        true
+    }
+
     /// Itself, for drivers that read a known middlebox's results (logs, counters).
     fn as_any(&self) -> Option<&dyn Any> {
         None

@@ -110,7 +110,10 @@ impl DeviceQueue {
     #[inline(never)]
     fn enqueue_in_qdisc(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
         self.qdisc.leaf_enqueue(now, pkt, rate)?;
-        self.refill(now);
+        // (A full device FIFO, why most packets come this way, takes nothing.)
+        if self.device.len() < self.limit {
+            self.refill(now);
+        }
         Ok(())
     }
 
@@ -125,7 +128,7 @@ impl DeviceQueue {
     /// (the refill's) does.
     #[inline(always)]
     pub(crate) fn dequeue_inline(&mut self, now: Time) -> Option<Packet> {
-        if self.qdisc.dequeue_if_empty(now) {
+        if self.qdisc.dequeue_if_empty() {
             let p = self.device.pop_front()?;
             self.device_bytes -= p.size as u64;
             return Some(p);
@@ -139,13 +142,29 @@ impl DeviceQueue {
         if self.qdisc.leaf_len() == 0 {
             // Both refills would find the qdisc empty: one dequeue of nothing does what they do
             // (at least one of them runs, and an empty dequeue's effect does not depend on how
-            // many follow).
-            self.qdisc.leaf_dequeue(now);
+            // many follow), inline where the qdisc says what it is.
+            if !self.qdisc.dequeue_if_empty() {
+                self.qdisc.leaf_dequeue(now);
+            }
             let p = self.device.pop_front()?;
             self.device_bytes -= p.size as u64;
             return Some(p);
         }
         // A qdisc holding packets means a full device FIFO: nothing to refill before the pop.
+        if self.limit == 1 {
+            // A one-packet FIFO (the Zhuge reproduction's): the qdisc's next packet takes the
+            // place of the one leaving, without the FIFO's pop and push (the qdisc's dequeue
+            // does not depend on the FIFO).
+            if let Some(next) = self.qdisc.leaf_dequeue(now) {
+                let p = std::mem::replace(self.device.front_mut()?, next);
+                self.device_bytes = self.device_bytes - p.size as u64 + next.size as u64;
+                return Some(p);
+            }
+            // (The qdisc dropped all it held: the FIFO is left empty.)
+            let p = self.device.pop_front()?;
+            self.device_bytes -= p.size as u64;
+            return Some(p);
+        }
         let p = self.device.pop_front()?;
         self.device_bytes -= p.size as u64;
         self.refill(now);
@@ -300,29 +319,32 @@ mod tests {
     #[test]
     fn a_fifo_in_front_of_a_device_fifo_is_one_fifo_of_both_limits() {
         // Random arrivals and services: PfifoFast 250 + device 100 behaves packet for packet as
-        // one 350-packet FIFO (what lets the Zhuge reproduction keep a single FIFO).
-        let mut staged = QueueDiscipline::new(&QueueConfig::Device {
-            qdisc: Box::new(QueueConfig::DropTail { limit: QueueLimit::Packets(250) }),
-            device: DeviceQueueConfig { limit_packets: 100 },
-        });
-        let mut single = QueueDiscipline::new(&QueueConfig::DropTail { limit: QueueLimit::Packets(350) });
-        let mut rng = lowlat_core::rng::stream(3, "device-test");
-        for i in 0..20_000u64 {
-            let now = Time(i * 1000);
-            if rand::RngCore::next_u64(&mut rng) % 100 < 55 {
-                let (a, b) = (
-                    staged.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
-                    single.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
-                );
-                assert_eq!(a.is_ok(), b.is_ok(), "arrival {i}");
-            } else {
-                assert_eq!(
-                    staged.dequeue(now).map(|p| p.id),
-                    single.dequeue(now).map(|p| p.id),
-                    "service {i}"
-                );
+        // one 350-packet FIFO (what lets the Zhuge reproduction keep a single FIFO); so does a
+        // one-packet device FIFO (its own way of passing packets on) behind 349.
+        for (qdisc, device) in [(250, 100), (349, 1)] {
+            let mut staged = QueueDiscipline::new(&QueueConfig::Device {
+                qdisc: Box::new(QueueConfig::DropTail { limit: QueueLimit::Packets(qdisc) }),
+                device: DeviceQueueConfig { limit_packets: device },
+            });
+            let mut single = QueueDiscipline::new(&QueueConfig::DropTail { limit: QueueLimit::Packets(350) });
+            let mut rng = lowlat_core::rng::stream(3, "device-test");
+            for i in 0..20_000u64 {
+                let now = Time(i * 1000);
+                if rand::RngCore::next_u64(&mut rng) % 100 < 55 {
+                    let (a, b) = (
+                        staged.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
+                        single.enqueue(now, pkt(i, now), Bitrate::mbps(1)),
+                    );
+                    assert_eq!(a.is_ok(), b.is_ok(), "arrival {i}");
+                } else {
+                    assert_eq!(
+                        staged.dequeue(now).map(|p| p.id),
+                        single.dequeue(now).map(|p| p.id),
+                        "service {i}"
+                    );
+                }
+                assert_eq!((staged.len(), staged.bytes()), (single.len(), single.bytes()));
             }
-            assert_eq!((staged.len(), staged.bytes()), (single.len(), single.bytes()));
         }
     }
 

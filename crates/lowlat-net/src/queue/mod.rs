@@ -251,12 +251,11 @@ impl QueueDiscipline {
     /// otherwise `false`, having done nothing. A device queue's dequeue asks its qdisc inline
     /// this way (the call through the recursive `dequeue` cannot be inlined).
     #[inline(always)]
-    fn dequeue_if_empty(&mut self, now: Time) -> bool {
+    fn dequeue_if_empty(&mut self) -> bool {
         match self {
             QueueDiscipline::DropTail(q) => q.is_empty(),
             QueueDiscipline::CoDel(q) if q.is_empty() => {
-                let none = q.dequeue(now);
-                debug_assert!(none.is_none());
+                q.dequeue_empty();
                 true
             }
             QueueDiscipline::CoDel(_) | QueueDiscipline::L4s(_) | QueueDiscipline::Device(_) => false,
@@ -339,11 +338,11 @@ impl QueueDiscipline {
     /// that dequeue does and returns `true` (the link's transmission ends with nothing to start);
     /// otherwise `false`, having done nothing.
     #[inline(always)]
-    pub fn dequeue_idle(&mut self, now: Time) -> bool {
+    pub fn dequeue_idle(&mut self, _now: Time) -> bool {
         match self {
-            QueueDiscipline::Device(q) if q.device_len() == 0 => q.qdisc_mut().dequeue_if_empty(now),
+            QueueDiscipline::Device(q) if q.device_len() == 0 => q.qdisc_mut().dequeue_if_empty(),
             QueueDiscipline::Device(_) => false,
-            q => q.dequeue_if_empty(now),
+            q => q.dequeue_if_empty(),
         }
     }
 
