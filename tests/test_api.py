@@ -153,15 +153,18 @@ def test_without_link_stats_the_flows_are_the_same_and_reading_links_says_why():
             read()
 
 
-def test_in_background_answers_meanwhile_and_changes_nothing_here(tmp_path):
-    from lowlat.api import in_background
+def test_in_background_answers_meanwhile_and_changes_nothing_here(tmp_path, monkeypatch):
+    from lowlat import api
 
-    seen = []
-    first = in_background(lambda: (seen.append(1), (tmp_path / "a").write_text("x"), 42)[-1])
-    second = in_background(lambda: 1 / 0)
-    assert first() == 42 and seen == [] and (tmp_path / "a").read_text() == "x"
-    got = second()
-    assert isinstance(got, ZeroDivisionError)
+    for forks in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(api, "_can_fork", lambda: forks)
+            seen: list[int] = []
+            first = api.in_background(lambda: (seen.append(1), (tmp_path / "a").write_text("x"), 42)[-1])
+            second = api.in_background(lambda: 1 / 0)
+            assert first() == 42 and (tmp_path / "a").read_text() == "x"
+            assert seen == ([] if forks else [1]), "a forked child changes nothing here; inline, it runs here"
+            assert isinstance(second(), ZeroDivisionError)
 
 
 def _branch_scenario(drop_at: str | None, flows: int = 1) -> dict:

@@ -210,6 +210,7 @@ def _advance(sim: Any, until: float, progress: bool | None, label: str, desc: st
             if bar is None and show and (progress or time.perf_counter() - started > PROGRESS_AFTER_S):
                 from tqdm import tqdm
 
+                tqdm.monitor_interval = 0  # no second thread (see the sweep bar in sweep.py)
                 bar = tqdm(total=round(end, 3), unit="sim s", desc=desc, leave=False)
                 # The bar appears late; its clock starts when the run did.
                 bar.start_t -= time.perf_counter() - started

@@ -677,6 +677,9 @@ def execute(
     if show:
         from tqdm import tqdm
 
+        # No monitor thread: a process with a second thread cannot fork a run safely
+        # (api.run_branches, api.in_background), and the bar is updated at every run anyway.
+        tqdm.monitor_interval = 0
         bar = tqdm(total=len(points), initial=len(done), unit="run", desc=desc or sweep.name, smoothing=0.1)
     stream: Iterable[dict[str, Any]]
     if backend == "ray":
