@@ -339,6 +339,8 @@ def test_a_prediction_sample_is_that_many_of_the_logged_rows_in_their_order():
     for bad in (-1, 2.5, True):
         with pytest.raises(lowlat.ScenarioError, match="prediction_sample: got"):
             lowlat.run(sc, progress=False, tables=["predictions"], prediction_sample=bad)
+    with pytest.raises(lowlat.ScenarioError, match="prediction_sample: this run builds no predictions table"):
+        lowlat.run(sc, progress=False, tables=[], prediction_sample=10)
     # Columns read after the DataFrame was built are its columns.
     assert (r.columns("predictions", "actual_ms")[0] == r.predictions["actual_ms"].to_numpy()).all()
     with pytest.raises(ValueError, match="predictions: no column 'nope'"):

@@ -130,8 +130,11 @@ def run(
     if cc is not None and ":" in cc and not cc.startswith("python:"):
         cc = f"python:{cc}"  # module:Class, a Python controller
     keep, series = _tables_kept(tables, summary_only)
-    if prediction_sample is not None and (isinstance(prediction_sample, bool) or not isinstance(prediction_sample, int) or prediction_sample < 0):
-        raise _native.ScenarioError(f"prediction_sample: got {prediction_sample!r}, expected a count of predictions (an integer >= 0)")
+    if prediction_sample is not None:
+        if isinstance(prediction_sample, bool) or not isinstance(prediction_sample, int) or prediction_sample < 0:
+            raise _native.ScenarioError(f"prediction_sample: got {prediction_sample!r}, expected a count of predictions (an integer >= 0)")
+        if not keep["predictions"]:
+            raise _native.ScenarioError("prediction_sample: this run builds no predictions table (add \"predictions\" to tables)")
     src, sim = _simulation(scenario, seed, cc, queue, rtt_s, jitter_s, memory_budget, keep, series, link_stats, prediction_sample)
     if pcap is not None:
         if str(pcap).strip() == "" or Path(pcap).is_dir():
