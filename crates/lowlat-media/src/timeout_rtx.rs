@@ -93,10 +93,16 @@ impl Default for TimeoutRtxConfig {
 #[derive(Clone, Debug)]
 pub struct RttStats {
     gain: f64,
+    /// `1 - gain`, worked out once.
+    keep: f64,
     /// Smoothed RTT, seconds.
     srtt: f64,
     initial_sd: f64,
     count: u64,
+    /// `count` as `f64` (exact below 2^53 samples), kept beside it: the `u64` to `f64`
+    /// conversion is a sequence of several instructions, and both the mean and the deviation
+    /// divide by it at every sample.
+    count_f: f64,
     mean: f64,
     /// Sum of squared deviations from the running mean (Welford).
     m2: f64,
@@ -107,35 +113,41 @@ impl RttStats {
     pub fn new(initial_rtt: Duration, initial_sd: Duration, gain: f64) -> RttStats {
         RttStats {
             gain,
+            keep: 1.0 - gain,
             srtt: initial_rtt.as_secs_f64(),
             initial_sd: initial_sd.as_secs_f64(),
             count: 0,
+            count_f: 0.0,
             mean: 0.0,
             m2: 0.0,
         }
     }
 
     /// One RTT sample.
+    #[inline]
     pub fn on_sample(&mut self, rtt: Duration) {
         let x = rtt.as_secs_f64();
-        self.srtt = self.gain * x + (1.0 - self.gain) * self.srtt;
+        self.srtt = self.gain * x + self.keep * self.srtt;
         self.count += 1;
+        self.count_f += 1.0;
         let d = x - self.mean;
-        self.mean += d / self.count as f64;
+        self.mean += d / self.count_f;
         self.m2 += d * (x - self.mean);
     }
 
     /// The smoothed RTT.
+    #[inline]
     pub fn srtt(&self) -> Duration {
         Duration::from_secs_f64(self.srtt)
     }
 
     /// The (population) standard deviation of every sample so far; the initial value before any.
+    #[inline]
     pub fn deviation(&self) -> Duration {
         if self.count == 0 {
             return Duration::from_secs_f64(self.initial_sd);
         }
-        Duration::from_secs_f64((self.m2 / self.count as f64).max(0.0).sqrt())
+        Duration::from_secs_f64((self.m2 / self.count_f).max(0.0).sqrt())
     }
 }
 
@@ -336,7 +348,8 @@ pub struct TimeoutRetransmitter {
     send_times: Vec<Time>,
     send_base: u64,
     send_end: u64,
-    last_acked: Option<u64>,
+    /// The sequence number of the last ACK that gave a sample (0 before any: none is below).
+    last_acked: u64,
     /// [`TimeoutRetransmitter::poll_timeout`], kept up to date by every change.
     next_check: Option<Time>,
     /// A lower bound of [`HeldFrame::earliest`] over every frame but the first (`Time::MAX`:
@@ -369,7 +382,7 @@ impl TimeoutRetransmitter {
             send_times: Vec::new(),
             send_base: 0,
             send_end: 0,
-            last_acked: None,
+            last_acked: 0,
             next_check: None,
             others_floor: None,
             ordered: true,
@@ -433,6 +446,7 @@ impl TimeoutRetransmitter {
     }
 
     /// The position of frame `id` in `frames`, or where it would go.
+    #[inline]
     fn find(&self, id: u64) -> Result<usize, usize> {
         // Frames are sent in order: the newest is the likeliest when sending, the oldest when
         // acknowledged (the newest is being sent while its predecessor's ACKs come back).
@@ -566,11 +580,14 @@ impl TimeoutRetransmitter {
         sample
     }
 
+    /// The RTT sample of an ACK triggered by `seq` (inlined into its one caller, which runs per
+    /// ACK).
+    #[inline(always)]
     fn rtt_sample(&mut self, now: Time, seq: u64) -> Option<Duration> {
-        if self.last_acked.is_some_and(|l| seq < l) {
+        if seq < self.last_acked {
             return None;
         }
-        self.last_acked = Some(seq);
+        self.last_acked = seq;
         let sent = self.send_time(seq)?;
         if sent == Time::MAX || sent > now {
             return None;
