@@ -551,8 +551,8 @@ impl TimeoutRetransmitter {
 
     /// An ACK arrived at `now` for packet `index` of `frame`, triggered by transport sequence
     /// number `seq`, with the receiver's dispersion (None: not reported). Returns the RTT
-    /// sample it gave, if any.
-    #[inline]
+    /// sample it gave, if any. (Inlined: the sender calls it at every ACK, from one place.)
+    #[inline(always)]
     pub fn on_ack(
         &mut self,
         now: Time,
@@ -627,6 +627,7 @@ impl TimeoutRetransmitter {
     }
 
     /// srtt + 4 deviations of `rtt`: [`Self::timeout`] without the batch's dispersion.
+    #[inline]
     fn base_timeout(rtt: &RttStats, cfg: &TimeoutRtxConfig) -> Duration {
         let base = rtt.srtt().as_secs_f64() + cfg.deviations * rtt.deviation().as_secs_f64();
         Duration::from_secs_f64(base)
