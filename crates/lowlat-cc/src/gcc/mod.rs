@@ -831,7 +831,9 @@ impl Gcc {
         self.last_feedback = Some(now);
     }
 
-    /// One received packet into the grouping (libwebrtc's or the artifact's).
+    /// One received packet into the grouping (libwebrtc's or the artifact's). (Inlined into the
+    /// per-packet loops of the feedback.)
+    #[inline]
     fn group(&mut self, send: Time, arrival: Time) -> Option<GroupDelta> {
         if self.cfg.group_mean_times {
             self.mean_groups.on_packet(&self.cfg, send, arrival)
