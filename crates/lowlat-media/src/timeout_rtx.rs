@@ -508,14 +508,21 @@ impl TimeoutRetransmitter {
         if f.packets.len() <= i {
             f.packets.resize(i + 1, None);
         }
-        if f.packets[i].replace(h).is_none() {
-            f.count += 1;
-        }
+        // The packet before it in the frame, when held, waiting for its ACK (not in the pacer)
+        // and sent in a batch of the same size, has no later key: the check schedule, at most
+        // that packet's due instant, stays as it is (a frame's packets mostly leave in a row).
+        let follows =
+            i > 0 && f.packets[i - 1].is_some_and(|p| !p.queued && p.batch == h.batch && p.last_sent <= now);
+        let slot = &mut f.packets[i];
+        f.count += usize::from(slot.is_none());
+        *slot = Some(h);
         let key = HeldFrame::key(&h, disp);
         f.push_key(&h, key, packet.index);
         self.lower_others_floor(at, key);
-        let t = self.due(&self.frames[at], &h);
-        self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
+        if !follows {
+            let t = self.due(&self.frames[at], &h);
+            self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
+        }
     }
 
     /// A retransmitted copy of `packet` left at `now` with transport sequence number `seq`.
@@ -1042,6 +1049,7 @@ mod tests {
                         s.on_sent(now, seq, pkt(frame, i, n, now));
                         in_flight.push_back((frame, i, seq));
                         seq += 1;
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
                     }
                     frame += 1;
                 }
