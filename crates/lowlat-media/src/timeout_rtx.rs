@@ -343,8 +343,10 @@ pub struct TimeoutRetransmitter {
     base: Duration,
     dispersion: Duration,
     /// Send time of each transport sequence number from `send_base` to `send_end` (at most
-    /// `cfg.send_times` of them), sequence number `s` at `s % cfg.send_times`: a ring allocated
-    /// with the first send, where a `VecDeque` pushed one and dropped one per packet.
+    /// `cfg.send_times` of them), sequence number `s` at `s % send_times.len()`: a ring allocated
+    /// with the first send, where a `VecDeque` pushed one and dropped one per packet. Its
+    /// length is a power of two (at least `cfg.send_times`), so that the slot is a mask where
+    /// `%` divided at every send and ACK.
     send_times: Vec<Time>,
     send_base: u64,
     send_end: u64,
@@ -405,10 +407,10 @@ impl TimeoutRetransmitter {
     fn record_send_time(&mut self, now: Time, seq: u64) {
         // Usually the next sequence number, once the ring exists.
         if seq == self.send_end && !self.send_times.is_empty() {
-            let cap = self.send_times.len() as u64;
-            self.send_times[(seq % cap) as usize] = now;
+            let mask = self.send_times.len() - 1;
+            self.send_times[seq as usize & mask] = now;
             self.send_end += 1;
-            self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
+            self.send_base = self.send_base.max(self.send_end.saturating_sub(self.cfg.send_times as u64));
             return;
         }
         self.record_send_time_slow(now, seq);
@@ -422,16 +424,17 @@ impl TimeoutRetransmitter {
             return; // nothing kept: no sample
         }
         if self.send_times.is_empty() {
-            self.send_times = vec![Time::MAX; self.cfg.send_times];
+            self.send_times = vec![Time::MAX; self.cfg.send_times.next_power_of_two()];
             (self.send_base, self.send_end) = (seq, seq);
         }
+        let mask = self.send_times.len() - 1;
         // Sequence numbers are consecutive; a gap (padding sent by the caller) is filled.
         while self.send_end < seq {
-            self.send_times[(self.send_end % cap) as usize] = Time::MAX;
+            self.send_times[self.send_end as usize & mask] = Time::MAX;
             self.send_end += 1;
         }
         if self.send_end == seq {
-            self.send_times[(seq % cap) as usize] = now;
+            self.send_times[seq as usize & mask] = now;
             self.send_end += 1;
         }
         self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
@@ -442,7 +445,7 @@ impl TimeoutRetransmitter {
         if seq < self.send_base || seq >= self.send_end {
             return None;
         }
-        Some(self.send_times[(seq % self.cfg.send_times as u64) as usize])
+        Some(self.send_times[seq as usize & (self.send_times.len() - 1)])
     }
 
     /// The position of frame `id` in `frames`, or where it would go.
