@@ -101,20 +101,19 @@ impl Pacer {
         let mtu = self.cfg.mtu_payload.0.max(1);
         let n = frame.size.0.div_ceil(mtu).clamp(1, u16::MAX as u64);
         let (base, extra) = (frame.size.0 / n, frame.size.0 % n);
-        for i in 0..n {
-            let payload = base + u64::from(i < extra);
-            let size = Bytes(payload + self.cfg.overhead.0);
-            self.queued_bytes += size.0;
-            self.queue.push_back(RtpPacket {
-                frame: frame.id,
-                index: i as u16,
-                frame_packets: n as u16,
-                size,
-                marker: i + 1 == n,
-                enqueued: now,
-                retransmission_of: None,
-            });
-        }
+        let overhead = self.cfg.overhead.0;
+        // The payloads add up to the frame's size. (One `extend` of a known length: a frame of
+        // a fast flow is hundreds of packets, and `push_back` checked the room for each.)
+        self.queued_bytes += frame.size.0 + n * overhead;
+        self.queue.extend((0..n).map(|i| RtpPacket {
+            frame: frame.id,
+            index: i as u16,
+            frame_packets: n as u16,
+            size: Bytes(base + u64::from(i < extra) + overhead),
+            marker: i + 1 == n,
+            enqueued: now,
+            retransmission_of: None,
+        }));
     }
 
     /// Queues a retransmission of the packet with media sequence number `seq` (RTX adds the

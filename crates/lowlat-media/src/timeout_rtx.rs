@@ -93,10 +93,16 @@ impl Default for TimeoutRtxConfig {
 #[derive(Clone, Debug)]
 pub struct RttStats {
     gain: f64,
+    /// `1 - gain`, worked out once.
+    keep: f64,
     /// Smoothed RTT, seconds.
     srtt: f64,
     initial_sd: f64,
     count: u64,
+    /// `count` as `f64` (exact below 2^53 samples), kept beside it: the `u64` to `f64`
+    /// conversion is a sequence of several instructions, and both the mean and the deviation
+    /// divide by it at every sample.
+    count_f: f64,
     mean: f64,
     /// Sum of squared deviations from the running mean (Welford).
     m2: f64,
@@ -107,35 +113,41 @@ impl RttStats {
     pub fn new(initial_rtt: Duration, initial_sd: Duration, gain: f64) -> RttStats {
         RttStats {
             gain,
+            keep: 1.0 - gain,
             srtt: initial_rtt.as_secs_f64(),
             initial_sd: initial_sd.as_secs_f64(),
             count: 0,
+            count_f: 0.0,
             mean: 0.0,
             m2: 0.0,
         }
     }
 
     /// One RTT sample.
+    #[inline]
     pub fn on_sample(&mut self, rtt: Duration) {
         let x = rtt.as_secs_f64();
-        self.srtt = self.gain * x + (1.0 - self.gain) * self.srtt;
+        self.srtt = self.gain * x + self.keep * self.srtt;
         self.count += 1;
+        self.count_f += 1.0;
         let d = x - self.mean;
-        self.mean += d / self.count as f64;
+        self.mean += d / self.count_f;
         self.m2 += d * (x - self.mean);
     }
 
     /// The smoothed RTT.
+    #[inline]
     pub fn srtt(&self) -> Duration {
         Duration::from_secs_f64(self.srtt)
     }
 
     /// The (population) standard deviation of every sample so far; the initial value before any.
+    #[inline]
     pub fn deviation(&self) -> Duration {
         if self.count == 0 {
             return Duration::from_secs_f64(self.initial_sd);
         }
-        Duration::from_secs_f64((self.m2 / self.count as f64).max(0.0).sqrt())
+        Duration::from_secs_f64((self.m2 / self.count_f).max(0.0).sqrt())
     }
 }
 
@@ -331,12 +343,15 @@ pub struct TimeoutRetransmitter {
     base: Duration,
     dispersion: Duration,
     /// Send time of each transport sequence number from `send_base` to `send_end` (at most
-    /// `cfg.send_times` of them), sequence number `s` at `s % cfg.send_times`: a ring allocated
-    /// with the first send, where a `VecDeque` pushed one and dropped one per packet.
+    /// `cfg.send_times` of them), sequence number `s` at `s % send_times.len()`: a ring allocated
+    /// with the first send, where a `VecDeque` pushed one and dropped one per packet. Its
+    /// length is a power of two (at least `cfg.send_times`), so that the slot is a mask where
+    /// `%` divided at every send and ACK.
     send_times: Vec<Time>,
     send_base: u64,
     send_end: u64,
-    last_acked: Option<u64>,
+    /// The sequence number of the last ACK that gave a sample (0 before any: none is below).
+    last_acked: u64,
     /// [`TimeoutRetransmitter::poll_timeout`], kept up to date by every change.
     next_check: Option<Time>,
     /// A lower bound of [`HeldFrame::earliest`] over every frame but the first (`Time::MAX`:
@@ -369,7 +384,7 @@ impl TimeoutRetransmitter {
             send_times: Vec::new(),
             send_base: 0,
             send_end: 0,
-            last_acked: None,
+            last_acked: 0,
             next_check: None,
             others_floor: None,
             ordered: true,
@@ -392,10 +407,10 @@ impl TimeoutRetransmitter {
     fn record_send_time(&mut self, now: Time, seq: u64) {
         // Usually the next sequence number, once the ring exists.
         if seq == self.send_end && !self.send_times.is_empty() {
-            let cap = self.send_times.len() as u64;
-            self.send_times[(seq % cap) as usize] = now;
+            let mask = self.send_times.len() - 1;
+            self.send_times[seq as usize & mask] = now;
             self.send_end += 1;
-            self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
+            self.send_base = self.send_base.max(self.send_end.saturating_sub(self.cfg.send_times as u64));
             return;
         }
         self.record_send_time_slow(now, seq);
@@ -409,16 +424,17 @@ impl TimeoutRetransmitter {
             return; // nothing kept: no sample
         }
         if self.send_times.is_empty() {
-            self.send_times = vec![Time::MAX; self.cfg.send_times];
+            self.send_times = vec![Time::MAX; self.cfg.send_times.next_power_of_two()];
             (self.send_base, self.send_end) = (seq, seq);
         }
+        let mask = self.send_times.len() - 1;
         // Sequence numbers are consecutive; a gap (padding sent by the caller) is filled.
         while self.send_end < seq {
-            self.send_times[(self.send_end % cap) as usize] = Time::MAX;
+            self.send_times[self.send_end as usize & mask] = Time::MAX;
             self.send_end += 1;
         }
         if self.send_end == seq {
-            self.send_times[(seq % cap) as usize] = now;
+            self.send_times[seq as usize & mask] = now;
             self.send_end += 1;
         }
         self.send_base = self.send_base.max(self.send_end.saturating_sub(cap));
@@ -429,10 +445,11 @@ impl TimeoutRetransmitter {
         if seq < self.send_base || seq >= self.send_end {
             return None;
         }
-        Some(self.send_times[(seq % self.cfg.send_times as u64) as usize])
+        Some(self.send_times[seq as usize & (self.send_times.len() - 1)])
     }
 
     /// The position of frame `id` in `frames`, or where it would go.
+    #[inline]
     fn find(&self, id: u64) -> Result<usize, usize> {
         // Frames are sent in order: the newest is the likeliest when sending, the oldest when
         // acknowledged (the newest is being sent while its predecessor's ACKs come back).
@@ -494,14 +511,21 @@ impl TimeoutRetransmitter {
         if f.packets.len() <= i {
             f.packets.resize(i + 1, None);
         }
-        if f.packets[i].replace(h).is_none() {
-            f.count += 1;
-        }
+        // The packet before it in the frame, when held, waiting for its ACK (not in the pacer)
+        // and sent in a batch of the same size, has no later key: the check schedule, at most
+        // that packet's due instant, stays as it is (a frame's packets mostly leave in a row).
+        let follows =
+            i > 0 && f.packets[i - 1].is_some_and(|p| !p.queued && p.batch == h.batch && p.last_sent <= now);
+        let slot = &mut f.packets[i];
+        f.count += usize::from(slot.is_none());
+        *slot = Some(h);
         let key = HeldFrame::key(&h, disp);
         f.push_key(&h, key, packet.index);
         self.lower_others_floor(at, key);
-        let t = self.due(&self.frames[at], &h);
-        self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
+        if !follows {
+            let t = self.due(&self.frames[at], &h);
+            self.next_check = Some(self.next_check.map_or(t, |n| n.min(t)));
+        }
     }
 
     /// A retransmitted copy of `packet` left at `now` with transport sequence number `seq`.
@@ -537,8 +561,8 @@ impl TimeoutRetransmitter {
 
     /// An ACK arrived at `now` for packet `index` of `frame`, triggered by transport sequence
     /// number `seq`, with the receiver's dispersion (None: not reported). Returns the RTT
-    /// sample it gave, if any.
-    #[inline]
+    /// sample it gave, if any. (Inlined: the sender calls it at every ACK, from one place.)
+    #[inline(always)]
     pub fn on_ack(
         &mut self,
         now: Time,
@@ -566,11 +590,14 @@ impl TimeoutRetransmitter {
         sample
     }
 
+    /// The RTT sample of an ACK triggered by `seq` (inlined into its one caller, which runs per
+    /// ACK).
+    #[inline(always)]
     fn rtt_sample(&mut self, now: Time, seq: u64) -> Option<Duration> {
-        if self.last_acked.is_some_and(|l| seq < l) {
+        if seq < self.last_acked {
             return None;
         }
-        self.last_acked = Some(seq);
+        self.last_acked = seq;
         let sent = self.send_time(seq)?;
         if sent == Time::MAX || sent > now {
             return None;
@@ -610,6 +637,7 @@ impl TimeoutRetransmitter {
     }
 
     /// srtt + 4 deviations of `rtt`: [`Self::timeout`] without the batch's dispersion.
+    #[inline]
     fn base_timeout(rtt: &RttStats, cfg: &TimeoutRtxConfig) -> Duration {
         let base = rtt.srtt().as_secs_f64() + cfg.deviations * rtt.deviation().as_secs_f64();
         Duration::from_secs_f64(base)
@@ -1024,6 +1052,7 @@ mod tests {
                         s.on_sent(now, seq, pkt(frame, i, n, now));
                         in_flight.push_back((frame, i, seq));
                         seq += 1;
+                        assert_eq!(s.poll_timeout(), scanned_next_check(&s));
                     }
                     frame += 1;
                 }

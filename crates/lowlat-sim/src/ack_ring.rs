@@ -21,6 +21,8 @@ pub struct AckRing {
 impl AckRing {
     /// Writes the next frame with `fill` (which says whether it wrote one) under `id`; `fill`
     /// also gets the slot's note of the frame it holds (see [`Receiver::poll_ack_into_held`]).
+    /// (Inlined: once per ACK, and left a call when the crate's code moved between units.)
+    #[inline]
     pub fn push_with(&mut self, id: u64, fill: impl FnOnce(&mut AckFrame, &mut Option<u64>) -> bool) -> bool {
         if self.len == self.slots.len() {
             self.grow();

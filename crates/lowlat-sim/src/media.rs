@@ -621,7 +621,26 @@ impl RtpSender {
     fn on_report(&mut self, now: Time, report_time: Time, arrivals: &[Arrival]) {
         let mut packets = std::mem::take(&mut self.report.packets);
         packets.clear();
-        for a in arrivals {
+        packets.reserve(arrivals.len());
+        // The history holds sequence numbers `history_base..` in order, and a report mostly
+        // lists consecutive ones: those are walked alongside the history (an indexed look-up
+        // into the ring per arrival cost more than the rest of the loop); the rest, if any, are
+        // looked up one by one.
+        let mut rest = arrivals;
+        if let Some(start) = arrivals.first().and_then(|a| a.seq.checked_sub(self.history_base)) {
+            let start = usize::try_from(start).unwrap_or(usize::MAX).min(self.history.len());
+            let mut expected = arrivals[0].seq;
+            for (a, sent) in arrivals.iter().zip(self.history.range(start..)) {
+                if a.seq != expected {
+                    break;
+                }
+                expected += 1;
+                self.metrics.ce_reported += u64::from(a.ecn == 3);
+                packets.push(PacketResult { sent: *sent, arrival: a.at, ecn: a.ecn });
+            }
+            rest = &arrivals[(expected - arrivals[0].seq) as usize..];
+        }
+        for a in rest {
             if let Some(sent) =
                 a.seq.checked_sub(self.history_base).and_then(|i| self.history.get(i as usize))
             {
@@ -629,10 +648,13 @@ impl RtpSender {
                 packets.push(PacketResult { sent: *sent, arrival: a.at, ecn: a.ecn });
             }
         }
-        // Everything up to the report's last sequence number is settled.
+        // Everything up to the report's last sequence number is settled (dropped at once: the
+        // history's entries are plain values).
         if let Some(last) = packets.last().map(|p| p.sent.seq) {
-            while self.history_base <= last && self.history.pop_front().is_some() {
-                self.history_base += 1;
+            if self.history_base <= last {
+                let n = (last - self.history_base + 1).min(self.history.len() as u64);
+                self.history.drain(..n as usize);
+                self.history_base += n;
             }
         }
         self.report = FeedbackReport { packets, report_time };

@@ -185,26 +185,32 @@ pub(super) struct MeanGroups {
     prev: Sums,
     /// Arrival of the last packet taken, us (`m_prev_RxTime`).
     last_arrival_us: u64,
+    /// `cfg.group_max_span` and `cfg.burst_time` in us, worked out at the first packet (every
+    /// packet compares with them).
+    span_us: u64,
+    burst_us: u64,
 }
 
 impl MeanGroups {
     /// Adds one reported packet in report order; returns a sample when it closes a group that has
     /// a predecessor (the artifact calls `processFeedback` exactly then).
+    #[inline]
     pub fn on_packet(&mut self, cfg: &GccConfig, send: Time, arrival: Time) -> Option<GroupDelta> {
         let (send_us, arrival_us) = (micros(send), micros(arrival));
         let Some(start) = self.start_us else {
             // The first packet: counted, but not summed (the artifact's `m_firstFeedback`).
             self.start_us = Some(send_us);
+            self.span_us = micros(Time::ZERO + cfg.group_max_span);
+            self.burst_us = micros(Time::ZERO + cfg.burst_time);
             self.cur = Sums { packets: 1, ..Sums::default() };
             self.last_arrival_us = arrival_us;
             return None;
         };
-        let span_us = micros(Time::ZERO + cfg.group_max_span);
-        if !(send_us == start || (send_us > start && send_us - start <= span_us)) {
+        if !(send_us == start || (send_us > start && send_us - start <= self.span_us)) {
             return None;
         }
         let mut sample = None;
-        if send_us - start > micros(Time::ZERO + cfg.burst_time) {
+        if send_us - start > self.burst_us {
             if self.closed > 0 {
                 let (cur_send, cur_arrival) = self.cur.means();
                 let (prev_send, prev_arrival) = self.prev.means();

@@ -831,7 +831,24 @@ impl Gcc {
         self.last_feedback = Some(now);
     }
 
-    /// One received packet into the grouping (libwebrtc's or the artifact's).
+    /// [`Prober::on_packet_sent`] while a probe cluster is sent (out of line: rare).
+    #[inline(never)]
+    fn probe_packet_sent(&mut self, packet: &SentPacket) {
+        self.prober.on_packet_sent(&self.cfg, packet);
+    }
+
+    /// Drops the sent log's entries older than the throughput window at `now` (out of line:
+    /// a packet mostly finds none).
+    #[inline(never)]
+    fn drop_old_sent(&mut self, now: Time) {
+        while self.sent_log.front().is_some_and(|&(_, t, _)| now - t >= self.cfg.throughput_window) {
+            self.sent_log.pop_front();
+        }
+    }
+
+    /// One received packet into the grouping (libwebrtc's or the artifact's). (Inlined into the
+    /// per-packet loops of the feedback.)
+    #[inline]
     fn group(&mut self, send: Time, arrival: Time) -> Option<GroupDelta> {
         if self.cfg.group_mean_times {
             self.mean_groups.on_packet(&self.cfg, send, arrival)
@@ -998,12 +1015,17 @@ impl RateController for Gcc {
     }
 
     fn on_packet_sent(&mut self, now: Time, packet: &SentPacket) {
-        self.prober.on_packet_sent(&self.cfg, packet);
+        // The usual path (no probe being sent, nothing in the log to drop) kept lean, the rest
+        // out of line: this runs at every packet, and the whole body's register saves cost as
+        // much as the work.
+        if self.prober.is_sending() {
+            self.probe_packet_sent(packet);
+        }
         if self.cfg.update_per_group && self.cfg.throughput_counts_lost {
             // Older packets can never count in a record (it takes the last second's): dropped,
             // which also bounds the log when no group closes.
-            while self.sent_log.front().is_some_and(|&(_, t, _)| now - t >= self.cfg.throughput_window) {
-                self.sent_log.pop_front();
+            if self.sent_log.front().is_some_and(|&(_, t, _)| now - t >= self.cfg.throughput_window) {
+                self.drop_old_sent(now);
             }
             self.sent_log.push_back((packet.seq, packet.send_time, packet.size.0));
         }

@@ -135,6 +135,12 @@ impl Prober {
         self.clusters.get(self.sent)
     }
 
+    /// Whether a cluster is being sent ([`Prober::on_packet_sent`] has something to do).
+    #[inline]
+    pub fn is_sending(&self) -> bool {
+        self.sent < self.clusters.len()
+    }
+
     pub fn on_packet_sent(&mut self, cfg: &GccConfig, packet: &SentPacket) {
         let Some(c) = self.clusters.get_mut(self.sent) else { return };
         if c.first_seq.is_none() {
