@@ -381,7 +381,7 @@ impl Link {
 
     /// Tells a middlebox that hears of transmissions ahead of the one whose fate was just worked
     /// out (an eager link's admission), unless it never ends.
-    #[inline]
+    #[inline(always)]
     fn tell_ahead(&mut self, now: Time, pkt: &Packet, finish: Time) {
         // Looked at first: most eager links have no middlebox.
         let Some(mb) = self.middlebox.as_mut() else { return };
@@ -522,6 +522,10 @@ impl Link {
         }
         self.advance(now);
         let tell = self.tell_arrivals;
+        if !tell && self.eager {
+            self.input_told_ahead(now, pkt);
+            return true;
+        }
         if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
             // Only built when a middlebox looks: this runs per packet.
             let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
@@ -538,6 +542,59 @@ impl Link {
         }
         self.enqueue(now, pkt);
         true
+    }
+
+    /// [`Link::input`] of an eager link whose middlebox hears of transmissions ahead (so is not
+    /// told of arrivals), its completions done: what `enqueue` (then `serve`, on an idle link)
+    /// does, inline (once per packet at such a site), without the trip through the queue of a
+    /// packet reaching an idle link. (Apart, as `enqueue` is: inlined, it made the driver's
+    /// per-hop code, where `input` is inlined, too big to inline it.)
+    #[inline(never)]
+    fn input_told_ahead(&mut self, now: Time, mut pkt: Packet) {
+        let Some(s) = self.in_service.as_ref() else {
+            if !self.queue.is_idle_droptail() {
+                // Not reached (a queue holds packets only behind one in service): the general way.
+                return self.enqueue(now, pkt);
+            }
+            // Idle: served at once with a sojourn of zero, its fate worked out now, as `enqueue`
+            // then `serve` do (the drop-tail queue held it for an instant, changing nothing).
+            pkt.enqueued_at = now;
+            self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+            self.stats.record_no_sojourn(now);
+            let (finish, delivery) = self.fate(now, &pkt);
+            if let Some(d) = delivery {
+                self.in_flight.push_back((d, pkt));
+            }
+            self.in_service = Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+            if let Some(mb) = self.middlebox.as_mut() {
+                self.feedback_none_until = None;
+                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+                if self.tell_dequeues {
+                    mb.on_dequeue(now, &pkt, &state);
+                }
+                if finish != Time::MAX {
+                    mb.on_transmitted(finish, &pkt, &state);
+                }
+            }
+            return;
+        };
+        // Busy: queued (or dropped at the tail), its fate worked out now, as `enqueue` does.
+        let in_service_finish = s.finish;
+        let rate = self.server.rate_at_mut(now);
+        if self.queue.enqueue_inline(now, pkt, rate).is_err() {
+            self.stats.tail_drops += 1;
+            self.stats.bin_at(now).drops += 1;
+            return;
+        }
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
+        let start = self.fates.back().map_or(in_service_finish, |f| f.0).max(now);
+        pkt.enqueued_at = now; // as the queue holds it
+        let (finish, delivery) = self.fate(start, &pkt);
+        self.fates.push_back((finish, delivery));
+        if let Some(d) = delivery {
+            self.in_flight.push_back((d, pkt));
+        }
+        self.tell_ahead(now, &pkt, finish);
     }
 
     /// A packet a middlebox released towards this link's receivers: queued without being shown to
