@@ -432,6 +432,7 @@ impl Simulation {
         // calls, still in order), so its packets leave it at the same instants.
         let site = self.links[self.bottleneck as usize].middlebox().is_some_and(|m| !m.only_watches());
         self.site = site;
+        self.mark_unread_acks();
         let past_site = site && self.reverse_site_allows_ahead(&next);
         // A middlebox that hears of transmissions ahead has its link work each packet's fate
         // out at its admission (no wake-up at each transmission's end), and what it builds is
@@ -494,6 +495,25 @@ impl Simulation {
             }
         }
         self.quiet_order = order;
+    }
+
+    /// Tells the receivers whose ACK frames nobody reads ([`crate::transport::AckRing::set_unread`]): those of a
+    /// flow whose feedback all passes the site (its reverse path crosses the reverse link), where
+    /// the middlebox drops every feedback packet of the flow
+    /// ([`lowlat_net::ReverseRule::DropsAll`]: FastAck, which acknowledges for the receiver).
+    /// Each is still sized, sent and counted; its frame is not written.
+    fn mark_unread_acks(&mut self) {
+        let b = self.bottleneck as usize;
+        let Some(mb) = self.links[b].middlebox().filter(|_| self.site) else { return };
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            if mb.reverse_rule(FlowId(i as u32)) == lowlat_net::ReverseRule::DropsAll
+                && f.reverse.index_of(self.reverse).is_some()
+            {
+                if let Some(ring) = f.receiver.ack_ring() {
+                    ring.set_unread();
+                }
+            }
+        }
     }
 
     /// Whether the reverse link of a site whose middlebox acts may hand its packets on ahead,
