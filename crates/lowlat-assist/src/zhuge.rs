@@ -768,6 +768,11 @@ impl Middlebox for Zhuge {
         }
     }
 
+    /// (The first thing `on_reverse` does.)
+    fn passes_non_cc_feedback(&self) -> bool {
+        true
+    }
+
     fn on_reverse(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
         // Feedback that is not congestion control (a NACK) passes unchanged, in either mode.
         if pkt.kind != PacketKind::Feedback || pkt.app & lowlat_core::APP_NON_CC_FEEDBACK != 0 {

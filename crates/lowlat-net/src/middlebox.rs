@@ -138,6 +138,14 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether [`Middlebox::on_reverse`] passes every reverse-path packet marked
+    /// [`lowlat_core::APP_NON_CC_FEEDBACK`] in its `app` word (a NACK, a repair ACK) and changes
+    /// nothing when shown one: a driver may let such packets by without showing them (one call
+    /// per packet fewer where the receivers acknowledge each packet). Default false.
+    fn passes_non_cc_feedback(&self) -> bool {
+        false
+    }
+
     /// What [`Middlebox::on_reverse`] does with the reverse-path packets of `flow`. Default
     /// [`ReverseRule::AtItsInstant`].
     fn reverse_rule(&self, _flow: FlowId) -> ReverseRule {

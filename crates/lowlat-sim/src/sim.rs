@@ -148,6 +148,9 @@ pub struct Simulation {
     /// The site's middlebox hears of transmissions ahead and what it builds is handed on ahead
     /// of the driver's clock (see [`Simulation::find_quiet_links`]).
     site_ahead: bool,
+    /// The site's middlebox lets feedback marked [`lowlat_core::APP_NON_CC_FEEDBACK`] by
+    /// untouched ([`lowlat_net::Middlebox::passes_non_cc_feedback`]): it is not shown it.
+    site_passes_non_cc: bool,
 }
 
 /// How the driver moves a link's output on (see [`Simulation::find_quiet_links`]).
@@ -347,6 +350,7 @@ impl Simulation {
             flush_until: Time::ZERO,
             site: false,
             site_ahead: false,
+            site_passes_non_cc: false,
         };
         sim.find_quiet_links();
         sim
@@ -432,6 +436,8 @@ impl Simulation {
         // calls, still in order), so its packets leave it at the same instants.
         let site = self.links[self.bottleneck as usize].middlebox().is_some_and(|m| !m.only_watches());
         self.site = site;
+        self.site_passes_non_cc =
+            site && self.links[self.bottleneck as usize].middlebox().is_some_and(|m| m.passes_non_cc_feedback());
         self.mark_unread_acks();
         let past_site = site && self.reverse_site_allows_ahead(&next);
         // A middlebox that hears of transmissions ahead has its link work each packet's fate
@@ -980,7 +986,10 @@ impl Simulation {
     /// the reverse link passes the bottleneck's site, where a middlebox may act on it.
     // (By reference, as `next_hop` and `deliver`: the packet is not copied on its way.)
     fn forward(&mut self, now: Time, pkt: &mut Packet) {
-        if self.site && pkt.kind == PacketKind::Feedback {
+        if self.site
+            && pkt.kind == PacketKind::Feedback
+            && !(self.site_passes_non_cc && pkt.app & lowlat_core::APP_NON_CC_FEEDBACK != 0)
+        {
             let path = self.flows[pkt.flow.index()].reverse;
             if path.get(pkt.hop) == Some(self.reverse) {
                 let b = self.bottleneck;
