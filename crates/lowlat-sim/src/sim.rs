@@ -125,6 +125,10 @@ pub struct Simulation {
     free_payload_slots: Vec<u64>,
     /// Per flow: the last sequence number a middlebox's report covered (to unwrap 16-bit ones).
     assist_seq: Vec<Option<u64>>,
+    /// Room for a report's decoded entries and for its arrivals, used report after report (no
+    /// allocation per report).
+    assist_raw: Vec<(u16, Option<Time>)>,
+    assist_arrivals: Vec<(u64, Option<Time>)>,
     next_packet_id: u64,
     pub(crate) wall: std::time::Duration,
     /// Events processed at the current instant: a guard against a component that keeps asking
@@ -340,6 +344,8 @@ impl Simulation {
             assist_payloads: Vec::new(),
             free_payload_slots: Vec::new(),
             assist_seq: vec![None; scenario_flow_count],
+            assist_raw: Vec::new(),
+            assist_arrivals: Vec::new(),
             next_packet_id: 0,
             wall: std::time::Duration::ZERO,
             events_at_now: 0,
@@ -1122,7 +1128,7 @@ impl Simulation {
         payload: FeedbackPayload,
     ) -> Option<AssistFeedback> {
         let at = |us: i64| Time(u64::try_from(us).unwrap_or(0) * 1_000);
-        let raw: Vec<(u16, Option<Time>)> = match payload {
+        let raw = match payload {
             FeedbackPayload::Frame(f) => {
                 return match f.downcast::<AckFrame>() {
                     Ok(f) => Some(AssistFeedback::Ack(f)),
@@ -1130,36 +1136,38 @@ impl Simulation {
                 };
             }
             FeedbackPayload::Rtcp(bytes) => {
-                let mut raw = Vec::new();
-                if TransportCcFeedback::decode_arrivals(&bytes, |s, a| raw.push((s, a.map(at)))).is_ok() {
-                    raw
-                } else {
+                let mut raw = std::mem::take(&mut self.assist_raw);
+                raw.clear();
+                if TransportCcFeedback::decode_arrivals(&bytes, |s, a| raw.push((s, a.map(at)))).is_err() {
+                    raw.clear();
                     let rep = CcfbReport::decode(&bytes, NumReportsConvention::Count).ok()?;
                     let ts = rep.report_timestamp;
                     let ts_us =
                         i64::from(ts >> 16) * 1_000_000 + ((i64::from(ts & 0xffff) * 1_000_000) >> 16);
-                    rep.blocks
-                        .iter()
-                        .flat_map(|b| {
-                            b.metrics.iter().enumerate().map(move |(i, m)| {
-                                (b.begin_seq.wrapping_add(i as u16), m.offset_us().map(|o| at(ts_us - o)))
-                            })
+                    raw.extend(rep.blocks.iter().flat_map(|b| {
+                        b.metrics.iter().enumerate().map(move |(i, m)| {
+                            (b.begin_seq.wrapping_add(i as u16), m.offset_us().map(|o| at(ts_us - o)))
                         })
-                        .collect()
+                    }));
                 }
+                // Its room goes back to the middlebox for its next report.
+                self.links[self.bottleneck as usize].recycle(FeedbackPayload::Rtcp(bytes));
+                raw
             }
         };
         // Unwrap the 16-bit sequence numbers next to the last one seen (the sender's own seq 0
         // at first).
         let mut last = self.assist_seq[flow.index()].unwrap_or(0);
-        let mut arrivals = Vec::with_capacity(raw.len());
-        for (s16, a) in raw {
+        let mut arrivals = std::mem::take(&mut self.assist_arrivals);
+        arrivals.clear();
+        for &(s16, a) in &raw {
             let diff = s16.wrapping_sub(last as u16) as i16 as i64;
             let seq = (last as i64 + diff).max(0) as u64;
             arrivals.push((seq, a));
             last = seq;
         }
         self.assist_seq[flow.index()] = Some(last);
+        self.assist_raw = raw;
         Some(AssistFeedback::Report { report_time: built, arrivals })
     }
 
@@ -1196,9 +1204,14 @@ impl Simulation {
                             }
                             self.endpoint(e).handle_assist(now, &fb);
                             self.drain_endpoint(e, now);
-                            if let AssistFeedback::Ack(frame) = fb {
+                            match fb {
                                 // Its room goes back to the middlebox for its next ACK.
-                                self.links[self.bottleneck as usize].recycle(FeedbackPayload::Frame(frame));
+                                AssistFeedback::Ack(frame) => {
+                                    self.links[self.bottleneck as usize].recycle(FeedbackPayload::Frame(frame))
+                                }
+                                // Kept for the next report's arrivals.
+                                AssistFeedback::Report { arrivals, .. } => self.assist_arrivals = arrivals,
+                                AssistFeedback::Signal(_) => {}
                             }
                         }
                     }
