@@ -145,6 +145,11 @@ impl Middlebox for FastAck {
         false
     }
 
+    /// (It reads no queue state.)
+    fn reads_queue_rate_and_packets(&self) -> bool {
+        false
+    }
+
     fn on_transmitted(&mut self, now: Time, pkt: &Packet, _queue: &QueueState) {
         if pkt.kind != PacketKind::Data {
             return;

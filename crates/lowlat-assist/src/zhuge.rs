@@ -782,6 +782,11 @@ impl Middlebox for Zhuge {
         true
     }
 
+    /// The teller and the reports read the queue's bytes and its head of line only.
+    fn reads_queue_rate_and_packets(&self) -> bool {
+        false
+    }
+
     fn on_reverse(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
         // Feedback that is not congestion control (a NACK) passes unchanged, in either mode.
         if pkt.kind != PacketKind::Feedback || pkt.app & lowlat_core::APP_NON_CC_FEEDBACK != 0 {

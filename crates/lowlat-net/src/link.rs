@@ -267,8 +267,11 @@ struct InService {
 /// The queue's state as a middlebox sees it (a free function so it can borrow the fields it reads
 /// while the middlebox is borrowed mutably). Always inlined: it is built per packet where a
 /// middlebox looks, and a call costs as much as what it reads.
+/// `full`: with the rate and the packet count (else zero: see
+/// [`Middlebox::reads_queue_rate_and_packets`]).
 #[inline(always)]
 fn state_of(
+    full: bool,
     queue: &QueueDiscipline,
     server: &mut Server,
     in_service: Option<&InService>,
@@ -276,8 +279,8 @@ fn state_of(
 ) -> QueueState {
     QueueState {
         bytes: queue.bytes(),
-        packets: queue.len(),
-        rate: server.rate_at_mut(now),
+        packets: if full { queue.len() } else { 0 },
+        rate: if full { server.rate_at_mut(now) } else { Bitrate::ZERO },
         busy: in_service.is_some(),
         head_since: in_service.map(|s| s.started),
     }
@@ -308,6 +311,9 @@ pub struct Link {
     /// transmissions ahead ([`Middlebox::hears_transmissions_ahead`]: they do nothing), which is
     /// then not asked (nor its queue's state built) per packet.
     tell_arrivals: bool,
+    /// The middlebox reads the queue's rate and packet count
+    /// ([`Middlebox::reads_queue_rate_and_packets`]): its calls' queue state has them.
+    full_state: bool,
     /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
     eager: bool,
     /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
@@ -341,6 +347,7 @@ impl Link {
             lazy_completion: true,
             tell_dequeues: false,
             tell_arrivals: false,
+            full_state: true,
             eager: false,
             fates: VecDeque::new(),
             feedback_none_until: None,
@@ -355,6 +362,7 @@ impl Link {
         self.lazy_completion = middlebox.hears_transmissions_late();
         self.tell_dequeues = middlebox.hears_dequeues();
         self.tell_arrivals = !middlebox.hears_transmissions_ahead();
+        self.full_state = middlebox.reads_queue_rate_and_packets();
         self.eager = false;
         self.feedback_none_until = None;
         self.middlebox = Some(middlebox);
@@ -386,7 +394,7 @@ impl Link {
         // Looked at first: most eager links have no middlebox.
         let Some(mb) = self.middlebox.as_mut() else { return };
         if finish != Time::MAX {
-            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
             mb.on_transmitted(finish, pkt, &state);
             self.feedback_none_until = None;
         }
@@ -528,7 +536,7 @@ impl Link {
         }
         if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
             self.feedback_none_until = None;
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
@@ -583,7 +591,7 @@ impl Link {
             self.in_service = Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
             if let Some(mb) = self.middlebox.as_mut() {
                 self.feedback_none_until = None;
-                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 if self.tell_dequeues {
                     mb.on_dequeue(now, &pkt, &state);
                 }
@@ -653,7 +661,7 @@ impl Link {
             self.stats.bin_at(now).drops += 1;
             let tell = self.tell_arrivals;
             if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
-                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.on_drop(now, &pkt, &state);
                 self.feedback_none_until = None;
             }
@@ -827,7 +835,7 @@ impl Link {
         if let Some(mb) = self.middlebox.as_mut() {
             if self.tell_dequeues || fated_now {
                 self.feedback_none_until = None;
-                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
+                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), t);
                 if self.tell_dequeues {
                     mb.on_dequeue(t, &pkt, &state);
                 }
@@ -879,7 +887,7 @@ impl Link {
             if let Some(mb) = self.middlebox.as_mut().filter(|_| !s.handed) {
                 // The queue as it is once this packet is out (the next one not yet in service).
                 // (A handed packet's middlebox heard of it at its admission.)
-                let state = state_of(&self.queue, &mut self.server, None, s.finish);
+                let state = state_of(self.full_state, &self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &self.serving, &state);
                 self.feedback_none_until = None;
             }
@@ -920,7 +928,7 @@ impl Link {
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when the middlebox is due: this runs per packet.
             if mb.poll_timeout().is_some_and(|t| t <= now) {
-                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.handle_timeout(now, &state);
                 self.feedback_none_until = None;
             }

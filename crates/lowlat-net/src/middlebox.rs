@@ -146,6 +146,13 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether it reads [`QueueState::rate`] and [`QueueState::packets`]: false for one that
+    /// reads only the queue's bytes, `busy` and `head_since`, whose link then leaves those two
+    /// zero rather than work them out for every call (twice per packet). Default true.
+    fn reads_queue_rate_and_packets(&self) -> bool {
+        true
+    }
+
     /// What [`Middlebox::on_reverse`] does with the reverse-path packets of `flow`. Default
     /// [`ReverseRule::AtItsInstant`].
     fn reverse_rule(&self, _flow: FlowId) -> ReverseRule {
