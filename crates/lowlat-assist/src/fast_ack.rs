@@ -98,8 +98,9 @@ impl FastAck {
 
     /// The ACK of flow `i`'s receiver `r`, due at `now`, into `out`.
     #[inline(always)]
+    #[allow(clippy::vec_box)]
     fn build_ack(
-        #[allow(clippy::vec_box)] spare: &mut Vec<Box<AckFrame>>,
+        spare: &mut Vec<Box<AckFrame>>,
         out: &mut VecDeque<(Time, BuiltFeedback)>,
         i: usize,
         r: &mut Receiver,

@@ -394,7 +394,8 @@ impl Link {
         // Looked at first: most eager links have no middlebox.
         let Some(mb) = self.middlebox.as_mut() else { return };
         if finish != Time::MAX {
-            let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
+            let state =
+                state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
             mb.on_transmitted(finish, pkt, &state);
             self.feedback_none_until = None;
         }
@@ -536,7 +537,8 @@ impl Link {
         }
         if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
+            let state =
+                state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
             self.feedback_none_until = None;
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
@@ -588,10 +590,12 @@ impl Link {
             if let Some(d) = delivery {
                 self.in_flight.push_back((d, pkt));
             }
-            self.in_service = Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+            self.in_service =
+                Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
             if let Some(mb) = self.middlebox.as_mut() {
                 self.feedback_none_until = None;
-                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 if self.tell_dequeues {
                     mb.on_dequeue(now, &pkt, &state);
                 }
@@ -661,7 +665,8 @@ impl Link {
             self.stats.bin_at(now).drops += 1;
             let tell = self.tell_arrivals;
             if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
-                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.on_drop(now, &pkt, &state);
                 self.feedback_none_until = None;
             }
@@ -835,7 +840,8 @@ impl Link {
         if let Some(mb) = self.middlebox.as_mut() {
             if self.tell_dequeues || fated_now {
                 self.feedback_none_until = None;
-                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), t);
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), t);
                 if self.tell_dequeues {
                     mb.on_dequeue(t, &pkt, &state);
                 }
@@ -928,7 +934,8 @@ impl Link {
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when the middlebox is due: this runs per packet.
             if mb.poll_timeout().is_some_and(|t| t <= now) {
-                let state = state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.handle_timeout(now, &state);
                 self.feedback_none_until = None;
             }

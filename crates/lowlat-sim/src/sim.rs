@@ -442,8 +442,8 @@ impl Simulation {
         // calls, still in order), so its packets leave it at the same instants.
         let site = self.links[self.bottleneck as usize].middlebox().is_some_and(|m| !m.only_watches());
         self.site = site;
-        self.site_passes_non_cc =
-            site && self.links[self.bottleneck as usize].middlebox().is_some_and(|m| m.passes_non_cc_feedback());
+        self.site_passes_non_cc = site
+            && self.links[self.bottleneck as usize].middlebox().is_some_and(|m| m.passes_non_cc_feedback());
         self.mark_unread_acks();
         let past_site = site && self.reverse_site_allows_ahead(&next);
         // A middlebox that hears of transmissions ahead has its link work each packet's fate
@@ -1206,9 +1206,8 @@ impl Simulation {
                             self.drain_endpoint(e, now);
                             match fb {
                                 // Its room goes back to the middlebox for its next ACK.
-                                AssistFeedback::Ack(frame) => {
-                                    self.links[self.bottleneck as usize].recycle(FeedbackPayload::Frame(frame))
-                                }
+                                AssistFeedback::Ack(frame) => self.links[self.bottleneck as usize]
+                                    .recycle(FeedbackPayload::Frame(frame)),
                                 // Kept for the next report's arrivals.
                                 AssistFeedback::Report { arrivals, .. } => self.assist_arrivals = arrivals,
                                 AssistFeedback::Signal(_) => {}
