@@ -387,6 +387,9 @@ pub struct Zhuge {
     out: VecDeque<BuiltFeedback>,
     /// A reusable encoding buffer.
     scratch: Vec<u8>,
+    /// Reports' bytes handed back once read ([`Middlebox::recycle`]): the next reports are
+    /// encoded into them (no allocation per report).
+    spare: Vec<Vec<u8>>,
     /// The client feedback packets dropped (in-band flows).
     dropped_client_feedback: u64,
     /// Bytes of every packet that arrived at the queue so far (read as differences: see
@@ -422,6 +425,7 @@ impl Zhuge {
             next_report: None,
             out: VecDeque::new(),
             scratch: Vec::new(),
+            spare: Vec::new(),
             dropped_client_feedback: 0,
             arrived: 0,
         }
@@ -533,7 +537,12 @@ impl Zhuge {
             self.out.push_back(BuiltFeedback {
                 flow: FlowId(i as u32),
                 size: Bytes(IP_UDP_OVERHEAD + self.scratch.len() as u64),
-                payload: FeedbackPayload::Rtcp(self.scratch.clone()),
+                // The report's bytes leave; a handed-back buffer (cleared by `encode`) takes
+                // their place.
+                payload: FeedbackPayload::Rtcp(std::mem::replace(
+                    &mut self.scratch,
+                    self.spare.pop().unwrap_or_default(),
+                )),
             });
         }
     }
@@ -768,6 +777,16 @@ impl Middlebox for Zhuge {
         }
     }
 
+    /// (The first thing `on_reverse` does.)
+    fn passes_non_cc_feedback(&self) -> bool {
+        true
+    }
+
+    /// The teller and the reports read the queue's bytes and its head of line only.
+    fn reads_queue_rate_and_packets(&self) -> bool {
+        false
+    }
+
     fn on_reverse(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
         // Feedback that is not congestion control (a NACK) passes unchanged, in either mode.
         if pkt.kind != PacketKind::Feedback || pkt.app & lowlat_core::APP_NON_CC_FEEDBACK != 0 {
@@ -838,6 +857,15 @@ impl Middlebox for Zhuge {
 
     fn poll_feedback(&mut self, _now: Time) -> Option<BuiltFeedback> {
         self.out.pop_front()
+    }
+
+    fn recycle(&mut self, payload: FeedbackPayload) {
+        // (Some reports in flight at most: a lost one's buffer is not handed back.)
+        if let FeedbackPayload::Rtcp(bytes) = payload {
+            if self.spare.len() < 64 {
+                self.spare.push(bytes);
+            }
+        }
     }
 
     /// Reports are built when it is woken, and ACKs held when shown them: between those, after

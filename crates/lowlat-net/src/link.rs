@@ -267,8 +267,11 @@ struct InService {
 /// The queue's state as a middlebox sees it (a free function so it can borrow the fields it reads
 /// while the middlebox is borrowed mutably). Always inlined: it is built per packet where a
 /// middlebox looks, and a call costs as much as what it reads.
+/// `full`: with the rate and the packet count (else zero: see
+/// [`Middlebox::reads_queue_rate_and_packets`]).
 #[inline(always)]
 fn state_of(
+    full: bool,
     queue: &QueueDiscipline,
     server: &mut Server,
     in_service: Option<&InService>,
@@ -276,8 +279,8 @@ fn state_of(
 ) -> QueueState {
     QueueState {
         bytes: queue.bytes(),
-        packets: queue.len(),
-        rate: server.rate_at_mut(now),
+        packets: if full { queue.len() } else { 0 },
+        rate: if full { server.rate_at_mut(now) } else { Bitrate::ZERO },
         busy: in_service.is_some(),
         head_since: in_service.map(|s| s.started),
     }
@@ -308,6 +311,9 @@ pub struct Link {
     /// transmissions ahead ([`Middlebox::hears_transmissions_ahead`]: they do nothing), which is
     /// then not asked (nor its queue's state built) per packet.
     tell_arrivals: bool,
+    /// The middlebox reads the queue's rate and packet count
+    /// ([`Middlebox::reads_queue_rate_and_packets`]): its calls' queue state has them.
+    full_state: bool,
     /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
     eager: bool,
     /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
@@ -341,6 +347,7 @@ impl Link {
             lazy_completion: true,
             tell_dequeues: false,
             tell_arrivals: false,
+            full_state: true,
             eager: false,
             fates: VecDeque::new(),
             feedback_none_until: None,
@@ -355,6 +362,7 @@ impl Link {
         self.lazy_completion = middlebox.hears_transmissions_late();
         self.tell_dequeues = middlebox.hears_dequeues();
         self.tell_arrivals = !middlebox.hears_transmissions_ahead();
+        self.full_state = middlebox.reads_queue_rate_and_packets();
         self.eager = false;
         self.feedback_none_until = None;
         self.middlebox = Some(middlebox);
@@ -381,12 +389,13 @@ impl Link {
 
     /// Tells a middlebox that hears of transmissions ahead of the one whose fate was just worked
     /// out (an eager link's admission), unless it never ends.
-    #[inline]
+    #[inline(always)]
     fn tell_ahead(&mut self, now: Time, pkt: &Packet, finish: Time) {
         // Looked at first: most eager links have no middlebox.
         let Some(mb) = self.middlebox.as_mut() else { return };
         if finish != Time::MAX {
-            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            let state =
+                state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
             mb.on_transmitted(finish, pkt, &state);
             self.feedback_none_until = None;
         }
@@ -522,9 +531,14 @@ impl Link {
         }
         self.advance(now);
         let tell = self.tell_arrivals;
+        if !tell && self.eager {
+            self.input_told_ahead(now, pkt);
+            return true;
+        }
         if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
             // Only built when a middlebox looks: this runs per packet.
-            let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+            let state =
+                state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
             self.feedback_none_until = None;
             match mb.on_enqueue(now, &mut pkt, &state) {
                 Verdict::Pass => {}
@@ -536,8 +550,78 @@ impl Link {
                 Verdict::Consume => return true,
             }
         }
+        if self.in_service.is_none() && self.queue.pass_if_empty() {
+            self.serve_passed(now, pkt);
+            return true;
+        }
         self.enqueue(now, pkt);
         true
+    }
+
+    /// A packet reaching an idle link with a middlebox, whose queue has done what its trip
+    /// through it does ([`QueueDiscipline::pass_if_empty`]): served at once, as `enqueue` then
+    /// `serve` would, without that trip. (Apart, as `enqueue` is: inlined, `serve` made the
+    /// driver's per-hop code, where `input` is inlined, bigger for every packet.)
+    #[inline(never)]
+    fn serve_passed(&mut self, now: Time, mut pkt: Packet) {
+        pkt.enqueued_at = now;
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+        self.serve(now, pkt);
+    }
+
+    /// [`Link::input`] of an eager link whose middlebox hears of transmissions ahead (so is not
+    /// told of arrivals), its completions done: what `enqueue` (then `serve`, on an idle link)
+    /// does, inline (once per packet at such a site), without the trip through the queue of a
+    /// packet reaching an idle link. (Apart, as `enqueue` is: inlined, it made the driver's
+    /// per-hop code, where `input` is inlined, too big to inline it.)
+    #[inline(never)]
+    fn input_told_ahead(&mut self, now: Time, mut pkt: Packet) {
+        let Some(s) = self.in_service.as_ref() else {
+            if !self.queue.is_idle_droptail() {
+                // Not reached (a queue holds packets only behind one in service): the general way.
+                return self.enqueue(now, pkt);
+            }
+            // Idle: served at once with a sojourn of zero, its fate worked out now, as `enqueue`
+            // then `serve` do (the drop-tail queue held it for an instant, changing nothing).
+            pkt.enqueued_at = now;
+            self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(pkt.size as u64);
+            self.stats.record_no_sojourn(now);
+            let (finish, delivery) = self.fate(now, &pkt);
+            if let Some(d) = delivery {
+                self.in_flight.push_back((d, pkt));
+            }
+            self.in_service =
+                Some(InService { size: pkt.size, started: now, finish, delivery, handed: true });
+            if let Some(mb) = self.middlebox.as_mut() {
+                self.feedback_none_until = None;
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
+                if self.tell_dequeues {
+                    mb.on_dequeue(now, &pkt, &state);
+                }
+                if finish != Time::MAX {
+                    mb.on_transmitted(finish, &pkt, &state);
+                }
+            }
+            return;
+        };
+        // Busy: queued (or dropped at the tail), its fate worked out now, as `enqueue` does.
+        let in_service_finish = s.finish;
+        let rate = self.server.rate_at_mut(now);
+        if self.queue.enqueue_inline(now, pkt, rate).is_err() {
+            self.stats.tail_drops += 1;
+            self.stats.bin_at(now).drops += 1;
+            return;
+        }
+        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
+        let start = self.fates.back().map_or(in_service_finish, |f| f.0).max(now);
+        pkt.enqueued_at = now; // as the queue holds it
+        let (finish, delivery) = self.fate(start, &pkt);
+        self.fates.push_back((finish, delivery));
+        if let Some(d) = delivery {
+            self.in_flight.push_back((d, pkt));
+        }
+        self.tell_ahead(now, &pkt, finish);
     }
 
     /// A packet a middlebox released towards this link's receivers: queued without being shown to
@@ -581,7 +665,8 @@ impl Link {
             self.stats.bin_at(now).drops += 1;
             let tell = self.tell_arrivals;
             if let Some(mb) = self.middlebox.as_mut().filter(|_| tell) {
-                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.on_drop(now, &pkt, &state);
                 self.feedback_none_until = None;
             }
@@ -755,7 +840,8 @@ impl Link {
         if let Some(mb) = self.middlebox.as_mut() {
             if self.tell_dequeues || fated_now {
                 self.feedback_none_until = None;
-                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), t);
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), t);
                 if self.tell_dequeues {
                     mb.on_dequeue(t, &pkt, &state);
                 }
@@ -807,7 +893,7 @@ impl Link {
             if let Some(mb) = self.middlebox.as_mut().filter(|_| !s.handed) {
                 // The queue as it is once this packet is out (the next one not yet in service).
                 // (A handed packet's middlebox heard of it at its admission.)
-                let state = state_of(&self.queue, &mut self.server, None, s.finish);
+                let state = state_of(self.full_state, &self.queue, &mut self.server, None, s.finish);
                 mb.on_transmitted(s.finish, &self.serving, &state);
                 self.feedback_none_until = None;
             }
@@ -848,7 +934,8 @@ impl Link {
         if let Some(mb) = self.middlebox.as_mut() {
             // Only built when the middlebox is due: this runs per packet.
             if mb.poll_timeout().is_some_and(|t| t <= now) {
-                let state = state_of(&self.queue, &mut self.server, self.in_service.as_ref(), now);
+                let state =
+                    state_of(self.full_state, &self.queue, &mut self.server, self.in_service.as_ref(), now);
                 mb.handle_timeout(now, &state);
                 self.feedback_none_until = None;
             }

@@ -138,6 +138,21 @@ pub trait Middlebox: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether [`Middlebox::on_reverse`] passes every reverse-path packet marked
+    /// [`lowlat_core::APP_NON_CC_FEEDBACK`] in its `app` word (a NACK, a repair ACK) and changes
+    /// nothing when shown one: a driver may let such packets by without showing them (one call
+    /// per packet fewer where the receivers acknowledge each packet). Default false.
+    fn passes_non_cc_feedback(&self) -> bool {
+        false
+    }
+
+    /// Whether it reads [`QueueState::rate`] and [`QueueState::packets`]: false for one that
+    /// reads only the queue's bytes, `busy` and `head_since`, whose link then leaves those two
+    /// zero rather than work them out for every call (twice per packet). Default true.
+    fn reads_queue_rate_and_packets(&self) -> bool {
+        true
+    }
+
     /// What [`Middlebox::on_reverse`] does with the reverse-path packets of `flow`. Default
     /// [`ReverseRule::AtItsInstant`].
     fn reverse_rule(&self, _flow: FlowId) -> ReverseRule {

@@ -16,6 +16,8 @@ pub struct AckRing {
     slots: Vec<(u64, AckFrame, Option<u64>)>,
     head: usize,
     len: usize,
+    /// Nobody reads the frames ([`AckRing::set_unread`]).
+    unread: bool,
 }
 
 impl AckRing {
@@ -75,6 +77,20 @@ impl AckRing {
             self.head = 0;
         }
         self.len -= 1;
+    }
+
+    /// Says that nobody will read the frames (none is taken): the network acknowledges for
+    /// the receiver and drops every ACK packet it sends (FastAck). Its receiver then need not
+    /// write them ([`AckRing::is_unread`]), only size them.
+    pub fn set_unread(&mut self) {
+        self.unread = true;
+        self.clear();
+    }
+
+    /// Whether nobody reads the frames ([`AckRing::set_unread`]).
+    #[inline]
+    pub fn is_unread(&self) -> bool {
+        self.unread
     }
 
     /// Forgets every frame in flight.

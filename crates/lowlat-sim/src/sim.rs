@@ -125,6 +125,10 @@ pub struct Simulation {
     free_payload_slots: Vec<u64>,
     /// Per flow: the last sequence number a middlebox's report covered (to unwrap 16-bit ones).
     assist_seq: Vec<Option<u64>>,
+    /// Room for a report's decoded entries and for its arrivals, used report after report (no
+    /// allocation per report).
+    assist_raw: Vec<(u16, Option<Time>)>,
+    assist_arrivals: Vec<(u64, Option<Time>)>,
     next_packet_id: u64,
     pub(crate) wall: std::time::Duration,
     /// Events processed at the current instant: a guard against a component that keeps asking
@@ -148,6 +152,9 @@ pub struct Simulation {
     /// The site's middlebox hears of transmissions ahead and what it builds is handed on ahead
     /// of the driver's clock (see [`Simulation::find_quiet_links`]).
     site_ahead: bool,
+    /// The site's middlebox lets feedback marked [`lowlat_core::APP_NON_CC_FEEDBACK`] by
+    /// untouched ([`lowlat_net::Middlebox::passes_non_cc_feedback`]): it is not shown it.
+    site_passes_non_cc: bool,
 }
 
 /// How the driver moves a link's output on (see [`Simulation::find_quiet_links`]).
@@ -337,6 +344,8 @@ impl Simulation {
             assist_payloads: Vec::new(),
             free_payload_slots: Vec::new(),
             assist_seq: vec![None; scenario_flow_count],
+            assist_raw: Vec::new(),
+            assist_arrivals: Vec::new(),
             next_packet_id: 0,
             wall: std::time::Duration::ZERO,
             events_at_now: 0,
@@ -347,6 +356,7 @@ impl Simulation {
             flush_until: Time::ZERO,
             site: false,
             site_ahead: false,
+            site_passes_non_cc: false,
         };
         sim.find_quiet_links();
         sim
@@ -432,6 +442,9 @@ impl Simulation {
         // calls, still in order), so its packets leave it at the same instants.
         let site = self.links[self.bottleneck as usize].middlebox().is_some_and(|m| !m.only_watches());
         self.site = site;
+        self.site_passes_non_cc = site
+            && self.links[self.bottleneck as usize].middlebox().is_some_and(|m| m.passes_non_cc_feedback());
+        self.mark_unread_acks();
         let past_site = site && self.reverse_site_allows_ahead(&next);
         // A middlebox that hears of transmissions ahead has its link work each packet's fate
         // out at its admission (no wake-up at each transmission's end), and what it builds is
@@ -494,6 +507,25 @@ impl Simulation {
             }
         }
         self.quiet_order = order;
+    }
+
+    /// Tells the receivers whose ACK frames nobody reads ([`crate::transport::AckRing::set_unread`]): those of a
+    /// flow whose feedback all passes the site (its reverse path crosses the reverse link), where
+    /// the middlebox drops every feedback packet of the flow
+    /// ([`lowlat_net::ReverseRule::DropsAll`]: FastAck, which acknowledges for the receiver).
+    /// Each is still sized, sent and counted; its frame is not written.
+    fn mark_unread_acks(&mut self) {
+        let b = self.bottleneck as usize;
+        let Some(mb) = self.links[b].middlebox().filter(|_| self.site) else { return };
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            if mb.reverse_rule(FlowId(i as u32)) == lowlat_net::ReverseRule::DropsAll
+                && f.reverse.index_of(self.reverse).is_some()
+            {
+                if let Some(ring) = f.receiver.ack_ring() {
+                    ring.set_unread();
+                }
+            }
+        }
     }
 
     /// Whether the reverse link of a site whose middlebox acts may hand its packets on ahead,
@@ -960,7 +992,10 @@ impl Simulation {
     /// the reverse link passes the bottleneck's site, where a middlebox may act on it.
     // (By reference, as `next_hop` and `deliver`: the packet is not copied on its way.)
     fn forward(&mut self, now: Time, pkt: &mut Packet) {
-        if self.site && pkt.kind == PacketKind::Feedback {
+        if self.site
+            && pkt.kind == PacketKind::Feedback
+            && !(self.site_passes_non_cc && pkt.app & lowlat_core::APP_NON_CC_FEEDBACK != 0)
+        {
             let path = self.flows[pkt.flow.index()].reverse;
             if path.get(pkt.hop) == Some(self.reverse) {
                 let b = self.bottleneck;
@@ -1093,7 +1128,7 @@ impl Simulation {
         payload: FeedbackPayload,
     ) -> Option<AssistFeedback> {
         let at = |us: i64| Time(u64::try_from(us).unwrap_or(0) * 1_000);
-        let raw: Vec<(u16, Option<Time>)> = match payload {
+        let raw = match payload {
             FeedbackPayload::Frame(f) => {
                 return match f.downcast::<AckFrame>() {
                     Ok(f) => Some(AssistFeedback::Ack(f)),
@@ -1101,36 +1136,38 @@ impl Simulation {
                 };
             }
             FeedbackPayload::Rtcp(bytes) => {
-                let mut raw = Vec::new();
-                if TransportCcFeedback::decode_arrivals(&bytes, |s, a| raw.push((s, a.map(at)))).is_ok() {
-                    raw
-                } else {
+                let mut raw = std::mem::take(&mut self.assist_raw);
+                raw.clear();
+                if TransportCcFeedback::decode_arrivals(&bytes, |s, a| raw.push((s, a.map(at)))).is_err() {
+                    raw.clear();
                     let rep = CcfbReport::decode(&bytes, NumReportsConvention::Count).ok()?;
                     let ts = rep.report_timestamp;
                     let ts_us =
                         i64::from(ts >> 16) * 1_000_000 + ((i64::from(ts & 0xffff) * 1_000_000) >> 16);
-                    rep.blocks
-                        .iter()
-                        .flat_map(|b| {
-                            b.metrics.iter().enumerate().map(move |(i, m)| {
-                                (b.begin_seq.wrapping_add(i as u16), m.offset_us().map(|o| at(ts_us - o)))
-                            })
+                    raw.extend(rep.blocks.iter().flat_map(|b| {
+                        b.metrics.iter().enumerate().map(move |(i, m)| {
+                            (b.begin_seq.wrapping_add(i as u16), m.offset_us().map(|o| at(ts_us - o)))
                         })
-                        .collect()
+                    }));
                 }
+                // Its room goes back to the middlebox for its next report.
+                self.links[self.bottleneck as usize].recycle(FeedbackPayload::Rtcp(bytes));
+                raw
             }
         };
         // Unwrap the 16-bit sequence numbers next to the last one seen (the sender's own seq 0
         // at first).
         let mut last = self.assist_seq[flow.index()].unwrap_or(0);
-        let mut arrivals = Vec::with_capacity(raw.len());
-        for (s16, a) in raw {
+        let mut arrivals = std::mem::take(&mut self.assist_arrivals);
+        arrivals.clear();
+        for &(s16, a) in &raw {
             let diff = s16.wrapping_sub(last as u16) as i16 as i64;
             let seq = (last as i64 + diff).max(0) as u64;
             arrivals.push((seq, a));
             last = seq;
         }
         self.assist_seq[flow.index()] = Some(last);
+        self.assist_raw = raw;
         Some(AssistFeedback::Report { report_time: built, arrivals })
     }
 
@@ -1167,9 +1204,13 @@ impl Simulation {
                             }
                             self.endpoint(e).handle_assist(now, &fb);
                             self.drain_endpoint(e, now);
-                            if let AssistFeedback::Ack(frame) = fb {
+                            match fb {
                                 // Its room goes back to the middlebox for its next ACK.
-                                self.links[self.bottleneck as usize].recycle(FeedbackPayload::Frame(frame));
+                                AssistFeedback::Ack(frame) => self.links[self.bottleneck as usize]
+                                    .recycle(FeedbackPayload::Frame(frame)),
+                                // Kept for the next report's arrivals.
+                                AssistFeedback::Report { arrivals, .. } => self.assist_arrivals = arrivals,
+                                AssistFeedback::Signal(_) => {}
                             }
                         }
                     }

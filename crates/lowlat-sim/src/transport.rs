@@ -154,11 +154,17 @@ impl AckReceiver {
         let mut size = 0;
         let receiver = &mut self.receiver;
         // (Due: `poll_transmit` asked.)
-        self.ring.push_with(id, |f, held| {
-            receiver.write_ack_into_held(now, f, held);
+        if self.ring.is_unread() {
+            // Dropped on its way, unread (FastAck): only its size counts.
+            receiver.skip_ack(now);
             size = receiver.last_datagram_len();
-            true
-        });
+        } else {
+            self.ring.push_with(id, |f, held| {
+                receiver.write_ack_into_held(now, f, held);
+                size = receiver.last_datagram_len();
+                true
+            });
+        }
         self.next_id += 1;
         Some(Transmit { size: Bytes(size), seq: id, app: id, ecn: 0 })
     }

@@ -217,10 +217,32 @@ impl Receiver {
         } else if frame.ecn.is_some() {
             frame.ecn = None;
         }
+        self.size_frame(frame.ack_delay, frame.ecn);
+        debug_assert_eq!(self.last_len, frame.datagram_len());
+    }
+
+    /// [`Receiver::write_ack_into_held`] of a frame nobody will read: the receiver moves on as
+    /// if it had written it (the same ACK schedule), and [`Receiver::last_datagram_len`] says
+    /// how big it would be, without the copy of its ranges. For a driver whose network
+    /// acknowledges for the receiver and drops its ACKs (FastAck), which still count.
+    #[inline]
+    pub fn skip_ack(&mut self, now: Time) {
+        debug_assert!(self.ack_due(now));
+        self.ack_now = false;
+        self.unacked = 0;
+        self.first_unacked = None;
+        let ecn = if self.ecn_any { Some(self.ecn) } else { None };
+        self.size_frame(now - self.largest_at, ecn);
+    }
+
+    /// Works out `last_len` for a frame of the current ranges with `ack_delay` and `ecn` (as
+    /// written by [`Receiver::write_ack_into_held`]).
+    #[inline(always)]
+    fn size_frame(&mut self, ack_delay: Duration, ecn: Option<EcnCounts>) {
         // (Ranges: at least the packet that made the frame due.)
         let (lo, hi) = self.ranges[0];
         // (An ACK delay below 64 x 8 us is a one-byte varint.)
-        let plain = !self.ecn_any && frame.ack_delay.as_nanos() < 64 * 8_000;
+        let plain = !self.ecn_any && ack_delay.as_nanos() < 64 * 8_000;
         let holds = plain
             && self.len_holds.is_some_and(|(version, hi_limit, span_limit)| {
                 version == self.version && hi < hi_limit && hi - lo < span_limit
@@ -228,11 +250,10 @@ impl Receiver {
         if !holds {
             let tail = *self.tail.get_or_insert_with(|| crate::ack::tail_len(&self.ranges));
             self.last_len = crate::ack::DATAGRAM_OVERHEAD
-                + crate::ack::encoded_len_with(&self.ranges, frame.ack_delay, frame.ecn, tail);
+                + crate::ack::encoded_len_with(&self.ranges, ack_delay, ecn, tail);
             self.len_holds = plain
                 .then(|| (self.version, crate::ack::varint_limit(hi), crate::ack::varint_limit(hi - lo)));
         }
-        debug_assert_eq!(self.last_len, frame.datagram_len());
     }
 
     /// [`AckFrame::datagram_len`] of the last frame [`Receiver::poll_ack_into`] wrote (worked out
