@@ -386,6 +386,9 @@ impl TwccBuilder {
     /// The number of bytes [`TwccBuilder::encode_into`] would write for these arrivals, worked
     /// out without writing them; advances the feedback packet count the same way.
     pub fn encoded_len(&mut self, arrivals: &[Option<i64>]) -> usize {
+        if let Some(len) = self.small_deltas_len(arrivals) {
+            return len;
+        }
         // Only the status symbols matter for the length: they are made straight from the
         // arrivals, without the packet's delta list (a receiver sizes hundreds per report).
         let mut sym = std::mem::take(&mut self.scratch.symbols);
@@ -400,6 +403,36 @@ impl TwccBuilder {
         }
         self.scratch.symbols = sym;
         len
+    }
+
+    /// [`TwccBuilder::encoded_len`] of the usual report, in one pass without symbols: every
+    /// packet received, each delta within 0..=255 ticks (one-byte, so one run chunk) and the
+    /// whole report in one packet. `None` when the report is not such (the general count then
+    /// applies); the feedback packet count advances only on `Some`.
+    fn small_deltas_len(&mut self, arrivals: &[Option<i64>]) -> Option<usize> {
+        let n = arrivals.len();
+        let room = self.max_len.checked_sub(20 + 3)?;
+        // One run chunk holds at most 0x1fff symbols; the packet must not be cut.
+        if n == 0 || n > 0x1fff || 2 * n.div_ceil(7) + n > room {
+            return None;
+        }
+        // Times in ticks: the running time `t` of `fill_symbols` stays a whole number of ticks
+        // (the reference time is 256 ticks), so each delta is the arrival's rounded tick minus
+        // the last one's. Times before zero are left to the general count (unsigned division).
+        const TICK: u64 = DELTA_TICK_US as u64;
+        let first = u64::try_from(arrivals[0]?).ok()?;
+        let mut tick = first / REFERENCE_TIME_US as u64 * (REFERENCE_TIME_US as u64 / TICK);
+        for a in arrivals {
+            let a = u64::try_from((*a)?).ok()?;
+            let q = (a + TICK / 2) / TICK;
+            if q.wrapping_sub(tick) > 255 {
+                return None;
+            }
+            tick = q;
+        }
+        self.fb_pkt_count = self.fb_pkt_count.wrapping_add(1);
+        // As `TransportCcFeedback::encoded_len_with`: one chunk, one delta byte per packet.
+        Some((20 + 2 + n).div_ceil(4) * 4)
     }
 
     /// [`TwccBuilder::fill`] for the length only: the status symbols of the packet it would
@@ -695,6 +728,39 @@ mod tests {
             let mut out = Vec::new();
             f.encode(&mut out).unwrap();
             assert!(out.len() <= 1200, "{}", out.len());
+        }
+    }
+
+    #[test]
+    fn encoded_len_matches_the_bytes_written() {
+        // Reports with and without the one-pass count's shape: deltas at the one-byte edges
+        // (255 and 256 ticks, half-tick rounding), losses, times before zero, long reports.
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        let steps = [0, 1, 124, 125, 126, 249, 250, 63_749, 63_750, 63_874, 63_875, 64_000, 100_000];
+        for case in 0..3000 {
+            let n = [1, 2, 7, 14, 300, 800, 900, 1200][case % 8];
+            let mut t = next(200_000) as i64 - if case % 5 == 0 { 100_000 } else { 0 };
+            let loss = [0, 0, 50, 1000][case % 4];
+            let arrivals: Vec<Option<i64>> = (0..n)
+                .map(|_| {
+                    t += steps[next(steps.len() as u64) as usize].min(if case % 3 == 0 { 600 } else { i64::MAX });
+                    (next(1000) >= loss).then_some(t)
+                })
+                .collect();
+            let mut sized = TwccBuilder::new(1, 2);
+            sized.fb_pkt_count = case as u8;
+            let mut written = sized.clone();
+            let len = sized.encoded_len(&arrivals);
+            let mut out = Vec::new();
+            written.encode_into(7, &arrivals, &mut out);
+            assert_eq!(len, out.len(), "case {case}");
+            assert_eq!(sized.fb_pkt_count, written.fb_pkt_count, "case {case}");
         }
     }
 }
