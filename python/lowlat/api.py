@@ -123,7 +123,8 @@ def run(
     summary's prediction figures still count every one.
 
     ``link_stats=False``: the links keep no statistics (the per-packet sojourn and transmission
-    counts, about 4 % of a fast single-flow run): the summary has no ``links`` and
+    counts, about 4 % of a fast single-flow run): the summary's ``links`` is empty, it says
+    ``"link_stats": false``, and
     ``Result.links``, ``Result.link_series`` and ``Result.table`` raise. The flows' results are
     the same, bit for bit.
     """

@@ -71,7 +71,7 @@ class Result:
         self._summary_json = summary_json or json.dumps(summary, indent=2)
 
     def _frame(self, name: str) -> pd.DataFrame:
-        if name == "link_series" and "links" not in self.summary:
+        if name == "link_series" and self.summary.get("link_stats") is False:
             self.link_lines()
         if name in self._left_out:
             raise ValueError(f"{name}: this run did not build it (lowlat.run(..., tables=...) left it out)")
@@ -148,8 +148,8 @@ class Result:
 
     def link_lines(self) -> list[dict[str, Any]]:
         """The summary's ``links`` (one dict per link); raises if the run kept no link statistics
-        (``lowlat.run(..., link_stats=False)``, whose summary has no ``links``)."""
-        if "links" not in self.summary:
+        (``lowlat.run(..., link_stats=False)``, whose summary says ``"link_stats": false``)."""
+        if self.summary.get("link_stats") is False:
             raise ValueError("links: this run kept no link statistics (lowlat.run(..., link_stats=False))")
         lines: list[dict[str, Any]] = self.summary["links"]
         return lines

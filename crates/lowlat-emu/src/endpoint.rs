@@ -152,6 +152,7 @@ pub fn endpoint_result(scenario: &Scenario, m: &Measured<'_>) -> RunResult {
             events: mx.sent_packets + mx.rx_packets,
             flows: vec![flow],
             links: Vec::new(),
+            link_stats: true,
             assist: None,
             warnings,
         },

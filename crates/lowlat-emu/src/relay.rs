@@ -1023,6 +1023,7 @@ impl Relay {
                     events: self.wakes + counters.received[0] + counters.received[1],
                     flows,
                     links,
+                    link_stats: true,
                     assist: self
                         .net
                         .links()

@@ -615,13 +615,7 @@ impl Link {
         }
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue.bytes().0);
         let start = self.fates.back().map_or(in_service_finish, |f| f.0).max(now);
-        pkt.enqueued_at = now; // as the queue holds it
-        let (finish, delivery) = self.fate(start, &pkt);
-        self.fates.push_back((finish, delivery));
-        if let Some(d) = delivery {
-            self.in_flight.push_back((d, pkt));
-        }
-        self.tell_ahead(now, &pkt, finish);
+        self.admit_eager(now, start, pkt);
     }
 
     /// A packet a middlebox released towards this link's receivers: queued without being shown to
@@ -680,15 +674,22 @@ impl Link {
             // after `now`, then those queued): work its fate out now, as its service will.
             let before = self.fates.back().map(|f| f.0);
             let start = before.or(self.in_service.as_ref().map(|s| s.finish)).map_or(now, |f| f.max(now));
-            let mut pkt = pkt;
-            pkt.enqueued_at = now; // as the queue holds it
-            let (finish, delivery) = self.fate(start, &pkt);
-            self.fates.push_back((finish, delivery));
-            if let Some(d) = delivery {
-                self.in_flight.push_back((d, pkt));
-            }
-            self.tell_ahead(now, &pkt, finish);
+            self.admit_eager(now, start, pkt);
         }
+    }
+
+    /// A packet just queued on an eager link, which starts when those before it have left
+    /// (`start`): its fate worked out now, as its service will, and the middlebox told of it
+    /// ahead.
+    #[inline(always)]
+    fn admit_eager(&mut self, now: Time, start: Time, mut pkt: Packet) {
+        pkt.enqueued_at = now; // as the queue holds it
+        let (finish, delivery) = self.fate(start, &pkt);
+        self.fates.push_back((finish, delivery));
+        if let Some(d) = delivery {
+            self.in_flight.push_back((d, pkt));
+        }
+        self.tell_ahead(now, &pkt, finish);
     }
 
     /// [`Link::handle_input`] for an eager link ([`Link::set_eager`]) whose output the driver

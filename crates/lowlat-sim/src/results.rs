@@ -404,6 +404,10 @@ pub struct LinkSummary {
     pub ecn_marks: u64,
 }
 
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 /// `summary.json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
@@ -422,8 +426,11 @@ pub struct Summary {
     /// Per flow.
     pub flows: Vec<FlowSummary>,
     /// Per link; empty when the run kept no link statistics ([`Tables::links`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkSummary>,
+    /// False when the run kept no link statistics ([`Tables::links`]): then `links` is empty
+    /// whatever links there were. In `summary.json` only when false.
+    #[serde(skip_serializing_if = "is_true")]
+    pub link_stats: bool,
     /// What the network assistance at the bottleneck did, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assist: Option<AssistSummary>,
@@ -536,8 +543,8 @@ pub struct Tables {
     /// [`RunResult::frames`] (one row per frame of each media flow).
     pub frames: bool,
     /// The links' statistics: the summary's `links` lines and [`RunResult::link_series`]. Unlike
-    /// the tables, leaving them out changes the summary: its `links` is empty (and left out of
-    /// `summary.json`). Left out in [`Simulation::plan_tables`](crate::Simulation::plan_tables),
+    /// the tables, leaving them out changes the summary: its `links` is empty and it says
+    /// `"link_stats": false`. Left out in [`Simulation::plan_tables`](crate::Simulation::plan_tables),
     /// the links count nothing per packet ([`lowlat_net::Link::set_recording`]), and the result
     /// has no link lines whatever `finish_with` asks.
     pub links: bool,
@@ -840,7 +847,8 @@ impl RunResult {
             }
         }
 
-        let (links, link_series) = if tables.links && sim.links.iter().all(|l| l.is_recording()) {
+        let links_kept = tables.links && sim.links.iter().all(|l| l.is_recording());
+        let (links, link_series) = if links_kept {
             link_results_with(&sim.links, &sim.link_names, end, sc.bin, tables.series)
         } else {
             (Vec::new(), Table::default())
@@ -856,6 +864,7 @@ impl RunResult {
             events: sim.events(),
             flows,
             links,
+            link_stats: links_kept,
             assist: assist.as_ref().map(|a| a.0.clone()),
             warnings: sc.warnings.clone(),
         };

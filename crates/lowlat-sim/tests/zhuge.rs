@@ -444,7 +444,11 @@ fn a_run_that_plans_the_link_statistics_out_has_no_link_lines_and_the_same_flows
         .any(|l| l.utilization > 0.0 && l.queue_delay_ms.p99.unwrap_or(0.0) > 0.0));
     assert!(!kept.link_series.columns.is_empty());
     assert!(planned.summary.links.is_empty() && planned.link_series.columns.is_empty());
-    assert!(!planned.summary_json().contains("\"links\""), "no link lines in summary.json");
+    assert!(!planned.summary.link_stats && kept.summary.link_stats);
+    assert!(
+        planned.summary_json().contains("\"link_stats\": false")
+            && !kept.summary_json().contains("link_stats")
+    );
     assert_eq!(format!("{:?}", kept.summary.flows), format!("{:?}", planned.summary.flows));
     assert_eq!(kept.summary.events, planned.summary.events);
     for (a, b) in [(&kept.flow_series, &planned.flow_series), (&kept.frames, &planned.frames)] {

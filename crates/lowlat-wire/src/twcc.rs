@@ -749,7 +749,11 @@ mod tests {
             let loss = [0, 0, 50, 1000][case % 4];
             let arrivals: Vec<Option<i64>> = (0..n)
                 .map(|_| {
-                    t += steps[next(steps.len() as u64) as usize].min(if case % 3 == 0 { 600 } else { i64::MAX });
+                    t += steps[next(steps.len() as u64) as usize].min(if case % 3 == 0 {
+                        600
+                    } else {
+                        i64::MAX
+                    });
                     (next(1000) >= loss).then_some(t)
                 })
                 .collect();
