@@ -219,7 +219,7 @@ impl Simulation {
 
     /// Says before the run which per-sample tables `finish` will build, so that nothing records
     /// the others (Zhuge's per-packet prediction log); the flows' summary is the same. `links`
-    /// false: the links keep no statistics (the summary has no link lines). `prediction_sample`:
+    /// false: the links keep no statistics (the summary's `links` is empty, `link_stats` false). `prediction_sample`:
     /// Zhuge keeps a uniform random sample of at most that many predictions.
     #[pyo3(signature = (predictions=true, sender_rtt=true, series=true, frames=true, links=true, prediction_sample=None))]
     fn plan_tables(

@@ -627,7 +627,7 @@ impl Simulation {
     /// asked for, so that nothing records the others: Zhuge's prediction log (a record per
     /// packet) when `tables.predictions` is false (a sample of it with
     /// `tables.prediction_sample`), the links' statistics when `tables.links` is
-    /// (then the summary has no link lines). The flows' summary and every other table are the
+    /// (then the summary's `links` is empty and `link_stats` false). The flows' summary and every other table are the
     /// same; a table planned out comes back empty. Errors once the run has started.
     pub fn plan_tables(&mut self, tables: crate::results::Tables) -> Result<(), String> {
         if self.events() > 0 {

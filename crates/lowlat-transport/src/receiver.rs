@@ -187,10 +187,7 @@ impl Receiver {
     /// ([`Receiver::ack_due`]): a driver that asked already need not ask again.
     #[inline]
     pub fn write_ack_into_held(&mut self, now: Time, frame: &mut AckFrame, held: &mut Option<u64>) {
-        debug_assert!(self.ack_due(now));
-        self.ack_now = false;
-        self.unacked = 0;
-        self.first_unacked = None;
+        self.ack_sent(now);
         if *held == Some(self.version) && frame.ranges.len() == self.ranges.len() && !self.ranges.is_empty() {
             frame.ranges[0] = self.ranges[0];
         } else if let ([to], [from]) = (&mut frame.ranges[..], &self.ranges[..]) {
@@ -227,12 +224,18 @@ impl Receiver {
     /// acknowledges for the receiver and drops its ACKs (FastAck), which still count.
     #[inline]
     pub fn skip_ack(&mut self, now: Time) {
+        self.ack_sent(now);
+        let ecn = if self.ecn_any { Some(self.ecn) } else { None };
+        self.size_frame(now - self.largest_at, ecn);
+    }
+
+    /// An ACK due at `now` goes out: nothing is left to acknowledge until the next packet.
+    #[inline(always)]
+    fn ack_sent(&mut self, now: Time) {
         debug_assert!(self.ack_due(now));
         self.ack_now = false;
         self.unacked = 0;
         self.first_unacked = None;
-        let ecn = if self.ecn_any { Some(self.ecn) } else { None };
-        self.size_frame(now - self.largest_at, ecn);
     }
 
     /// Works out `last_len` for a frame of the current ranges with `ack_delay` and `ecn` (as
