@@ -316,6 +316,9 @@ pub struct Link {
     full_state: bool,
     /// Works out each packet's fate when it is admitted ([`Link::set_eager`]).
     eager: bool,
+    /// The driver takes each packet in propagation as soon as it is there
+    /// ([`Link::set_drained_ahead`]).
+    drained_ahead: bool,
     /// Eager: `(finish, delivery)` of each queued packet, in queue order (worked out on
     /// admission, used when it starts service).
     fates: VecDeque<(Time, Option<Time>)>,
@@ -349,6 +352,7 @@ impl Link {
             tell_arrivals: false,
             full_state: true,
             eager: false,
+            drained_ahead: false,
             fates: VecDeque::new(),
             feedback_none_until: None,
         }
@@ -378,6 +382,16 @@ impl Link {
     pub fn set_eager(&mut self, on: bool) -> bool {
         self.eager = on && self.can_be_eager();
         self.eager
+    }
+
+    /// Says that the driver takes every packet in propagation as soon as it is there (with
+    /// [`Link::poll_output_until`], after each call that may add one), ahead of its clock: the
+    /// packet in service is then no longer among them to ask for the wake-up that starts the
+    /// next one, so [`Link::poll_timeout`] asks for it itself while packets wait in the queue
+    /// (at the served packet's delivery, as a lazily completing link does: anything reaching
+    /// the link before then completes it first).
+    pub fn set_drained_ahead(&mut self, on: bool) {
+        self.drained_ahead = on;
     }
 
     /// Whether [`Link::set_eager`] would take: a drop-tail queue and no middlebox (or one that
@@ -998,6 +1012,20 @@ impl Link {
         }
     }
 
+    /// [`Link::poll_timeout`] of a link drained ahead ([`Link::set_drained_ahead`]) for its
+    /// packet in service `s`, handed on: with a packet waiting, its start at `s`'s end, seen no
+    /// later than `s`'s delivery (a lazily completing link: no middlebox). An eager link's
+    /// queued packets are in propagation already. (Apart: inlined, it made `poll_timeout`, which
+    /// runs per packet per hop, too big to inline.)
+    #[inline(never)]
+    fn next_start_drained(&self, s: &InService) -> Option<Time> {
+        if !self.eager && !self.queue.is_empty() {
+            s.delivery
+        } else {
+            None
+        }
+    }
+
     /// When the link next needs `handle_timeout`.
     pub fn poll_timeout(&self) -> Option<Time> {
         // Written out by hand: this runs once or twice per packet per hop.
@@ -1005,7 +1033,13 @@ impl Link {
             // Among the packets in propagation already (on an eager link, as is every packet
             // queued behind it, and heard of by any middlebox). A lost one of a link that is not
             // eager goes on below: the next one starts at its end.
-            Some(s) if s.handed && (self.eager || s.delivery.is_some()) => None,
+            Some(s) if s.handed && (self.eager || s.delivery.is_some()) => {
+                if self.drained_ahead {
+                    self.next_start_drained(s)
+                } else {
+                    None
+                }
+            }
             Some(s) if s.finish != Time::MAX && self.lazy_completion => match s.delivery {
                 // Its delivery, the first thing anyone sees of it (and of the ones after it).
                 Some(d) => Some(d),

@@ -90,6 +90,15 @@ pub trait Endpoint: std::fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether it acts only when a packet reaches it: it sends only at the instant of an arrival
+    /// (drained right after [`Endpoint::handle_packet`]), never asks to be woken, and nothing
+    /// else reads its state during the run. The driver may then hand it its packets ahead of
+    /// its clock, each at its own arrival instant (and take what it sends then), without an
+    /// event per packet. `false` unless overridden.
+    fn acts_only_on_arrival(&self) -> bool {
+        false
+    }
+
     /// The congestion controller's name, for results (`None`: open loop).
     fn cc_name(&self) -> Option<&'static str> {
         None

@@ -178,6 +178,11 @@ struct HopMode {
     /// Every path crossing the link ends there, and no site's middlebox sees what leaves it:
     /// each packet it delivers goes to its endpoint, without a look at its flow's path.
     ends: bool,
+    /// Ends at receivers that act only on arrivals, whose answers go to links only they feed
+    /// (see [`Simulation::find_quiet_links`]): each packet is handed to its receiver as soon as
+    /// its delivery is known, at its own instant, up to `flush_until`; the link is woken only
+    /// to start a packet that waited in its queue (or to deliver one beyond an earlier horizon).
+    to_receivers: bool,
 }
 
 /// More events than this at one simulated instant mean a component is stuck.
@@ -193,6 +198,10 @@ impl Simulation {
     /// [`Simulation::take_pcap`] returns it.
     pub fn capture_pcap(&mut self) {
         self.capture.get_or_insert_with(crate::capture::Capture::new);
+        // No receiver answers ahead of the clock from now on: the capture records packets as
+        // they are sent. (Its links still ask for the wake-ups a drained link asks for, which
+        // are right for one that is not drained too.)
+        self.hops.iter_mut().for_each(|h| h.to_receivers = false);
     }
 
     /// The pcap recorded since [`Simulation::capture_pcap`] (and stops recording).
@@ -391,7 +400,9 @@ impl Simulation {
         // Whether some path ends at each link.
         let mut last = vec![false; n];
         for f in &self.flows {
-            for (path, to_passive) in [(f.forward, f.passive), (f.reverse, false)] {
+            // (A passive receiver sends nothing: its reverse path carries no packet.)
+            let carrying = if f.passive { 1 } else { 2 };
+            for (path, to_passive) in [(f.forward, f.passive), (f.reverse, false)].into_iter().take(carrying) {
                 let mut prev = None;
                 for h in 0..path.len {
                     let l = path.links[h as usize];
@@ -477,6 +488,7 @@ impl Simulation {
         // `Link::set_eager`), and both then pass each packet straight on ([`Link::pass`], the
         // path of a link without a middlebox; the site's link that hears of transmissions ahead
         // is eager too, but takes its packets through `handle_input`).
+        let to_receivers = self.links_to_receivers(&quiet, &last, &next);
         for l in 0..n {
             let eager = self.links[l].set_eager(quiet[l] || ahead[l] || (l == b && site_eager));
             // The reverse link of a site whose middlebox acts hands on ahead only if the
@@ -492,8 +504,17 @@ impl Simulation {
             let next_hop = first.filter(|_| !last[l] && next[l].iter().all(|&m| m == first));
             // (Feedback leaving the reverse link of a site whose middlebox acts passes the site.)
             let ends = last[l] && next[l].is_empty() && !(site && l as u32 == self.reverse);
-            self.hops[l] =
-                HopMode { quiet: quiet[l], ahead: ahead[l], passes, past_site, next: next_hop, ends };
+            let to_receivers = ends && to_receivers[l];
+            self.links[l].set_drained_ahead(to_receivers);
+            self.hops[l] = HopMode {
+                quiet: quiet[l],
+                ahead: ahead[l],
+                passes,
+                past_site,
+                next: next_hop,
+                ends,
+                to_receivers,
+            };
         }
         let mut order = Vec::new();
         for f in &self.flows {
@@ -507,6 +528,51 @@ impl Simulation {
             }
         }
         self.quiet_order = order;
+    }
+
+    /// Per link: whether it may hand its packets to their receivers ahead of the driver's clock
+    /// ([`HopMode::to_receivers`]). Only data paths end at it (no sender's feedback), and each
+    /// receiver they reach is passive or acts only on arrivals ([`Endpoint::acts_only_on_arrival`]:
+    /// it sends at the instant of each, and never asks for a timer), with its answers going to
+    /// a first link that nothing else feeds and that has no middlebox. Such a receiver sees its
+    /// packets in delivery order, each at its own instant, whenever the driver hands them over;
+    /// what it sends reaches its first link in that order, each at its instant, as an ahead
+    /// link's next hop takes its arrivals; so every component sees the same inputs at the same
+    /// instants. Events of different components at one instant may run in another order, which
+    /// nothing they share can tell. Not while a capture records the endpoints' packets in the
+    /// order they are sent.
+    fn links_to_receivers(&mut self, quiet: &[bool], last: &[bool], next: &[Vec<Option<u32>>]) -> Vec<bool> {
+        let n = self.links.len();
+        let mut ok = vec![self.capture.is_none(); n];
+        // How many places on the paths that carry packets each link takes (a passive receiver
+        // sends nothing back): an answer's first link must take one.
+        let mut uses = vec![0u32; n];
+        for f in &self.flows {
+            let carrying = if f.passive { &[f.forward][..] } else { &[f.forward, f.reverse][..] };
+            for path in carrying {
+                for h in 0..path.len {
+                    uses[path.links[h as usize] as usize] += 1;
+                }
+            }
+        }
+        for l in 0..n {
+            ok[l] &= !quiet[l] && last[l] && next[l].is_empty();
+        }
+        for f in &mut self.flows {
+            let (data_end, feedback_end) = (f.forward.get(f.forward.len - 1), f.reverse.get(f.reverse.len - 1));
+            if let Some(e) = feedback_end {
+                ok[e as usize] = false;
+            }
+            let Some(e) = data_end else { continue };
+            if f.passive {
+                continue;
+            }
+            let first = f.reverse.get(0);
+            let answers_ahead = f.receiver.acts_only_on_arrival()
+                && first.is_some_and(|r| uses[r as usize] == 1 && self.links[r as usize].middlebox().is_none());
+            ok[e as usize] &= answers_ahead;
+        }
+        ok
     }
 
     /// Tells the receivers whose ACK frames nobody reads ([`crate::transport::AckRing::set_unread`]): those of a
@@ -660,6 +726,7 @@ impl Simulation {
         self.site_ahead = false;
         self.links.iter_mut().for_each(|l| {
             l.set_eager(false);
+            l.set_drained_ahead(false);
         });
     }
 
@@ -899,6 +966,8 @@ impl Simulation {
         }
         if self.hops[i as usize].ahead {
             self.hand_ahead(i);
+        } else if self.hops[i as usize].to_receivers {
+            self.hand_to_receivers(i);
         }
         if i == self.bottleneck && self.site {
             self.drain_site(now);
@@ -1071,7 +1140,9 @@ impl Simulation {
             self.flush_quiet(link);
             return;
         }
-        if mode.ahead {
+        if mode.to_receivers {
+            self.hand_to_receivers(link);
+        } else if mode.ahead {
             self.hand_ahead(link);
         } else if !moved {
             // Its wake-up is the one it asked for after the driver's last call (any link that is
@@ -1089,6 +1160,19 @@ impl Simulation {
     fn flush_quiet(&mut self, link: u32) {
         while let Some((at, mut pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
             self.next_hop(at, &mut pkt);
+        }
+    }
+
+    /// Hands what link `link` ([`HopMode::to_receivers`]) delivers by the current horizon to its
+    /// receivers, at each packet's own arrival instant. (None is due before the driver's clock:
+    /// the link is woken by then for each packet it has not handed, see
+    /// [`Link::set_drained_ahead`]; the clock, not an arrival's instant ahead of it, as links
+    /// fed ahead take packets beyond it.)
+    fn hand_to_receivers(&mut self, link: u32) {
+        while let Some((at, mut pkt)) = self.links[link as usize].poll_output_until(self.flush_until) {
+            debug_assert!(at >= self.now, "a packet due at {at} handed to its receiver at {}", self.now);
+            pkt.hop += 1;
+            self.deliver(at.max(self.now), &pkt);
         }
     }
 

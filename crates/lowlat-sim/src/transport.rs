@@ -141,6 +141,12 @@ impl Endpoint for AckReceiver {
     fn ack_ring(&mut self) -> Option<&mut AckRing> {
         Some(&mut self.ring)
     }
+
+    /// Acknowledging every packet at once, it has no ACK timer (the frames in its ring are read
+    /// only when their packets reach the sender).
+    fn acts_only_on_arrival(&self) -> bool {
+        self.receiver.acks_every_packet()
+    }
 }
 
 impl AckReceiver {

@@ -592,6 +592,11 @@ impl Endpoint for TransportVideoReceiver {
         self.acks.poll_timeout()
     }
 
+    /// Its frames are assembled on arrival; its ACKs are its only timer.
+    fn acts_only_on_arrival(&self) -> bool {
+        self.acks.acts_only_on_arrival()
+    }
+
     fn media_metrics(&self) -> Option<MediaMetrics> {
         Some(MediaMetrics {
             frames: self.assembler.completed.clone(),

@@ -206,3 +206,89 @@ access = {{ rate = "100 Mbit/s", delay = "2 ms" }}
         assert!(20 * fewer < 17 * all, "{assist}: {fewer} events against {all}");
     }
 }
+
+/// Copa video acknowledged packet by packet (its receiver acts only on arrivals) through a
+/// bottleneck that queues (CoDel; with Zhuge, its device queue too), loses and jitters, next to a
+/// CBR flow to a sink: handing each packet to the receiver as soon as its delivery is known, and
+/// its ACK to the reverse link then, gives exactly the results of waking every hop for every
+/// packet, in one run or in slices, with about one event per packet fewer; also once the CBR
+/// flow stops, and once the video does, its last packets queued with nothing arriving behind. A receiver that
+/// acknowledges every second packet (its ACK timer) is woken as before.
+#[test]
+fn receivers_acting_only_on_arrivals_handed_packets_ahead_give_the_results_of_waking_every_hop() {
+    for (queue, assist) in [
+        (r#"{ kind = "codel" }"#, ""),
+        (r#"{ kind = "codel", limit = "10240 packets", device_limit = "1 packet" }"#, r#"assist = "zhuge""#),
+        (r#"{ kind = "droptail", limit = "120 packets" }"#, r#"assist = "fastack""#),
+    ] {
+        let text = |ack_every: u32| {
+            format!(
+                r#"
+duration = "6 s"
+seed = 7
+[bottleneck]
+rate = "10 Mbit/s"
+delay = "20 ms"
+jitter = "2 ms"
+loss = {{ kind = "bernoulli", p = 0.005 }}
+queue = {queue}
+{assist}
+[reverse]
+rate = "50 Mbit/s"
+delay = "20 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "copa"
+fps = 25
+rmin = "500 kbit/s"
+rmax = "30 Mbit/s"
+packet_size = "1200 B"
+access = {{ delay = "5 ms" }}
+ack_every = {ack_every}
+recovery = "tcp"
+stop = "5 s"
+[[flows]]
+id = "cbr"
+kind = "cbr"
+rate = "2 Mbit/s"
+stop = "4 s"
+"#
+            )
+        };
+        let each = text(1);
+        let plain = Simulation::new(scenario(&each)).run();
+        let mut woken = Simulation::new(scenario(&each));
+        woken.wake_every_hop();
+        let woken = woken.run();
+        let sliced = run_sliced(&each, 13);
+        let want = without_events(&woken.summary_json());
+        let video = &woken.summary.flows[0];
+        assert!(video.packets_received > 3_000, "{assist}: the video flowed");
+        for r in [&plain, &sliced] {
+            assert_eq!(without_events(&r.summary_json()), want, "{assist}");
+            for (got, want) in [
+                (&r.flow_series, &woken.flow_series),
+                (&r.link_series, &woken.link_series),
+                (&r.frames, &woken.frames),
+                (&r.sender_rtt, &woken.sender_rtt),
+            ] {
+                assert_eq!(format!("{got:?}"), format!("{want:?}"), "{assist}");
+            }
+        }
+        // One event fewer per video packet delivered: none for the bottleneck's delivery to the
+        // receiver. (A capture of the endpoints' packets turns the handing ahead off.)
+        let captured = |text: &str| {
+            let mut sim = Simulation::new(scenario(text));
+            sim.capture_pcap();
+            sim.run()
+        };
+        let with_wakeups = captured(&each);
+        assert_eq!(without_events(&with_wakeups.summary_json()), want, "{assist}");
+        let saved = with_wakeups.summary.events - plain.summary.events;
+        assert!(10 * saved > 9 * video.packets_received, "{assist}: {saved} events fewer");
+        let every_second = text(2);
+        let (timer, timer_captured) = (Simulation::new(scenario(&every_second)).run(), captured(&every_second));
+        assert_eq!(timer.summary.events, timer_captured.summary.events, "{assist}: an ACK timer");
+    }
+}

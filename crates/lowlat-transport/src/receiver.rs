@@ -266,6 +266,12 @@ impl Receiver {
         self.last_len
     }
 
+    /// Whether every packet is acknowledged at once (`ack_every` of 1 or 0): each arrival makes
+    /// an ACK due at its instant, so, polled after each, the receiver never has a timer.
+    pub fn acks_every_packet(&self) -> bool {
+        self.cfg.ack_every <= 1
+    }
+
     /// When an ACK falls due by the delay timer (`None`: nothing unacknowledged).
     #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
