@@ -38,7 +38,6 @@
 //! read, from the latest window with a non-idle slot, not at every slot.
 
 use lowlat_core::{Bitrate, Bytes, Duration, Time};
-use std::collections::VecDeque;
 
 /// How the bytes queued ahead of a packet become its long-term queueing delay.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -127,13 +126,20 @@ enum Slot {
 pub struct FortuneTeller {
     cfg: FortuneTellerConfig,
     window: usize,
-    /// Closed slots, oldest first: `(bytes dequeued, kind)`.
-    slots: VecDeque<(u64, Slot)>,
+    /// Closed slots, `(bytes dequeued, kind)`: a ring of at most `window` of them, filled in
+    /// order, then overwritten from `oldest` on (a slot closes per millisecond: the ring's
+    /// indices cost less than a `VecDeque`'s pop and push).
+    slots: Vec<(u64, Slot)>,
+    /// Once the ring is full, the index of its oldest slot (the next overwritten).
+    oldest: usize,
     sum_bytes: u64,
     idle: usize,
     busy: usize,
     /// Start of the open slot (`None` before the first event).
     slot_start: Option<Time>,
+    /// End of the open slot, `slot_start + slot` (zero before the first event: every instant
+    /// is past it), kept so the look at every event is one comparison.
+    slot_end: Time,
     open_bytes: u64,
     /// The queue's length as last reported (it holds until the next report).
     backlog: Bytes,
@@ -161,11 +167,13 @@ impl FortuneTeller {
             window,
             // Allocated once for the windows configs allow (at most 50 000 slots); a config
             // that skipped validation grows it as needed rather than aborting here.
-            slots: VecDeque::with_capacity(window.min(1 << 16) + 1),
+            slots: Vec::with_capacity(window.min(1 << 16)),
+            oldest: 0,
             sum_bytes: 0,
             idle: 0,
             busy: 0,
             slot_start: None,
+            slot_end: Time::ZERO,
             open_bytes: 0,
             backlog: Bytes(0),
             last_ahead: Bytes(0),
@@ -198,20 +206,24 @@ impl FortuneTeller {
         // of the latest window with a non-idle slot. Worked out lazily; but a push that leaves
         // only idle slots keeps the values of the window before it, so those are fixed first.
         let full = self.slots.len() == self.window;
-        let leaving_idle = full && self.slots.front().is_some_and(|s| s.1 == Slot::Idle);
+        let leaving_idle = full && self.slots[self.oldest].1 == Slot::Idle;
         let non_idle_after = self.slots.len() - self.idle - usize::from(full && !leaving_idle)
             + usize::from(kind != Slot::Idle);
         if non_idle_after == 0 {
             self.refresh();
         }
-        if self.slots.len() == self.window {
-            if let Some((b, k)) = self.slots.pop_front() {
-                self.sum_bytes -= b;
-                self.idle -= usize::from(k == Slot::Idle);
-                self.busy -= usize::from(k == Slot::Busy);
+        if full {
+            let (b, k) = std::mem::replace(&mut self.slots[self.oldest], (bytes, kind));
+            self.sum_bytes -= b;
+            self.idle -= usize::from(k == Slot::Idle);
+            self.busy -= usize::from(k == Slot::Busy);
+            self.oldest += 1;
+            if self.oldest == self.window {
+                self.oldest = 0;
             }
+        } else {
+            self.slots.push((bytes, kind));
         }
-        self.slots.push_back((bytes, kind));
         self.sum_bytes += bytes;
         self.idle += usize::from(kind == Slot::Idle);
         self.busy += usize::from(kind == Slot::Busy);
@@ -247,7 +259,7 @@ impl FortuneTeller {
     #[inline]
     fn advance(&mut self, now: Time) {
         // Most calls (three or four per packet) fall within the open slot: answered inline.
-        if self.slot_start.is_some_and(|start| now < start + self.cfg.slot) {
+        if now < self.slot_end {
             return;
         }
         self.close_slots(now);
@@ -259,6 +271,7 @@ impl FortuneTeller {
         let slot = self.cfg.slot;
         let Some(start) = self.slot_start else {
             self.slot_start = Some(now);
+            self.slot_end = now + slot;
             return;
         };
         if now < start + slot {
@@ -279,7 +292,9 @@ impl FortuneTeller {
             self.push(0, kind(0));
         }
         self.open_bytes = 0;
-        self.slot_start = Some(start + Duration(slot.as_nanos() * ended as u64));
+        let next = start + Duration(slot.as_nanos() * ended as u64);
+        self.slot_start = Some(next);
+        self.slot_end = next + slot;
     }
 
     /// `bytes` left the queue at `now`; `backlog` bytes remain (waiting and in service).

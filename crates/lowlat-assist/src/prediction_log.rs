@@ -44,7 +44,9 @@ impl PredictionRecord {
 }
 
 /// Which predictions are kept, and the kept ones.
+// `repr(u8)`: a tag byte of its own (not a niche in a vector's fields), looked at per record.
 #[derive(Debug)]
+#[repr(u8)]
 pub enum PredictionLog {
     /// Every one.
     All(Vec<PredictionRecord>),

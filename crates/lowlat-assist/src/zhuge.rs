@@ -359,7 +359,10 @@ struct OutOfBand {
     last_ack: Option<(Time, Time)>,
 }
 
+// `repr(u8)`: a tag byte of its own (not a niche in the in-band state's fields), looked at
+// twice per arrival.
 #[derive(Clone, Debug)]
+#[repr(u8)]
 enum FlowState {
     InBand(InBand),
     OutOfBand(OutOfBand),
