@@ -151,6 +151,7 @@ impl FeedbackCollector {
     }
 
     /// When the next report is due.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Time> {
         if self.pending.is_empty() {
             return None;

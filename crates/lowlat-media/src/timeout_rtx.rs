@@ -294,7 +294,7 @@ impl HeldFrame {
     }
 
     /// The smallest `last_sent + dispersion x batch` of its packets not waiting in the pacer.
-    #[inline]
+    #[inline(always)]
     fn earliest(&mut self, disp: u64) -> Option<Time> {
         if let Some(known) = self.known {
             return known;
@@ -305,7 +305,7 @@ impl HeldFrame {
     }
 
     /// [`HeldFrame::earliest`] from `keys`, stale entries dropped on the way.
-    #[inline]
+    #[inline(always)]
     fn find_earliest(&mut self, disp: u64) -> Option<Time> {
         if self.rebuild {
             self.rebuild_keys(disp);
@@ -637,7 +637,7 @@ impl TimeoutRetransmitter {
     }
 
     /// srtt + 4 deviations of `rtt`: [`Self::timeout`] without the batch's dispersion.
-    #[inline]
+    #[inline(always)]
     fn base_timeout(rtt: &RttStats, cfg: &TimeoutRtxConfig) -> Duration {
         let base = rtt.srtt().as_secs_f64() + cfg.deviations * rtt.deviation().as_secs_f64();
         Duration::from_secs_f64(base)
@@ -815,25 +815,31 @@ impl AckResponder {
     /// retransmission. Returns whether it is new (false: a duplicate).
     #[inline]
     pub fn on_packet(&mut self, now: Time, frame: u64, index: u16, count: u16, rtx: bool) -> bool {
-        if frame + REMEMBERED_FRAMES < self.highest {
-            return true;
-        }
-        self.highest = self.highest.max(frame);
-        // Frames below the horizon are never looked at again (the test above): forgotten first.
-        let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
-        while self.base < horizon && !self.frames.is_empty() {
-            if let Some(Some(f)) = self.frames.pop_front() {
-                self.spare.push(f.got);
+        // A frame's packets mostly arrive together, the newest frame's: its slot is there and
+        // the horizon has not moved since it was made (`base` stays at or above it while any
+        // frame is held, and `highest`'s slot is never forgotten), so nothing below moves.
+        if frame != self.highest || self.frames.is_empty() {
+            if frame + REMEMBERED_FRAMES < self.highest {
+                return true;
             }
-            self.base += 1;
-        }
-        // `frame` is at or above the horizon: at most REMEMBERED_FRAMES slots from `base`.
-        if self.frames.is_empty() {
-            self.base = frame;
-        }
-        while frame < self.base {
-            self.frames.push_front(None);
-            self.base -= 1;
+            self.highest = self.highest.max(frame);
+            // Frames below the horizon are never looked at again (the test above): forgotten
+            // first.
+            let horizon = self.highest.saturating_sub(REMEMBERED_FRAMES);
+            while self.base < horizon && !self.frames.is_empty() {
+                if let Some(Some(f)) = self.frames.pop_front() {
+                    self.spare.push(f.got);
+                }
+                self.base += 1;
+            }
+            // `frame` is at or above the horizon: at most REMEMBERED_FRAMES slots from `base`.
+            if self.frames.is_empty() {
+                self.base = frame;
+            }
+            while frame < self.base {
+                self.frames.push_front(None);
+                self.base -= 1;
+            }
         }
         let at = (frame - self.base) as usize;
         if self.frames.len() <= at {

@@ -487,6 +487,8 @@ impl RtpSender {
     }
 
     /// An ACK (`repair = "timeout"`): the packet is settled; its RTT is the sender's sample.
+    /// (Inlined into the ACK's handling: a call of its own saved and restored registers again.)
+    #[inline(always)]
     fn on_ack(&mut self, now: Time, frame: u64, index: u16, seq: u64, dispersion: Duration) {
         let Some(t) = self.timeout_rtx.as_mut() else { return };
         // Under Zhuge the AP's reports, one per millisecond, set the dispersion to 0.
@@ -669,6 +671,60 @@ impl RtpSender {
     fn next_frame_time(&self) -> Option<Time> {
         Some(self.source.poll_timeout()).filter(|&t| t < self.stop)
     }
+
+    /// A packet of feedback that is no congestion report: an ACK (`repair = "timeout"`, one
+    /// per media packet, mostly in its slot) or a NACK. (The ACK's handling inlined here.)
+    #[inline(never)]
+    fn handle_non_cc_feedback(&mut self, now: Time, pkt: &Packet) {
+        // A NACK may overtake reports held on the way (Zhuge out-of-band): take it alone.
+        let id = pkt.app & !APP_NON_CC_FEEDBACK;
+        if let Some(ack) = self.mailbox.take_ack(id) {
+            if id >= self.dropped_below {
+                self.last_now = now;
+                self.on_ack(now, ack.frame, ack.index, ack.seq, ack.dispersion);
+            }
+            return;
+        }
+        self.handle_mailbox_message(now, pkt, id);
+    }
+
+    /// [`RtpSender::handle_non_cc_feedback`] of a message not in an ACK slot (rare).
+    #[cold]
+    #[inline(never)]
+    fn handle_mailbox_message(&mut self, now: Time, pkt: &Packet, id: u64) {
+        let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
+        // Usually the front one: checked before a search (`iter` splits the ring, and
+        // `remove(0)` still runs a zero-length `wrap_copy`).
+        let msg = if mb.front().is_some_and(|(i, _)| *i == id) {
+            mb.pop_front()
+        } else {
+            mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k))
+        };
+        drop(mb);
+        match msg {
+            Some((_, RtcpMessage::Nack { lost, forward_delay })) => {
+                self.last_now = now;
+                self.on_nack(now, &lost, forward_delay + (now - pkt.sent_at));
+            }
+            Some((_, RtcpMessage::Ack { frame, index, seq, dispersion })) => {
+                self.last_now = now;
+                self.on_ack(now, frame, index, seq, dispersion);
+            }
+            _ => {}
+        }
+    }
+
+    /// A congestion report's packet (one every few dozen media packets).
+    #[inline(never)]
+    fn handle_report_packet(&mut self, now: Time, pkt: &Packet) {
+        // `take_by_id` drops the messages below `pkt.app` (ACKs in slots included, below).
+        self.dropped_below = self.dropped_below.max(pkt.app);
+        if let Some(RtcpMessage::Report { report_time, arrivals }) =
+            crate::transport::take_by_id(&self.mailbox, pkt.app)
+        {
+            self.on_report(now, report_time, &arrivals);
+        }
+    }
 }
 
 impl Endpoint for RtpSender {
@@ -677,44 +733,12 @@ impl Endpoint for RtpSender {
     }
 
     fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        // Both kinds apart, so that this dispatch saves no registers: an ACK per media packet
+        // (`repair = "timeout"`) paid for the whole body's frame.
         if pkt.app & APP_NON_CC_FEEDBACK != 0 {
-            // A NACK may overtake reports held on the way (Zhuge out-of-band): take it alone.
-            let id = pkt.app & !APP_NON_CC_FEEDBACK;
-            if let Some(ack) = self.mailbox.take_ack(id) {
-                if id >= self.dropped_below {
-                    self.last_now = now;
-                    self.on_ack(now, ack.frame, ack.index, ack.seq, ack.dispersion);
-                }
-                return;
-            }
-            let mut mb = self.mailbox.lock().expect("the mailbox lock is never held across a panic");
-            // Usually the front one: checked before a search (`iter` splits the ring, and
-            // `remove(0)` still runs a zero-length `wrap_copy`).
-            let msg = if mb.front().is_some_and(|(i, _)| *i == id) {
-                mb.pop_front()
-            } else {
-                mb.iter().position(|(i, _)| *i == id).and_then(|k| mb.remove(k))
-            };
-            drop(mb);
-            match msg {
-                Some((_, RtcpMessage::Nack { lost, forward_delay })) => {
-                    self.last_now = now;
-                    self.on_nack(now, &lost, forward_delay + (now - pkt.sent_at));
-                }
-                Some((_, RtcpMessage::Ack { frame, index, seq, dispersion })) => {
-                    self.last_now = now;
-                    self.on_ack(now, frame, index, seq, dispersion);
-                }
-                _ => {}
-            }
-            return;
-        }
-        // `take_by_id` drops the messages below `pkt.app` (ACKs in slots included, below).
-        self.dropped_below = self.dropped_below.max(pkt.app);
-        if let Some(RtcpMessage::Report { report_time, arrivals }) =
-            crate::transport::take_by_id(&self.mailbox, pkt.app)
-        {
-            self.on_report(now, report_time, &arrivals);
+            self.handle_non_cc_feedback(now, pkt);
+        } else {
+            self.handle_report_packet(now, pkt);
         }
     }
 
@@ -955,13 +979,12 @@ impl Endpoint for RtpReceiver {
             let size = TimeoutRtxConfig::default().ack_size;
             return Some(Transmit { size, seq: id, app: id | APP_NON_CC_FEEDBACK, ecn: 0 });
         }
-        if self.nack.is_some() {
-            if let Some(t) = self.poll_nack(now) {
-                return Some(t);
-            }
+        // The rest apart: this runs after every packet, to send its ACK or mostly nothing,
+        // and kept small it saves no registers.
+        if self.nack.is_some() || self.collector.poll_timeout().is_some_and(|t| t <= now) {
+            return self.poll_rtcp(now);
         }
-        let report = self.collector.poll_report(now)?;
-        Some(self.send_report(now, report))
+        None
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -993,6 +1016,18 @@ impl Endpoint for RtpReceiver {
 // The receiver's rarer sends, out of `poll_transmit`, which runs after every packet (usually to
 // send its ACK, or nothing).
 impl RtpReceiver {
+    /// The NACK or report due at `now`, if any (with `nack = true`, or a report due).
+    #[inline(never)]
+    fn poll_rtcp(&mut self, now: Time) -> Option<Transmit> {
+        if self.nack.is_some() {
+            if let Some(t) = self.poll_nack(now) {
+                return Some(t);
+            }
+        }
+        let report = self.collector.poll_report(now)?;
+        Some(self.send_report(now, report))
+    }
+
     /// The NACK due at `now`, if any (with `nack = true`).
     #[inline(never)]
     fn poll_nack(&mut self, now: Time) -> Option<Transmit> {
