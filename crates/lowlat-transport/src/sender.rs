@@ -1041,8 +1041,11 @@ impl Sender {
         // thousands of instructions under TCP's recovery, whose holes stay suspects.)
         let mut suspects = std::mem::take(&mut self.suspects);
         let ranges = &frame.ranges[..];
-        // `ranges[j..]` lie wholly below the suspect at hand.
-        let mut j = ranges.len();
+        // `ranges[j..]` lie wholly below the suspect at hand. (Found by binary search for the
+        // lowest: the suspects are mostly a few recent holes near the top of a frame that
+        // reports up to 32 ranges, which the walk up from the lowest range went through.)
+        let mut j =
+            suspects.first().map_or(ranges.len(), |&lowest| ranges.partition_point(|r| r.1 >= lowest));
         let mut kept = 0;
         for k in 0..suspects.len() {
             let pn = suspects[k];
