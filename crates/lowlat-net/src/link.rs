@@ -716,9 +716,24 @@ impl Link {
     #[inline]
     pub fn pass(&mut self, now: Time, pkt: &mut Packet, until: Time) -> Option<Time> {
         debug_assert!(self.eager && self.middlebox.is_none());
-        self.advance_eager(now);
+        // (An eager link's queue is drop-tail and holds the packets whose fates wait in `fates`,
+        // no others: it is empty when they are, which one length says.)
+        debug_assert_eq!(self.queue.is_idle_droptail(), self.fates.is_empty());
+        if let Some(s) = self.in_service.as_ref() {
+            if s.finish <= now && self.fates.is_empty() {
+                // The transmission in service has ended and nothing waits behind it (most packets
+                // of an uncongested hop): completed, counted, and this packet served at once, as
+                // `advance_eager` then the idle case below do, with one look at the queue.
+                let s = *s;
+                self.stats.record_completed(s.size, s.finish, s.delivery.is_none());
+                pkt.enqueued_at = now;
+                let delivery = self.serve_idle(now, pkt);
+                return self.hand_on(delivery, pkt, until);
+            }
+            self.advance_eager(now);
+        }
         let start = match self.in_service.as_ref() {
-            None if self.queue.is_idle_droptail() => {
+            None if self.fates.is_empty() => {
                 // Idle: served at once, as `enqueue` does.
                 pkt.enqueued_at = now;
                 let delivery = self.serve_idle(now, pkt);
@@ -791,7 +806,8 @@ impl Link {
     /// for other queues stays out of the hand-on path.
     #[inline(always)]
     fn start_next_eager(&mut self, t: Time) {
-        if self.queue.is_idle_droptail() {
+        // (Its queue holds the packets whose fates wait in `fates`: see `pass`.)
+        if self.fates.is_empty() {
             self.in_service = None;
             return;
         }
