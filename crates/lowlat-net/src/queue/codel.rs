@@ -38,6 +38,16 @@ impl Default for CoDelConfig {
     }
 }
 
+/// What [`CoDel::dequeue`] does with the head (see [`CoDel::verdict`]).
+enum HeadVerdict {
+    /// Nothing queued (the state changed as a dequeue of nothing changes it).
+    Empty,
+    /// Served as is (the state changed).
+    Serve,
+    /// The control law acts ([`CoDel::dequeue_head`]); nothing changed yet.
+    ControlLaw,
+}
+
 /// A CoDel queue.
 #[derive(Clone, Debug)]
 pub struct CoDel {
@@ -54,6 +64,10 @@ pub struct CoDel {
     dropping: bool,
     drops: u64,
     marks: u64,
+    /// Whether the front of `packets` is not CoDel's but a one-packet device FIFO's behind it
+    /// ([`super::DeviceQueue`]), kept in place: it left CoDel (not counted in `bytes` nor
+    /// [`CoDel::len`]), and stays where it was rather than being copied out into the device.
+    held: bool,
 }
 
 impl CoDel {
@@ -71,12 +85,13 @@ impl CoDel {
             dropping: false,
             drops: 0,
             marks: 0,
+            held: false,
         }
     }
 
     /// Appends `pkt` or gives it back when the backing buffer is full.
     pub fn enqueue(&mut self, now: Time, mut pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
-        if !self.limit.admits(self.bytes, self.packets.len(), pkt.size as u64, rate) {
+        if !self.limit.admits(self.bytes, self.len(), pkt.size as u64, rate) {
             return Err(pkt);
         }
         pkt.enqueued_at = now;
@@ -90,7 +105,7 @@ impl CoDel {
     /// so CoDel is below target and leaves the dropping state; nothing is dropped or marked.
     #[inline]
     pub fn pass_idle(&mut self) {
-        debug_assert!(self.packets.is_empty());
+        debug_assert!(self.is_empty());
         self.first_above_time = None;
         self.dropping = false;
     }
@@ -137,7 +152,7 @@ impl CoDel {
     /// CoDel asks it several times per packet while it holds nothing.
     #[inline(always)]
     pub fn dequeue_empty(&mut self) {
-        debug_assert!(self.packets.is_empty());
+        debug_assert!(self.is_empty());
         self.first_above_time = None;
         self.dropping = false;
     }
@@ -145,9 +160,65 @@ impl CoDel {
     /// The next packet to transmit (RFC 8289 `dequeue`); packets dropped on the way are counted.
     #[inline]
     pub fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        debug_assert!(!self.held);
+        match self.verdict(now) {
+            HeadVerdict::Empty => None,
+            HeadVerdict::Serve => self.packets.pop_front(),
+            HeadVerdict::ControlLaw => self.dequeue_head(now),
+        }
+    }
+
+    /// [`CoDel::dequeue`] into a one-packet device FIFO kept in place: the packet it gives, if
+    /// any, stays at the front, held (see `held`); returns its size. The device's packet
+    /// before it must have been taken ([`CoDel::take_held`]).
+    #[inline(always)]
+    pub(crate) fn dequeue_held(&mut self, now: Time) -> Option<u32> {
+        debug_assert!(!self.held);
+        match self.verdict(now) {
+            HeadVerdict::Empty => return None,
+            HeadVerdict::Serve => {}
+            HeadVerdict::ControlLaw => {
+                // (Rare: a drop or mark is due. The packet given goes back to the front.)
+                let p = self.dequeue_head(now)?;
+                self.packets.push_front(p);
+            }
+        }
+        self.held = true;
+        self.packets.front().map(|p| p.size)
+    }
+
+    /// Puts `pkt`, which passed the empty CoDel ([`CoDel::pass_idle`]), in the one-packet
+    /// device FIFO behind it, kept in place (see `held`).
+    #[inline(always)]
+    pub(crate) fn hold(&mut self, pkt: Packet) {
+        debug_assert!(!self.held && self.packets.is_empty());
+        self.held = true;
+        self.packets.push_back(pkt);
+    }
+
+    /// Takes the device FIFO's packet kept in place (see `held`), if there is one.
+    #[inline(always)]
+    pub(crate) fn take_held(&mut self) -> Option<Packet> {
+        if !self.held {
+            return None;
+        }
+        self.held = false;
+        self.packets.pop_front()
+    }
+
+    /// Whether the front packet is a device FIFO's kept in place (see `held`).
+    #[inline(always)]
+    pub(crate) fn holds(&self) -> bool {
+        self.held
+    }
+
+    /// `dodequeue`'s verdict on the head, for [`CoDel::dequeue`]: with `Serve`, the head is
+    /// served as is and the state (and `bytes`) has changed as `dequeue_head` would change it.
+    #[inline(always)]
+    fn verdict(&mut self, now: Time) -> HeadVerdict {
         let Some(head) = self.packets.front() else {
             self.dequeue_empty();
-            return None;
+            return HeadVerdict::Empty;
         };
         // `dodequeue`'s verdict on the head, worked out in place: when it allows no drop, or
         // allows one while dropping before the next drop is due, the head is served as is and
@@ -157,7 +228,7 @@ impl CoDel {
         let above = now - head.enqueued_at >= self.config.target && bytes > self.config.max_packet.0;
         let ok_to_drop = above && self.first_above_time.is_some_and(|t| now >= t);
         if ok_to_drop && (!self.dropping || now >= self.drop_next) {
-            return self.dequeue_head(now);
+            return HeadVerdict::ControlLaw;
         }
         if !ok_to_drop {
             if !above {
@@ -168,7 +239,7 @@ impl CoDel {
             self.dropping = false;
         }
         self.bytes = bytes;
-        self.packets.pop_front()
+        HeadVerdict::Serve
     }
 
     /// [`CoDel::dequeue`] of a queue holding at least one packet.
@@ -220,16 +291,24 @@ impl CoDel {
     }
 
     /// Packets queued.
+    #[inline]
     pub fn len(&self) -> usize {
+        self.packets.len() - self.held as usize
+    }
+
+    /// Packets queued, and the device FIFO's kept in place (see `held`).
+    #[inline]
+    pub(crate) fn len_with_held(&self) -> usize {
         self.packets.len()
     }
 
     /// Whether empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.packets.is_empty()
+        self.len() == 0
     }
 
-    /// The head packet.
+    /// The head packet (the device FIFO's, when it is kept in place: the packet served next).
     pub fn head(&self) -> Option<&Packet> {
         self.packets.front()
     }

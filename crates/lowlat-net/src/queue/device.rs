@@ -50,8 +50,14 @@ impl Default for DeviceQueueConfig {
 #[derive(Clone, Debug)]
 pub struct DeviceQueue {
     qdisc: QueueDiscipline,
+    /// The device FIFO's packets, but for a one-packet FIFO behind CoDel (the Zhuge
+    /// reproduction's), whose packet CoDel keeps at its front, flagged as not its own (see
+    /// `CoDel::hold`): each packet then stays where it arrived, without the copies out of CoDel
+    /// and into and out of the device, nor the trips through the general stages.
     device: VecDeque<Packet>,
     device_bytes: u64,
+    /// Packets `device` holds at most; 0 for a one-packet FIFO kept in CoDel (see `device`),
+    /// which so takes the ways apart from the inlined ones, at no cost to other FIFOs.
     limit: usize,
 }
 
@@ -63,7 +69,10 @@ impl DeviceQueue {
             device: VecDeque::new(),
             device_bytes: 0,
             // A device that holds nothing would never take a packet: at least one.
-            limit: device.limit_packets.max(1) as usize,
+            limit: match qdisc {
+                QueueConfig::CoDel { .. } if device.limit_packets <= 1 => 0,
+                _ => device.limit_packets.max(1) as usize,
+            },
         }
     }
 
@@ -92,6 +101,9 @@ impl DeviceQueue {
     /// packet of a queue shorter than the device FIFO skips).
     #[inline(always)]
     pub(crate) fn enqueue_inline(&mut self, now: Time, mut pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        if self.limit == 0 {
+            return self.enqueue_held(now, pkt, rate);
+        }
         // A device FIFO with room means an empty qdisc (a refill leaves the FIFO full or the
         // qdisc empty): the packet passes the qdisc at once, with a sojourn of zero. Most
         // packets of a queue shorter than the FIFO take this way, without the trip through the
@@ -106,9 +118,26 @@ impl DeviceQueue {
         self.enqueue_in_qdisc(now, pkt, rate)
     }
 
+    /// [`DeviceQueue::enqueue`] of a one-packet device FIFO kept in CoDel (see `device`): full,
+    /// the packet waits in CoDel; empty, it means an empty CoDel, which the packet passes at
+    /// once (as a FIFO with room takes it).
+    #[inline(always)]
+    fn enqueue_held(&mut self, now: Time, mut pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        let QueueDiscipline::CoDel(c) = &mut self.qdisc else { unreachable!("kept only in CoDel") };
+        if c.holds() {
+            return c.enqueue(now, pkt, rate);
+        }
+        c.pass_idle();
+        pkt.enqueued_at = now;
+        self.device_bytes += pkt.size as u64;
+        c.hold(pkt);
+        Ok(())
+    }
+
     /// [`DeviceQueue::enqueue`] through the qdisc.
     #[inline(never)]
     fn enqueue_in_qdisc(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
+        debug_assert!(self.limit > 0, "a FIFO kept in CoDel takes `enqueue_held`");
         self.qdisc.leaf_enqueue(now, pkt, rate)?;
         // (A full device FIFO, why most packets come this way, takes nothing.)
         if self.device.len() < self.limit {
@@ -128,17 +157,42 @@ impl DeviceQueue {
     /// (the refill's) does.
     #[inline(always)]
     pub(crate) fn dequeue_inline(&mut self, now: Time) -> Option<Packet> {
+        // (With a FIFO kept in CoDel, an empty CoDel means an empty FIFO too: nothing to pop.)
         if self.qdisc.dequeue_if_empty() {
             let p = self.device.pop_front()?;
             self.device_bytes -= p.size as u64;
             return Some(p);
         }
+        // (Asked only past the way above, which a FIFO kept in CoDel takes when empty: no cost
+        // to other FIFOs while their qdisc is empty.)
+        if self.limit == 0 {
+            return self.dequeue_held(now);
+        }
         self.dequeue_general(now)
+    }
+
+    /// [`DeviceQueue::dequeue`] of a one-packet device FIFO kept in CoDel (see `device`),
+    /// holding a packet: it leaves, and CoDel's next takes its place, staying where it is
+    /// (CoDel's dequeue does not depend on the device FIFO).
+    #[inline(always)]
+    fn dequeue_held(&mut self, now: Time) -> Option<Packet> {
+        let QueueDiscipline::CoDel(c) = &mut self.qdisc else { unreachable!("kept only in CoDel") };
+        // (Held: `dequeue_if_empty` saw a packet. Otherwise, as there, nothing to pop.)
+        let Some(p) = c.take_held() else {
+            c.dequeue_empty();
+            return None;
+        };
+        self.device_bytes -= p.size as u64;
+        if let Some(size) = c.dequeue_held(now) {
+            self.device_bytes += size as u64;
+        }
+        Some(p)
     }
 
     /// [`DeviceQueue::dequeue`], the general way.
     #[inline(never)]
     fn dequeue_general(&mut self, now: Time) -> Option<Packet> {
+        debug_assert!(self.limit > 0, "a FIFO kept in CoDel takes `dequeue_held`");
         if self.qdisc.leaf_len() == 0 {
             // Both refills would find the qdisc empty: one dequeue of nothing does what they do
             // (at least one of them runs, and an empty dequeue's effect does not depend on how
@@ -152,7 +206,7 @@ impl DeviceQueue {
         }
         // A qdisc holding packets means a full device FIFO: nothing to refill before the pop.
         if self.limit == 1 {
-            // A one-packet FIFO (the Zhuge reproduction's): the qdisc's next packet takes the
+            // A one-packet FIFO behind another qdisc than CoDel: the qdisc's next packet takes the
             // place of the one leaving, without the FIFO's pop and push (the qdisc's dequeue
             // does not depend on the FIFO).
             if let Some(next) = self.qdisc.leaf_dequeue(now) {
@@ -180,7 +234,7 @@ impl DeviceQueue {
     /// Packets waiting in both stages.
     #[inline]
     pub fn len(&self) -> usize {
-        self.qdisc.leaf_len() + self.device.len()
+        self.qdisc.leaf_len_with_held() + self.device.len()
     }
 
     /// Whether both stages are empty.
@@ -203,7 +257,13 @@ impl DeviceQueue {
     /// Packets in the device FIFO.
     #[inline]
     pub fn device_len(&self) -> usize {
-        self.device.len()
+        self.device.len() + self.qdisc.leaf_held()
+    }
+
+    /// Whether the device FIFO holds no packet in `device` (one kept in CoDel aside).
+    #[inline(always)]
+    pub(crate) fn device_fifo_empty(&self) -> bool {
+        self.device.is_empty()
     }
 
     /// The qdisc, to change its state as a trip through it would (see
@@ -217,7 +277,7 @@ impl DeviceQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::{CoDelConfig, QueueLimit};
+    use crate::queue::{CoDel, CoDelConfig, QueueLimit};
     use lowlat_core::{Duration, FlowId};
 
     fn pkt(i: u64, now: Time) -> Packet {
@@ -256,6 +316,14 @@ mod tests {
                 config: CoDelConfig::default(),
                 limit: QueueLimit::Unlimited,
             }),
+            device: DeviceQueueConfig { limit_packets: device },
+        })
+    }
+
+    /// CoDel of `config` limited to 40 packets, behind a device FIFO of `device` packets.
+    fn codel_behind_config(config: CoDelConfig, device: u32) -> QueueDiscipline {
+        QueueDiscipline::new(&QueueConfig::Device {
+            qdisc: Box::new(QueueConfig::CoDel { config, limit: QueueLimit::Packets(40) }),
             device: DeviceQueueConfig { limit_packets: device },
         })
     }
@@ -345,6 +413,53 @@ mod tests {
                 }
                 assert_eq!((staged.len(), staged.bytes()), (single.len(), single.bytes()));
             }
+        }
+    }
+
+    #[test]
+    fn a_one_packet_device_fifo_kept_in_codel_is_the_two_stages() {
+        // Random bursts and service gaps, with and without ECN: the one-packet device FIFO that
+        // CoDel keeps at its front against CoDel feeding a separate one-packet slot (the
+        // stages as the general device queue runs them), packet for packet and state for state.
+        for ecn in [false, true] {
+            let cfg = CoDelConfig { ecn, ..CoDelConfig::default() };
+            let mut kept = codel_behind_config(cfg.clone(), 1);
+            let mut codel = CoDel::new(cfg, QueueLimit::Packets(40));
+            let mut slot: Option<Packet> = None;
+            let mut next = lowlat_core::rng::below(7, "device-codel-test");
+            let (mut now, mut id) = (Time::ZERO, 0u64);
+            for _ in 0..200_000 {
+                now += Duration::from_micros(next(900));
+                for _ in 0..next(3) {
+                    let mut p = Packet::new(id, FlowId(0), Bytes(200 + next(1300)), id, now);
+                    p.ecn = next(3) as u8;
+                    id += 1;
+                    let a = kept.enqueue(now, p, Bitrate::mbps(10)).is_ok();
+                    let b = if slot.is_none() {
+                        codel.pass_idle();
+                        p.enqueued_at = now;
+                        slot = Some(p);
+                        true
+                    } else {
+                        codel.enqueue(now, p, Bitrate::mbps(10)).is_ok()
+                    };
+                    assert_eq!(a, b, "arrival {id}");
+                }
+                let a = kept.dequeue(now);
+                let b = slot.take();
+                slot = codel.dequeue(now);
+                assert_eq!(a.map(|p| (p.id, p.ecn, p.enqueued_at)), b.map(|p| (p.id, p.ecn, p.enqueued_at)));
+                let want_len = codel.len() + slot.is_some() as usize;
+                let want_bytes = codel.bytes().0 + slot.map_or(0, |p| p.size as u64);
+                assert_eq!((kept.len(), kept.bytes().0), (want_len, want_bytes));
+                assert_eq!(kept.head().map(|p| p.id), slot.map(|p| p.id));
+                assert_eq!((kept.aqm_drops(), kept.ecn_marks()), (codel.drops(), codel.marks()));
+                let QueueDiscipline::Device(d) = &kept else { unreachable!() };
+                let QueueDiscipline::CoDel(c) = d.qdisc() else { unreachable!() };
+                assert_eq!(c.is_dropping(), codel.is_dropping());
+                assert_eq!((d.device_len(), c.len()), (slot.is_some() as usize, codel.len()));
+            }
+            assert!(kept.aqm_drops() + kept.ecn_marks() > 100, "the control law acted");
         }
     }
 

@@ -228,6 +228,25 @@ impl QueueDiscipline {
         }
     }
 
+    /// [`QueueDiscipline::len`], with a device FIFO's packet CoDel keeps in place (see
+    /// [`DeviceQueue`]'s `device`).
+    #[inline(always)]
+    fn leaf_len_with_held(&self) -> usize {
+        match self {
+            QueueDiscipline::CoDel(q) => q.len_with_held(),
+            q => q.leaf_len(),
+        }
+    }
+
+    /// Packets of a device FIFO kept in place in this qdisc (see [`DeviceQueue`]'s `device`).
+    #[inline(always)]
+    fn leaf_held(&self) -> usize {
+        match self {
+            QueueDiscipline::CoDel(q) => q.holds() as usize,
+            _ => 0,
+        }
+    }
+
     /// [`QueueDiscipline::enqueue`].
     #[inline(always)]
     fn leaf_enqueue(&mut self, now: Time, pkt: Packet, rate: Bitrate) -> Result<(), Packet> {
@@ -258,7 +277,8 @@ impl QueueDiscipline {
     fn dequeue_if_empty(&mut self) -> bool {
         match self {
             QueueDiscipline::DropTail(q) => q.is_empty(),
-            QueueDiscipline::CoDel(q) if q.is_empty() => {
+            // (Counting a device FIFO's packet it keeps, which the caller would take.)
+            QueueDiscipline::CoDel(q) if q.len_with_held() == 0 => {
                 q.dequeue_empty();
                 true
             }
@@ -324,13 +344,14 @@ impl QueueDiscipline {
     pub fn pass_if_empty(&mut self) -> bool {
         match self {
             QueueDiscipline::DropTail(q) => q.is_empty(),
-            QueueDiscipline::CoDel(q) if q.is_empty() => {
+            // (A CoDel of its own keeps no device FIFO's packet: `len_with_held` is its length.)
+            QueueDiscipline::CoDel(q) if q.len_with_held() == 0 => {
                 q.pass_idle();
                 true
             }
             // (A device FIFO's trip: the qdisc's idle pass on enqueue, then its dequeue of
             // nothing on the pop, which does what the pass did.)
-            QueueDiscipline::Device(q) if q.device_len() == 0 && q.qdisc().leaf_len() == 0 => {
+            QueueDiscipline::Device(q) if q.device_fifo_empty() && q.qdisc().leaf_len_with_held() == 0 => {
                 q.qdisc_mut().pass_idle()
             }
             QueueDiscipline::CoDel(_) | QueueDiscipline::L4s(_) | QueueDiscipline::Device(_) => false,
@@ -344,7 +365,8 @@ impl QueueDiscipline {
     #[inline(always)]
     pub fn dequeue_idle(&mut self, _now: Time) -> bool {
         match self {
-            QueueDiscipline::Device(q) if q.device_len() == 0 => q.qdisc_mut().dequeue_if_empty(),
+            // (A device FIFO kept in its qdisc, `dequeue_if_empty` counts.)
+            QueueDiscipline::Device(q) if q.device_fifo_empty() => q.qdisc_mut().dequeue_if_empty(),
             QueueDiscipline::Device(_) => false,
             q => q.dequeue_if_empty(),
         }
