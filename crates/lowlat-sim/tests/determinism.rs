@@ -45,6 +45,58 @@ fn run_sliced(text: &str, step_ms: u64) -> lowlat_sim::RunResult {
     sliced.finish()
 }
 
+/// A Copa video flow (its receiver acknowledging every `ack_every` packets, TCP recovery;
+/// `video`: more of its lines) through a 5 ms access link and a lossy, jittered bottleneck
+/// (`bottleneck`: its rate, queue and assist lines), with a reverse link of its own, beside a
+/// CBR flow (`cbr`: more of its lines).
+fn copa_video_beside_cbr(duration: &str, seed: u64, bottleneck: &str, (ack_every, video): (u32, &str), cbr: &str) -> String {
+    format!(
+        r#"
+duration = "{duration}"
+seed = {seed}
+[bottleneck]
+delay = "20 ms"
+jitter = "2 ms"
+loss = {{ kind = "bernoulli", p = 0.005 }}
+{bottleneck}
+[reverse]
+rate = "50 Mbit/s"
+delay = "20 ms"
+[[flows]]
+id = "video"
+kind = "rtp-video"
+cc = "copa"
+fps = 25
+rmin = "500 kbit/s"
+rmax = "30 Mbit/s"
+packet_size = "1200 B"
+access = {{ delay = "5 ms" }}
+ack_every = {ack_every}
+recovery = "tcp"
+{video}
+[[flows]]
+id = "cbr"
+kind = "cbr"
+rate = "2 Mbit/s"
+{cbr}
+"#
+    )
+}
+
+/// `got` and `want` give the same summary (but for the event count), series, frames and sender
+/// RTT samples.
+fn assert_same_results(got: &lowlat_sim::RunResult, want: &lowlat_sim::RunResult, what: &str) {
+    assert_eq!(without_events(&got.summary_json()), without_events(&want.summary_json()), "{what}");
+    for (g, w) in [
+        (&got.flow_series, &want.flow_series),
+        (&got.link_series, &want.link_series),
+        (&got.frames, &want.frames),
+        (&got.sender_rtt, &want.sender_rtt),
+    ] {
+        assert_eq!(format!("{g:?}"), format!("{w:?}"), "{what}");
+    }
+}
+
 #[test]
 fn same_scenario_and_seed_give_identical_summaries_and_series() {
     let a = run(RANDOM);
@@ -156,49 +208,21 @@ fn middleboxes_heard_ahead_give_the_results_of_waking_every_hop() {
     for assist in
         [r#"assist = "fastack""#, "assist = \"zhuge\"\nzhuge = { in_band = \"sampled\", ack_copy = true }"]
     {
-        let text = format!(
-            r#"
-duration = "4 s"
-seed = 3
-[bottleneck]
-rate = "12 Mbit/s"
-delay = "20 ms"
-jitter = "2 ms"
-loss = {{ kind = "bernoulli", p = 0.005 }}
+        let bottleneck = format!(
+            r#"rate = "12 Mbit/s"
 queue = {{ kind = "droptail", limit = "120 packets" }}
-{assist}
-[reverse]
-rate = "50 Mbit/s"
-delay = "20 ms"
-[[flows]]
-id = "video"
-kind = "rtp-video"
-cc = "copa"
-fps = 25
-rmin = "500 kbit/s"
-rmax = "30 Mbit/s"
-packet_size = "1200 B"
-access = {{ delay = "5 ms" }}
-ack_every = 1
-recovery = "tcp"
-[[flows]]
-id = "cbr"
-kind = "cbr"
-rate = "2 Mbit/s"
-access = {{ rate = "100 Mbit/s", delay = "2 ms" }}
-"#
+{assist}"#
         );
+        let cbr = r#"access = { rate = "100 Mbit/s", delay = "2 ms" }"#;
+        let text = copa_video_beside_cbr("4 s", 3, &bottleneck, (1, ""), cbr);
         let plain = Simulation::new(scenario(&text)).run();
         let mut woken = Simulation::new(scenario(&text));
         woken.wake_every_hop();
         let woken = woken.run();
         let sliced = run_sliced(&text, 17);
-        let want = without_events(&woken.summary_json());
         assert!(woken.summary.flows[0].packets_received > 2_000, "{assist}: the video flowed");
         for r in [&plain, &sliced] {
-            assert_eq!(without_events(&r.summary_json()), want, "{assist}");
-            assert_eq!(format!("{:?}", r.flow_series), format!("{:?}", woken.flow_series), "{assist}");
-            assert_eq!(format!("{:?}", r.link_series), format!("{:?}", woken.link_series), "{assist}");
+            assert_same_results(r, &woken, assist);
         }
         // Fewer events: no wake-up per access-link arrival, reverse-link delivery or (FastAck)
         // transmission's end.
@@ -221,60 +245,18 @@ fn receivers_acting_only_on_arrivals_handed_packets_ahead_give_the_results_of_wa
         (r#"{ kind = "codel", limit = "10240 packets", device_limit = "1 packet" }"#, r#"assist = "zhuge""#),
         (r#"{ kind = "droptail", limit = "120 packets" }"#, r#"assist = "fastack""#),
     ] {
-        let text = |ack_every: u32| {
-            format!(
-                r#"
-duration = "6 s"
-seed = 7
-[bottleneck]
-rate = "10 Mbit/s"
-delay = "20 ms"
-jitter = "2 ms"
-loss = {{ kind = "bernoulli", p = 0.005 }}
-queue = {queue}
-{assist}
-[reverse]
-rate = "50 Mbit/s"
-delay = "20 ms"
-[[flows]]
-id = "video"
-kind = "rtp-video"
-cc = "copa"
-fps = 25
-rmin = "500 kbit/s"
-rmax = "30 Mbit/s"
-packet_size = "1200 B"
-access = {{ delay = "5 ms" }}
-ack_every = {ack_every}
-recovery = "tcp"
-stop = "5 s"
-[[flows]]
-id = "cbr"
-kind = "cbr"
-rate = "2 Mbit/s"
-stop = "4 s"
-"#
-            )
-        };
+        let bottleneck = format!("rate = \"10 Mbit/s\"\nqueue = {queue}\n{assist}");
+        let text = |ack_every| copa_video_beside_cbr("6 s", 7, &bottleneck, (ack_every, "stop = \"5 s\""), "stop = \"4 s\"");
         let each = text(1);
         let plain = Simulation::new(scenario(&each)).run();
         let mut woken = Simulation::new(scenario(&each));
         woken.wake_every_hop();
         let woken = woken.run();
         let sliced = run_sliced(&each, 13);
-        let want = without_events(&woken.summary_json());
         let video = &woken.summary.flows[0];
         assert!(video.packets_received > 3_000, "{assist}: the video flowed");
         for r in [&plain, &sliced] {
-            assert_eq!(without_events(&r.summary_json()), want, "{assist}");
-            for (got, want) in [
-                (&r.flow_series, &woken.flow_series),
-                (&r.link_series, &woken.link_series),
-                (&r.frames, &woken.frames),
-                (&r.sender_rtt, &woken.sender_rtt),
-            ] {
-                assert_eq!(format!("{got:?}"), format!("{want:?}"), "{assist}");
-            }
+            assert_same_results(r, &woken, assist);
         }
         // One event fewer per video packet delivered: none for the bottleneck's delivery to the
         // receiver. (A capture of the endpoints' packets turns the handing ahead off.)
@@ -284,7 +266,7 @@ stop = "4 s"
             sim.run()
         };
         let with_wakeups = captured(&each);
-        assert_eq!(without_events(&with_wakeups.summary_json()), want, "{assist}");
+        assert_same_results(&with_wakeups, &woken, assist);
         let saved = with_wakeups.summary.events - plain.summary.events;
         assert!(10 * saved > 9 * video.packets_received, "{assist}: {saved} events fewer");
         let every_second = text(2);
