@@ -402,7 +402,8 @@ impl Simulation {
         for f in &self.flows {
             // (A passive receiver sends nothing: its reverse path carries no packet.)
             let carrying = if f.passive { 1 } else { 2 };
-            for (path, to_passive) in [(f.forward, f.passive), (f.reverse, false)].into_iter().take(carrying) {
+            for (path, to_passive) in [(f.forward, f.passive), (f.reverse, false)].into_iter().take(carrying)
+            {
                 let mut prev = None;
                 for h in 0..path.len {
                     let l = path.links[h as usize];
@@ -559,7 +560,8 @@ impl Simulation {
             ok[l] &= !quiet[l] && last[l] && next[l].is_empty();
         }
         for f in &mut self.flows {
-            let (data_end, feedback_end) = (f.forward.get(f.forward.len - 1), f.reverse.get(f.reverse.len - 1));
+            let (data_end, feedback_end) =
+                (f.forward.get(f.forward.len - 1), f.reverse.get(f.reverse.len - 1));
             if let Some(e) = feedback_end {
                 ok[e as usize] = false;
             }
@@ -569,7 +571,8 @@ impl Simulation {
             }
             let first = f.reverse.get(0);
             let answers_ahead = f.receiver.acts_only_on_arrival()
-                && first.is_some_and(|r| uses[r as usize] == 1 && self.links[r as usize].middlebox().is_none());
+                && first
+                    .is_some_and(|r| uses[r as usize] == 1 && self.links[r as usize].middlebox().is_none());
             ok[e as usize] &= answers_ahead;
         }
         ok

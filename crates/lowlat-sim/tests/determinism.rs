@@ -49,7 +49,13 @@ fn run_sliced(text: &str, step_ms: u64) -> lowlat_sim::RunResult {
 /// `video`: more of its lines) through a 5 ms access link and a lossy, jittered bottleneck
 /// (`bottleneck`: its rate, queue and assist lines), with a reverse link of its own, beside a
 /// CBR flow (`cbr`: more of its lines).
-fn copa_video_beside_cbr(duration: &str, seed: u64, bottleneck: &str, (ack_every, video): (u32, &str), cbr: &str) -> String {
+fn copa_video_beside_cbr(
+    duration: &str,
+    seed: u64,
+    bottleneck: &str,
+    (ack_every, video): (u32, &str),
+    cbr: &str,
+) -> String {
     format!(
         r#"
 duration = "{duration}"
@@ -246,7 +252,9 @@ fn receivers_acting_only_on_arrivals_handed_packets_ahead_give_the_results_of_wa
         (r#"{ kind = "droptail", limit = "120 packets" }"#, r#"assist = "fastack""#),
     ] {
         let bottleneck = format!("rate = \"10 Mbit/s\"\nqueue = {queue}\n{assist}");
-        let text = |ack_every| copa_video_beside_cbr("6 s", 7, &bottleneck, (ack_every, "stop = \"5 s\""), "stop = \"4 s\"");
+        let text = |ack_every| {
+            copa_video_beside_cbr("6 s", 7, &bottleneck, (ack_every, "stop = \"5 s\""), "stop = \"4 s\"")
+        };
         let each = text(1);
         let plain = Simulation::new(scenario(&each)).run();
         let mut woken = Simulation::new(scenario(&each));
@@ -270,7 +278,8 @@ fn receivers_acting_only_on_arrivals_handed_packets_ahead_give_the_results_of_wa
         let saved = with_wakeups.summary.events - plain.summary.events;
         assert!(10 * saved > 9 * video.packets_received, "{assist}: {saved} events fewer");
         let every_second = text(2);
-        let (timer, timer_captured) = (Simulation::new(scenario(&every_second)).run(), captured(&every_second));
+        let (timer, timer_captured) =
+            (Simulation::new(scenario(&every_second)).run(), captured(&every_second));
         assert_eq!(timer.summary.events, timer_captured.summary.events, "{assist}: an ACK timer");
     }
 }
