@@ -1371,7 +1371,9 @@ mod tests {
     /// every packet or every second one, with and without TCP's recovery.
     #[test]
     fn the_short_way_for_the_commonest_acks_leaves_the_sender_as_the_general_way() {
-        for (tcp, ack_every) in [(None, 1), (Some(TcpRecovery::default()), 1), (Some(TcpRecovery::default()), 2)] {
+        for (tcp, ack_every) in
+            [(None, 1), (Some(TcpRecovery::default()), 1), (Some(TcpRecovery::default()), 2)]
+        {
             let make = || {
                 let cfg = crate::CopaConfig {
                     variant: crate::CopaVariant::Artifact,
@@ -1386,7 +1388,8 @@ mod tests {
             // (Every field at every 1000th ACK and at the end; what the next steps read at each.)
             let state = |s: &Sender| format!("{s:?}").replace("ack_run_way: false", "ack_run_way: true");
             let brief = |s: &Sender| {
-                let at = (s.in_flight, s.delivered, s.delivered_time, s.base_pn, s.largest_acked, s.loss_time);
+                let at =
+                    (s.in_flight, s.delivered, s.delivered_time, s.base_pn, s.largest_acked, s.loss_time);
                 format!("{at:?} {:?} {:?} {:?} {:?}", s.stats(), s.window(), s.send_rate(), s.poll_timeout())
             };
             let mut receiver =
