@@ -1588,6 +1588,37 @@ def plot_accuracy(pred: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def _figure_runner(runner: Runner) -> Runner:
+    """How the figures' few runs go: beside the ABW drops with the local pool, one at a time in
+    the drawing process (the drops' pool has the cores) and with no progress bar (it would
+    interleave with the drops'); on Ray as the rest."""
+    return runner if runner.backend != "local" else Runner(1, "local", None, False)
+
+
+def _figures(
+    out: Path, df: pd.DataFrame, specs: list[TraceRun], pred: pd.DataFrame, ks: list[int], seed: int, runner: Runner,
+    copa: str, repair: str, paced: bool, gcc: str, in_band: str,
+) -> tuple[list[Path], list[tuple[str, pd.DataFrame]]]:
+    """The figures but the ABW-drop one: the GCC rate timeline over the trace where GCC+Zhuge
+    keeps the least of GCC+FIFO's throughput, the ABW-drop timeline (and its CSV) and the
+    accuracy CDF. Returns the files written and each figure grid's rows."""
+    written: list[Path] = []
+    rows: list[tuple[str, pd.DataFrame]] = []
+    worst = worst_throughput_trace(df)
+    if worst is not None:
+        spec = next(sp for sp in specs if sp.trace == worst)
+        rrows, rseries = rate_timeline(spec, out, runner)
+        rows.append(("gcc rate timeline", rrows))
+        written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
+    k_line = 10 if 10 in ks else ks[0]
+    drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced, gcc, in_band)
+    rows.append(("abw drop timeline", trows))
+    written.append(write_csv(series, out / "abw_drop_timeline.csv"))
+    written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
+    written.append(plot_accuracy(pred, out / "accuracy.png"))
+    return written, rows
+
+
 def reproduce(
     out_dir: str | Path,
     traces: list[str] | None = None,
@@ -1656,6 +1687,19 @@ def reproduce(
     acc = accuracy_table(pred)
     written.append(write_csv(acc, out / "accuracy.csv"))
 
+    # The figures' own runs (grids too: resumed, failures recorded) and three of the four
+    # drawings go in a forked child while the ABW drops run: after them, they kept one core
+    # mostly idle. (On Ray they run after the drops, as the rest.)
+    figures: Callable[[], Any] | None = None
+    if plots:
+        from ..api import in_background
+
+        from .. import plots as _matplotlib_loaded  # noqa: F401 - once, before the fork (Agg)
+
+        def draw() -> tuple[list[Path], list[tuple[str, pd.DataFrame]]]:
+            return _figures(out, df, specs, pred, ks, seed, _figure_runner(runner), copa, repair, paced, gcc, in_band)
+
+        figures = in_background(draw) if runner.backend == "local" else draw
     dspecs = []
     for sd in range(seed, seed + max(1, seeds)):
         rng = random.Random(sd)
@@ -1666,31 +1710,15 @@ def reproduce(
         ]
     drows = run_drops(out, dspecs, runner)
     written.append(write_csv(drows, out / "abw_drop.csv"))
-    # The figures' own runs (they are grids too: resumed, failures recorded).
     figure_rows: list[tuple[str, pd.DataFrame]] = []
-    if plots:
-        from ..api import in_background
-
-        from .. import plots as _matplotlib_loaded  # noqa: F401 - once, before the fork (Agg)
-
-        # Two of the four drawings (each half a second of one core) in a forked child meanwhile.
-
-        drawn = in_background(lambda: [plot_drop(drows, out / "abw_drop.png"), plot_accuracy(pred, out / "accuracy.png")])
-        worst = worst_throughput_trace(df)
-        if worst is not None:
-            spec = next(sp for sp in specs if sp.trace == worst)
-            rrows, rseries = rate_timeline(spec, out, runner)
-            figure_rows.append(("gcc rate timeline", rrows))
-            written.append(plot_rate_timeline(spec, rrows, rseries, out / "gcc_rate_timeline.png"))
-        k_line = 10 if 10 in ks else ks[0]
-        drop_at, series, trows = drop_timeline(k_line, seed, out, runner, copa, repair, paced, gcc, in_band)
-        figure_rows.append(("abw drop timeline", trows))
-        written.append(write_csv(series, out / "abw_drop_timeline.csv"))
-        written.append(plot_drop_timeline(drop_at, series, k_line, out / "abw_drop_timeline.png"))
-        got = drawn()
+    if figures is not None:
+        written.append(plot_drop(drows, out / "abw_drop.png"))
+        got = figures()
         if isinstance(got, Exception):
             raise got
-        written += got
+        drawn, rows = got
+        written += drawn
+        figure_rows += rows
     wall = time.perf_counter() - started
     failed = int((df["error"] != "").sum() + (drows["error"] != "").sum() + sum((r["error"] != "").sum() for _, r in figure_rows))
     fmt = {"index": False, "float_format": lambda x: f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"}
