@@ -150,6 +150,14 @@ impl Endpoint for AckReceiver {
 }
 
 impl AckReceiver {
+    /// [`Endpoint::handle_packet`] of the next packet in order, Not-ECT (most packets): whether
+    /// it was one (if not, nothing changed and `handle_packet` is due); see
+    /// [`Receiver::on_next_packet`].
+    #[inline(always)]
+    pub fn on_next_packet(&mut self, now: Time, pkt: &Packet) -> bool {
+        self.receiver.on_next_packet(now, pkt.seq, pkt.ecn)
+    }
+
     /// The ACK frame due at `now` (the caller asked) into the ring, and the packet carrying it.
     /// Apart from [`Endpoint::poll_transmit`]'s check, which the simulator makes after every
     /// event of the flow and which mostly finds nothing due: that check then costs no spilling

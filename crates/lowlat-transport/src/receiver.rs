@@ -124,6 +124,25 @@ impl Receiver {
         }
     }
 
+    /// [`Receiver::on_packet_ecn`] of the next packet in order, Not-ECT (most packets): whether
+    /// it was one (if not, nothing changed and `on_packet_ecn` is due). With nothing to call,
+    /// a driver's per-packet work around it need save no registers.
+    #[inline(always)]
+    pub fn on_next_packet(&mut self, now: Time, pn: u64, ecn: u8) -> bool {
+        match self.ranges.first_mut() {
+            Some(r) if pn == r.1 + 1 && ecn & 3 == 0 => r.1 = pn,
+            _ => return false,
+        }
+        // (The newest packet, and no gap: as `on_packet` for it.)
+        self.largest_at = now;
+        self.unacked += 1;
+        self.first_unacked.get_or_insert(now);
+        if self.unacked >= self.cfg.ack_every {
+            self.ack_now = true;
+        }
+        true
+    }
+
     /// A packet out of order (a gap, or late): into the ranges. (Apart: rare, and inlined into
     /// the per-packet call it made that save registers.)
     #[cold]
