@@ -237,6 +237,38 @@ impl Receiver {
         debug_assert_eq!(self.last_len, frame.datagram_len());
     }
 
+    /// [`Receiver::write_ack_into_held`] (an ACK frame is due at `now`) if `frame` holds this
+    /// receiver's frame of the current ranges but for the first one's growth (`held` says so),
+    /// the flow is Not-ECT and the frame's size is the last one's (the remembered case of
+    /// [`Receiver::last_datagram_len`]): whether it was (if not, nothing changed and
+    /// `write_ack_into_held` is due). Most frames of a flow are, and written without a call, a
+    /// driver's per-ACK work need save no registers.
+    #[inline(always)]
+    pub fn write_ack_if_plain(&mut self, now: Time, frame: &mut AckFrame, held: Option<u64>) -> bool {
+        let ack_delay = now - self.largest_at;
+        let Some((version, hi_limit, span_limit)) = self.len_holds else { return false };
+        // (`held` at this version: the frame has as many ranges, at least one; see
+        // `write_ack_into_held`.)
+        if held != Some(self.version) || version != self.version || self.ecn_any {
+            return false;
+        }
+        let (lo, hi) = self.ranges[0];
+        // (As `size_frame` asks.)
+        if ack_delay.as_nanos() >= 64 * 8_000 || hi >= hi_limit || hi - lo >= span_limit {
+            return false;
+        }
+        debug_assert_eq!(frame.ranges.len(), self.ranges.len());
+        let Some(first) = frame.ranges.first_mut() else { return false };
+        *first = (lo, hi);
+        self.ack_sent(now);
+        frame.ack_delay = ack_delay;
+        if frame.ecn.is_some() {
+            frame.ecn = None;
+        }
+        debug_assert_eq!(self.last_len, frame.datagram_len());
+        true
+    }
+
     /// [`Receiver::write_ack_into_held`] of a frame nobody will read: the receiver moves on as
     /// if it had written it (the same ACK schedule), and [`Receiver::last_datagram_len`] says
     /// how big it would be, without the copy of its ranges. For a driver whose network
@@ -373,6 +405,54 @@ mod tests {
             }
             assert!(frames > 1000, "{frames} frames");
         }
+    }
+
+    /// Frames written in place where they can be ([`Receiver::write_ack_if_plain`], else
+    /// [`Receiver::write_ack_into_held`]) over the earlier frames of a ring of slots are the
+    /// frames `poll_ack` gives, with their sizes, under arrivals in order, with gaps, late and
+    /// duplicated, with and without ECN, at ACK delays below and above a one-byte varint's.
+    #[test]
+    fn frames_written_in_place_are_whole_frames() {
+        let mut below = lowlat_core::rng::below(1, "plain-frames-test");
+        let mut plain = 0;
+        for case in 0..20 {
+            let cfg = ReceiverConfig {
+                ack_every: 1 + case as u32 % 3,
+                max_ranges: 1 + case % 40,
+                ..ReceiverConfig::default()
+            };
+            let mut r = Receiver::new(cfg);
+            let mut slots = vec![(AckFrame::default(), None); 1 + case % 4];
+            let (mut next, mut k) = (0u64, 0);
+            for i in 0..5_000u64 {
+                let pn = match below(20) {
+                    0 => next + 1 + below(300),              // a gap
+                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
+                    _ => next,
+                };
+                next = next.max(pn + 1);
+                let ecn = if case % 3 == 0 && below(100) == 0 { below(4) as u8 } else { 0 };
+                if !r.on_next_packet(Time(i * 100_000), pn, ecn) {
+                    r.on_packet_ecn(Time(i * 100_000), pn, ecn);
+                }
+                let delay = if below(2) == 0 { below(600_000) } else { below(30_000_000) };
+                let now = Time(i * 100_000 + delay);
+                let want = r.clone().poll_ack(now);
+                assert_eq!(r.ack_due(now), want.is_some());
+                if let Some(want) = want {
+                    let (frame, held) = &mut slots[k];
+                    if r.write_ack_if_plain(now, frame, *held) {
+                        plain += 1;
+                    } else {
+                        r.write_ack_into_held(now, frame, held);
+                    }
+                    assert_eq!(*frame, want, "case {case} packet {i}");
+                    assert_eq!(r.last_datagram_len(), want.datagram_len(), "case {case} packet {i}");
+                    k = (k + 1) % slots.len();
+                }
+            }
+        }
+        assert!(plain > 1_000, "{plain} plain frames");
     }
 
     /// The size the receiver works out from its remembered ranges is the frame's own, under
