@@ -73,6 +73,23 @@ impl FrameAssembler {
     }
 }
 
+impl FrameAssembler {
+    /// [`FrameAssembler::on_packet`] for a further packet of the frame whose packet came last,
+    /// which that left incomplete (the caller knows it is that frame), if it does not complete
+    /// it (of `frame_packets`): then only its count changes (the frame is no newer than the
+    /// newest seen). Whether it was counted (if not, nothing changed: `on_packet` is due).
+    #[inline(always)]
+    pub fn count_towards_current(&mut self, frame_packets: u16) -> bool {
+        match &mut self.current {
+            Some((_, got)) if *got + 1 < frame_packets => {
+                *got += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// When feedback is sent.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FeedbackSchedule {

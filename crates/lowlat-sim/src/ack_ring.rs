@@ -43,6 +43,26 @@ impl AckRing {
         true
     }
 
+    /// [`AckRing::push_with`] when there is room (no growth), with `fill` given the slot's note
+    /// only: whether `fill` wrote a frame (`false` also when full: nothing changed).
+    #[inline(always)]
+    pub fn push_in_room(&mut self, id: u64, fill: impl FnOnce(&mut AckFrame, Option<u64>) -> bool) -> bool {
+        if self.len == self.slots.len() {
+            return false;
+        }
+        let mut i = self.head + self.len;
+        if i >= self.slots.len() {
+            i -= self.slots.len();
+        }
+        let slot = &mut self.slots[i];
+        if !fill(&mut slot.1, slot.2) {
+            return false;
+        }
+        slot.0 = id;
+        self.len += 1;
+        true
+    }
+
     /// Makes room after the newest frame (the order is kept). The room doubles: the ring grows
     /// to the most frames ever in flight, and growing it a slot at a time moved every slot (half
     /// a kilobyte each) at each of some 360 growths in a Copa run. (Apart: inlined, its frame on

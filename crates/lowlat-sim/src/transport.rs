@@ -131,6 +131,17 @@ impl Endpoint for AckReceiver {
         if !self.receiver.ack_due(now) {
             return None;
         }
+        if self.ring.is_unread() {
+            return self.skip_ack(now);
+        }
+        // Mostly the frame goes over an earlier one in place, its size known: written here,
+        // without a call (see `Receiver::write_ack_if_plain`).
+        let (id, receiver) = (self.next_id, &mut self.receiver);
+        if self.ring.push_in_room(id, |f, held| receiver.write_ack_if_plain(now, f, held)) {
+            self.next_id += 1;
+            let size = Bytes(self.receiver.last_datagram_len());
+            return Some(Transmit { size, seq: id, app: id, ecn: 0 });
+        }
         self.send_ack(now)
     }
 
@@ -150,6 +161,14 @@ impl Endpoint for AckReceiver {
 }
 
 impl AckReceiver {
+    /// [`Endpoint::handle_packet`] of the next packet in order, Not-ECT (most packets): whether
+    /// it was one (if not, nothing changed and `handle_packet` is due); see
+    /// [`Receiver::on_next_packet`].
+    #[inline(always)]
+    pub fn on_next_packet(&mut self, now: Time, pkt: &Packet) -> bool {
+        self.receiver.on_next_packet(now, pkt.seq, pkt.ecn)
+    }
+
     /// The ACK frame due at `now` (the caller asked) into the ring, and the packet carrying it.
     /// Apart from [`Endpoint::poll_transmit`]'s check, which the simulator makes after every
     /// event of the flow and which mostly finds nothing due: that check then costs no spilling
@@ -159,20 +178,37 @@ impl AckReceiver {
         let id = self.next_id;
         let mut size = 0;
         let receiver = &mut self.receiver;
-        // (Due: `poll_transmit` asked.)
-        if self.ring.is_unread() {
-            // Dropped on its way, unread (FastAck): only its size counts.
-            receiver.skip_ack(now);
+        // (Due: `poll_transmit` asked; the ring is read.)
+        self.ring.push_with(id, |f, held| {
+            receiver.write_ack_into_held(now, f, held);
             size = receiver.last_datagram_len();
-        } else {
-            self.ring.push_with(id, |f, held| {
-                receiver.write_ack_into_held(now, f, held);
-                size = receiver.last_datagram_len();
-                true
-            });
-        }
+            true
+        });
         self.next_id += 1;
         Some(Transmit { size: Bytes(size), seq: id, app: id, ecn: 0 })
+    }
+
+    /// [`AckReceiver::send_ack`] of a frame dropped on its way, unread (FastAck): only its size
+    /// counts. (Apart, as `send_ack`: its own small call keeps `poll_transmit`'s common path
+    /// short.)
+    #[inline(never)]
+    fn skip_ack(&mut self, now: Time) -> Option<Transmit> {
+        // (Mostly of the last frame's size: then no call, and no registers saved.)
+        if !self.receiver.skip_ack_if_plain(now) {
+            return self.skip_ack_sized(now);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        Some(Transmit { size: Bytes(self.receiver.last_datagram_len()), seq: id, app: id, ecn: 0 })
+    }
+
+    /// [`AckReceiver::skip_ack`] of a frame whose size is worked out anew.
+    #[inline(never)]
+    fn skip_ack_sized(&mut self, now: Time) -> Option<Transmit> {
+        let id = self.next_id;
+        self.receiver.skip_ack(now);
+        self.next_id += 1;
+        Some(Transmit { size: Bytes(self.receiver.last_datagram_len()), seq: id, app: id, ecn: 0 })
     }
 }
 

@@ -449,6 +449,12 @@ pub struct TransportVideoReceiver {
     current_bits: Vec<u64>,
     /// Packets marked in `seen` and `current`.
     seen_packets: usize,
+    /// The frame a packet may be counted for without the full bookkeeping of
+    /// [`TransportVideoReceiver::handle_packet_apart`] ([`NO_FRAME`]: none): the last packet's
+    /// frame, left incomplete, which is then `current` for its bits, the assembler's current
+    /// frame and `last_capture`'s. A frame's packets mostly arrive together, so most packets
+    /// cost a bit's mark and a count.
+    fast_frame: u64,
     start: Time,
     fps: f64,
     /// The capture time of the frame whose packet came last: `(frame, time)` ([`NO_FRAME`]
@@ -473,6 +479,7 @@ impl TransportVideoReceiver {
             current: NO_FRAME,
             current_bits: Vec::new(),
             seen_packets: 0,
+            fast_frame: NO_FRAME,
             start,
             fps: media.source.fps,
             last_capture: (NO_FRAME, Time::ZERO),
@@ -532,22 +539,45 @@ impl TransportVideoReceiver {
     }
 }
 
-/// Clears the bits of packet indices below `count`; returns how many were set.
-fn forget_below(bits: &mut [u64], count: u16) -> usize {
-    let mut cleared = 0;
-    for (i, w) in bits.iter_mut().enumerate() {
-        let from = i * 64;
-        let below = usize::from(count).saturating_sub(from).min(64);
-        let mask = if below == 64 { u64::MAX } else { (1u64 << below) - 1 };
-        cleared += (*w & mask).count_ones() as usize;
-        *w &= !mask;
-    }
-    cleared
-}
-
-impl Endpoint for TransportVideoReceiver {
-    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+impl TransportVideoReceiver {
+    /// [`Endpoint::handle_packet`] of a packet out of order or ECN-capable.
+    #[inline(never)]
+    fn handle_packet_unordered(&mut self, now: Time, pkt: &Packet) {
         self.acks.handle_packet(now, pkt);
+        self.count_packet(now, pkt);
+    }
+
+    /// [`Endpoint::handle_packet`]'s frame bookkeeping.
+    #[inline(always)]
+    fn count_packet(&mut self, now: Time, pkt: &Packet) {
+        // A packet of `fast_frame` that does not complete it (most packets): marked and counted
+        // here; anything else (a duplicate of it too: the same, it returns) goes apart.
+        let (frame, count) = unpack(pkt.app);
+        if frame == self.fast_frame && pkt.app != PING {
+            let index = crate::media::unpack_index(pkt.app);
+            let (word, bit) = (usize::from(index / 64), 1u64 << (index % 64));
+            if let Some(w) = self.current_bits.get_mut(word) {
+                if *w & bit != 0 {
+                    return;
+                }
+                if self.assembler.count_towards_current(count) {
+                    *w |= bit;
+                    self.seen_packets += 1;
+                    if self.seen_packets > 1 << 16 {
+                        self.forget_far_behind(frame);
+                    }
+                    return;
+                }
+            }
+        }
+        self.handle_packet_apart(now, pkt);
+    }
+
+    /// [`Endpoint::handle_packet`]'s whole frame bookkeeping of a packet that is not a further one of
+    /// `fast_frame` left incomplete (a frame's first and last packets, duplicates, PINGs).
+    #[inline(never)]
+    fn handle_packet_apart(&mut self, now: Time, pkt: &Packet) {
+        self.fast_frame = NO_FRAME;
         if pkt.app == PING {
             return;
         }
@@ -574,9 +604,37 @@ impl Endpoint for TransportVideoReceiver {
         self.assembler.on_packet(now, frame, count, capture);
         if self.assembler.completed.len() > done_before {
             self.frame_completed(count);
+        } else {
+            // `frame` is now `current`, the assembler's current (incomplete) and `last_capture`'s.
+            self.fast_frame = frame;
         }
         if self.seen_packets > 1 << 16 {
             self.forget_far_behind(frame);
+        }
+    }
+}
+
+/// Clears the bits of packet indices below `count`; returns how many were set.
+fn forget_below(bits: &mut [u64], count: u16) -> usize {
+    let mut cleared = 0;
+    for (i, w) in bits.iter_mut().enumerate() {
+        let from = i * 64;
+        let below = usize::from(count).saturating_sub(from).min(64);
+        let mask = if below == 64 { u64::MAX } else { (1u64 << below) - 1 };
+        cleared += (*w & mask).count_ones() as usize;
+        *w &= !mask;
+    }
+    cleared
+}
+
+impl Endpoint for TransportVideoReceiver {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet) {
+        // (Either part's rare cases are calls: here only at the end, so that the common path
+        // saves no registers.)
+        if self.acks.on_next_packet(now, pkt) {
+            self.count_packet(now, pkt);
+        } else {
+            self.handle_packet_unordered(now, pkt);
         }
     }
 

@@ -124,6 +124,25 @@ impl Receiver {
         }
     }
 
+    /// [`Receiver::on_packet_ecn`] of the next packet in order, Not-ECT (most packets): whether
+    /// it was one (if not, nothing changed and `on_packet_ecn` is due). With nothing to call,
+    /// a driver's per-packet work around it need save no registers.
+    #[inline(always)]
+    pub fn on_next_packet(&mut self, now: Time, pn: u64, ecn: u8) -> bool {
+        match self.ranges.first_mut() {
+            Some(r) if pn == r.1 + 1 && ecn & 3 == 0 => r.1 = pn,
+            _ => return false,
+        }
+        // (The newest packet, and no gap: as `on_packet` for it.)
+        self.largest_at = now;
+        self.unacked += 1;
+        self.first_unacked.get_or_insert(now);
+        if self.unacked >= self.cfg.ack_every {
+            self.ack_now = true;
+        }
+        true
+    }
+
     /// A packet out of order (a gap, or late): into the ranges. (Apart: rare, and inlined into
     /// the per-packet call it made that save registers.)
     #[cold]
@@ -216,6 +235,64 @@ impl Receiver {
         }
         self.size_frame(frame.ack_delay, frame.ecn);
         debug_assert_eq!(self.last_len, frame.datagram_len());
+    }
+
+    /// [`Receiver::write_ack_into_held`] (an ACK frame is due at `now`) if `frame` holds this
+    /// receiver's frame of the current ranges but for the first one's growth (`held` says so),
+    /// the flow is Not-ECT and the frame's size is the last one's (the remembered case of
+    /// [`Receiver::last_datagram_len`]): whether it was (if not, nothing changed and
+    /// `write_ack_into_held` is due). Most frames of a flow are, and written without a call, a
+    /// driver's per-ACK work need save no registers.
+    #[inline(always)]
+    pub fn write_ack_if_plain(&mut self, now: Time, frame: &mut AckFrame, held: Option<u64>) -> bool {
+        let ack_delay = now - self.largest_at;
+        let Some((version, hi_limit, span_limit)) = self.len_holds else { return false };
+        // (`held` at this version: the frame has as many ranges, at least one; see
+        // `write_ack_into_held`.)
+        if held != Some(self.version) || version != self.version || self.ecn_any {
+            return false;
+        }
+        let (lo, hi) = self.ranges[0];
+        // (As `size_frame` asks.)
+        if ack_delay.as_nanos() >= 64 * 8_000 || hi >= hi_limit || hi - lo >= span_limit {
+            return false;
+        }
+        debug_assert_eq!(frame.ranges.len(), self.ranges.len());
+        let Some(first) = frame.ranges.first_mut() else { return false };
+        *first = (lo, hi);
+        self.ack_sent(now);
+        frame.ack_delay = ack_delay;
+        if frame.ecn.is_some() {
+            frame.ecn = None;
+        }
+        debug_assert_eq!(self.last_len, frame.datagram_len());
+        true
+    }
+
+    /// [`Receiver::skip_ack`] (an ACK frame is due at `now`) if the flow is Not-ECT and the
+    /// frame's size is the last one's (as for [`Receiver::write_ack_if_plain`]): whether it was
+    /// (if not, nothing changed and `skip_ack` is due).
+    #[inline(always)]
+    pub fn skip_ack_if_plain(&mut self, now: Time) -> bool {
+        if !self.size_holds(now - self.largest_at) {
+            return false;
+        }
+        self.ack_sent(now);
+        true
+    }
+
+    /// Whether a frame of the current ranges with `ack_delay`, without ECN counts, is
+    /// `last_len` long (the case [`Receiver::size_frame`] remembers).
+    #[inline(always)]
+    fn size_holds(&self, ack_delay: Duration) -> bool {
+        // (Ranges: at least the packet that made the frame due.)
+        let (lo, hi) = self.ranges[0];
+        // (An ACK delay below 64 x 8 us is a one-byte varint.)
+        let plain = !self.ecn_any && ack_delay.as_nanos() < 64 * 8_000;
+        plain
+            && self.len_holds.is_some_and(|(version, hi_limit, span_limit)| {
+                version == self.version && hi < hi_limit && hi - lo < span_limit
+            })
     }
 
     /// [`Receiver::write_ack_into_held`] of a frame nobody will read: the receiver moves on as
@@ -354,6 +431,63 @@ mod tests {
             }
             assert!(frames > 1000, "{frames} frames");
         }
+    }
+
+    /// Frames written in place where they can be ([`Receiver::write_ack_if_plain`], else
+    /// [`Receiver::write_ack_into_held`]) over the earlier frames of a ring of slots are the
+    /// frames `poll_ack` gives, with their sizes (frames skipped too, [`Receiver::skip_ack_if_plain`]), under arrivals in order, with gaps, late and
+    /// duplicated, with and without ECN, at ACK delays below and above a one-byte varint's.
+    #[test]
+    fn frames_written_in_place_are_whole_frames() {
+        let mut below = lowlat_core::rng::below(1, "plain-frames-test");
+        let mut plain = 0;
+        for case in 0..20 {
+            let cfg = ReceiverConfig {
+                ack_every: 1 + case as u32 % 3,
+                max_ranges: 1 + case % 40,
+                ..ReceiverConfig::default()
+            };
+            let mut r = Receiver::new(cfg);
+            let mut slots = vec![(AckFrame::default(), None); 1 + case % 4];
+            let (mut next, mut k) = (0u64, 0);
+            for i in 0..5_000u64 {
+                let pn = match below(20) {
+                    0 => next + 1 + below(300),              // a gap
+                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
+                    _ => next,
+                };
+                next = next.max(pn + 1);
+                let ecn = if case % 3 == 0 && below(100) == 0 { below(4) as u8 } else { 0 };
+                if !r.on_next_packet(Time(i * 100_000), pn, ecn) {
+                    r.on_packet_ecn(Time(i * 100_000), pn, ecn);
+                }
+                let delay = if below(2) == 0 { below(600_000) } else { below(30_000_000) };
+                let now = Time(i * 100_000 + delay);
+                let want = r.clone().poll_ack(now);
+                assert_eq!(r.ack_due(now), want.is_some());
+                let skip = case % 5 == 4 && below(2) == 0;
+                if let Some(want) = want.as_ref().filter(|_| skip) {
+                    // Not written (FastAck): sized alike.
+                    if r.skip_ack_if_plain(now) {
+                        plain += 1;
+                    } else {
+                        r.skip_ack(now);
+                    }
+                    assert_eq!(r.last_datagram_len(), want.datagram_len(), "case {case} packet {i}");
+                } else if let Some(want) = want {
+                    let (frame, held) = &mut slots[k];
+                    if r.write_ack_if_plain(now, frame, *held) {
+                        plain += 1;
+                    } else {
+                        r.write_ack_into_held(now, frame, held);
+                    }
+                    assert_eq!(*frame, want, "case {case} packet {i}");
+                    assert_eq!(r.last_datagram_len(), want.datagram_len(), "case {case} packet {i}");
+                    k = (k + 1) % slots.len();
+                }
+            }
+        }
+        assert!(plain > 1_000, "{plain} plain frames");
     }
 
     /// The size the receiver works out from its remembered ranges is the frame's own, under
