@@ -152,6 +152,17 @@ struct Sent {
 /// [`Sent`]'s `retx_of` of new data (no packet number gets this high).
 const NEW_DATA: u64 = u64::MAX;
 
+/// The earlier of two optional times (written out: an iterator over the options cost a tenth of
+/// [`Sender::poll_timeout`], which the simulator calls after every event of the flow).
+#[inline(always)]
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 impl Sent {
     /// TCP recovery: the lost packet whose data this one carries again (`None`: new data).
     #[inline]
@@ -1312,30 +1323,46 @@ impl Sender {
     /// When the sender next needs to act: a loss or probe timer, or the pacer.
     #[inline(always)]
     pub fn poll_timeout(&self) -> Option<Time> {
-        // (The window first: mostly closed when asked, after a send.)
-        let pacer = if self.window_open() && (self.has_data() || self.probes > 0) {
-            match self.pacing_rate() {
-                Some(rate) if self.probes == 0 => {
-                    let deficit = self.packet_bits - self.tokens;
-                    // One nanosecond more than the exact time, so the refill is never short.
-                    Some(self.last_refill + Duration::from_secs_f64(deficit.max(0.0) / rate) + Duration(1))
-                }
-                _ => Some(self.last_refill),
-            }
+        self.poll_timeout_or(None)
+    }
+
+    /// The earlier of [`Sender::poll_timeout`] and `other` (the application's own timer): the
+    /// simulator asks after every event of the flow, and mostly the window is closed then
+    /// (after a send), which leaves the loss or probe timer; the pacer's time, with its
+    /// floating point, is worked out apart, so that this way saves no registers.
+    #[inline(always)]
+    pub fn poll_timeout_or(&self, other: Option<Time>) -> Option<Time> {
+        if self.window_open() && (self.has_data() || self.probes > 0) {
+            self.poll_timeout_paced(other)
         } else {
-            None
+            earliest(other, self.timer())
+        }
+    }
+
+    /// The loss and probe timers: TCP's recovery has only its retransmission timeout, RFC
+    /// 9002's only the others (see `handle_timeout`).
+    #[inline(always)]
+    fn timer(&self) -> Option<Time> {
+        if self.tcp() {
+            self.rto_at
+        } else {
+            earliest(self.loss_time, self.pto_time())
+        }
+    }
+
+    /// [`Sender::poll_timeout_or`] when the pacer decides when the next packet leaves (the
+    /// window open, data waiting).
+    #[inline(never)]
+    fn poll_timeout_paced(&self, other: Option<Time>) -> Option<Time> {
+        let pacer = match self.pacing_rate() {
+            Some(rate) if self.probes == 0 => {
+                let deficit = self.packet_bits - self.tokens;
+                // One nanosecond more than the exact time, so the refill is never short.
+                self.last_refill + Duration::from_secs_f64(deficit.max(0.0) / rate) + Duration(1)
+            }
+            _ => self.last_refill,
         };
-        // The earliest of the timers set (written out: an iterator over four options cost a
-        // tenth of the call, which the simulator makes after every event of the flow).
-        let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, None) => x,
-            (None, y) => y,
-        };
-        // TCP's recovery has only its retransmission timeout, RFC 9002's only the others (see
-        // `handle_timeout`).
-        let timer = if self.tcp() { self.rto_at } else { earliest(self.loss_time, self.pto_time()) };
-        earliest(timer, pacer)
+        earliest(other, earliest(self.timer(), Some(pacer)))
     }
 
     /// The controller's current window.
