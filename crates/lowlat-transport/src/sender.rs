@@ -792,7 +792,9 @@ impl Sender {
     }
 
     /// An ACK frame arrived. (The commonest frames, the packets after the previous largest,
-    /// take a shorter way: see [`Sender::ack_run`].)
+    /// take a shorter way: see [`Sender::ack_run`]. Inlined: the simulator's call per ACK
+    /// saved and restored registers once more for it.)
+    #[inline(always)]
     pub fn on_ack(&mut self, now: Time, frame: &AckFrame) {
         let ranges = &frame.ranges[..];
         if let (Some(&(first_lo, largest)), Some(p)) = (ranges.first(), self.largest_acked) {
