@@ -160,7 +160,7 @@ impl CopaArtifact {
             cwnd: cfg.initial_window.0,
             min_rtt: FixedWindowFilter::new(Keep::Min, cfg.min_rtt_window.as_nanos()),
             standing: WindowedFilter::new(Keep::Min),
-            history: SuffixExtrema::new(),
+            history: SuffixExtrema::new(cfg.artifact.rtt_history.as_nanos()),
             slow_start: true,
             last_double: None,
             last_report: Time::ZERO,
@@ -357,16 +357,23 @@ impl CopaArtifact {
 }
 
 /// The standing RTT's window, `srtt x fraction` in whole nanoseconds (`srtt_s` is the smoothed
-/// RTT in seconds, at least 1 us). At the usual fraction of one half, an even number of
-/// nanoseconds of at least 1 us (and below 2^52) comes out as its half exactly, without the
-/// floating-point round trip: `srtt_s` is within a relative 2^-53 of `srtt / 1e9` and its
-/// product with 1e9 within another, so half of it lies within 0.5 of the whole half and
-/// rounds to it. (An odd one may round either way: worked out in full.)
+/// RTT in seconds, at least 1 us). At the usual fraction of one half, a number of nanoseconds of
+/// at least 1 us (and below 2^50) comes out without the rounding's floating-point round trip:
+/// `srtt_s x 1e9` (`z`) lies within a relative 2^-52 of `srtt`, so within a quarter of it, and
+/// `srtt_s x 0.5 x 1e9` is exactly `z / 2` (halving is exact). For an even `srtt` that rounds to
+/// the whole half; for an odd one, to the half rounded up if `z` is not below `srtt` (a half
+/// rounds up), else down. (Others are worked out in full.)
 #[inline(always)]
 fn standing_window(srtt: Duration, srtt_s: f64, fraction: f64) -> u64 {
     let ns = srtt.as_nanos();
-    if fraction == 0.5 && ns.is_multiple_of(2) && (1_000..1 << 52).contains(&ns) {
-        ns / 2
+    if fraction == 0.5 && (1_000..1 << 50).contains(&ns) {
+        let half = ns / 2;
+        if ns.is_multiple_of(2) {
+            half
+        } else {
+            // (`ns` below 2^53: exact as `f64`.)
+            half + u64::from(srtt_s * 1e9 >= ns as i64 as f64)
+        }
     } else {
         Duration::from_secs_f64(srtt_s * fraction).as_nanos()
     }
@@ -406,7 +413,7 @@ impl WindowController for CopaArtifact {
         let window = standing_window(rtt.smoothed(), srtt, self.cfg.standing_rtt_fraction);
         let standing = self.standing.update(t, sample, window);
         // `new_rtt_sample` / `clear_old_hist`: keep 10 s of samples (at least one: the newest).
-        self.history.push(t, sample, self.cfg.artifact.rtt_history.as_nanos());
+        self.history.push(t, sample);
         let gate = self.last_report_s + self.cfg.artifact.report_interval_srtt * srtt;
         if now == Time::ZERO || gate >= now.as_secs_f64() || standing < min_rtt {
             return false;
@@ -458,7 +465,10 @@ mod tests {
         let mut spans: Vec<u64> = (0..5_000).collect();
         spans.extend((0..200_000).map(|_| next(1 << 40)));
         spans.extend((0..200_000).map(|_| next(1 << 53)));
-        spans.extend([999, 1_000, 1_001, 1_002, (1 << 52) - 2, 1 << 52, (1 << 52) + 2, u64::MAX - 1]);
+        spans.extend((0..200_000).map(|_| 1_000 + next(1 << 20)));
+        spans.extend((0..200_000).map(|_| next(1 << 51)));
+        spans.extend([999, 1_000, 1_001, 1_002, (1 << 50) - 1, (1 << 50) + 1, (1 << 52) - 2, 1 << 52]);
+        spans.extend([(1 << 52) + 2, u64::MAX - 1]);
         for ns in spans {
             let srtt = Duration(ns);
             let srtt_s = srtt.as_secs_f64().max(1e-6);

@@ -195,9 +195,12 @@ impl FixedWindowFilter {
 pub struct SuffixExtrema {
     mins: Monotonic,
     maxs: Monotonic,
-    /// Samples taken before this are forgotten: the latest `t - keep` of the pushes (a sample is
-    /// forgotten once a push finds it more than its `keep` old).
+    /// Samples taken before this are forgotten: the latest `t - keep` of the samples taken in
+    /// (a sample is forgotten once a later one is more than `keep` newer). (Worked out when a
+    /// batch is taken in, from its newest sample: times only grow.)
     horizon: u64,
+    /// How long a sample is kept.
+    keep: u64,
     /// Samples pushed since the queues last took them in, oldest first.
     pending: Vec<(u64, f64)>,
 }
@@ -254,17 +257,16 @@ impl Monotonic {
 }
 
 impl SuffixExtrema {
-    /// No samples.
-    pub fn new() -> SuffixExtrema {
-        SuffixExtrema::default()
+    /// No samples; each is kept until one more than `keep` newer is added.
+    pub fn new(keep: u64) -> SuffixExtrema {
+        SuffixExtrema { keep, ..SuffixExtrema::default() }
     }
 
     /// Adds `v` taken at `t` (not before earlier samples), then forgets the samples taken more
     /// than `keep` before `t` (never the one just added).
     #[inline]
-    pub fn push(&mut self, t: u64, v: f64, keep: u64) {
+    pub fn push(&mut self, t: u64, v: f64) {
         self.pending.push((t, v));
-        self.horizon = self.horizon.max(t.saturating_sub(keep));
         if self.pending.len() >= PENDING_MAX {
             self.settle();
         }
@@ -273,6 +275,7 @@ impl SuffixExtrema {
     /// The queues take the waiting samples in, and drop the forgotten ones.
     fn settle(&mut self) {
         let Some((&newest, rest)) = self.pending.split_last() else { return };
+        self.horizon = self.horizon.max(newest.0.saturating_sub(self.keep));
         // A kept sample is strictly better than every later one (an equal later one replaces it):
         // from the newest back, each sample better than all after it joins its queue's chain.
         let (old_mins, old_maxs) = (self.mins.items.len(), self.maxs.items.len());
@@ -405,7 +408,7 @@ mod tests {
         let mut next = lowlat_core::rng::below(1, "suffix-extrema-test");
         for case in 0..200 {
             let keep = 1 + next(2_000);
-            let mut ext = SuffixExtrema::new();
+            let mut ext = SuffixExtrema::new(keep);
             let mut history: VecDeque<(u64, f64)> = VecDeque::new();
             let mut t = next(1_000);
             for _ in 0..4_000 {
@@ -417,7 +420,7 @@ mod tests {
                     // Rising (a growing queue): the minima keep every sample until it ages out.
                     _ => (t / 8) as f64,
                 };
-                ext.push(t, v, keep);
+                ext.push(t, v);
                 history.push_back((t, v));
                 while history.len() > 1 && history.front().is_some_and(|&(s, _)| s + keep < t) {
                     history.pop_front();

@@ -152,6 +152,17 @@ struct Sent {
 /// [`Sent`]'s `retx_of` of new data (no packet number gets this high).
 const NEW_DATA: u64 = u64::MAX;
 
+/// The earlier of two optional times (written out: an iterator over the options cost a tenth of
+/// [`Sender::poll_timeout`], which the simulator calls after every event of the flow).
+#[inline(always)]
+fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 impl Sent {
     /// TCP recovery: the lost packet whose data this one carries again (`None`: new data).
     #[inline]
@@ -781,7 +792,9 @@ impl Sender {
     }
 
     /// An ACK frame arrived. (The commonest frames, the packets after the previous largest,
-    /// take a shorter way: see [`Sender::ack_run`].)
+    /// take a shorter way: see [`Sender::ack_run`]. Inlined: the simulator's call per ACK
+    /// saved and restored registers once more for it.)
+    #[inline(always)]
     pub fn on_ack(&mut self, now: Time, frame: &AckFrame) {
         let ranges = &frame.ranges[..];
         if let (Some(&(first_lo, largest)), Some(p)) = (ranges.first(), self.largest_acked) {
@@ -790,7 +803,7 @@ impl Sender {
                 && largest < self.next_pn
                 && first_lo <= p + 1
                 && self.base_pn <= p + 1
-                && self.suspects.is_empty()
+                && (self.suspects.is_empty() || self.holes_stay(frame, first_lo))
                 && ranges.get(1).is_none_or(|r| r.1 <= p)
                 && self.sent.at(largest).outstanding
                 && (largest == p + 1 || self.all_outstanding(p + 1, largest))
@@ -803,12 +816,13 @@ impl Sender {
     }
 
     /// [`Sender::on_ack`] of a frame that newly acknowledges only `first..=largest`, the packets
-    /// after the previous largest, all outstanding, with no suspects below them, for a
-    /// controller that reads no per-packet calls and no sample details (`ack_run_way`): what
+    /// after the previous largest, all outstanding, with no suspects below them or only holes
+    /// of TCP's recovery that stay as they are ([`Sender::holes_stay`]), for a controller that
+    /// reads no per-packet calls and no sample details (`ack_run_way`): what
     /// [`Sender::on_ack_frame`] does then, step for step, without its checks of the frame, its
-    /// rate sample built in memory and read back, or its loss detection (no suspects: nothing
-    /// to detect). With ACKs of every packet or every second one (the Zhuge runs, FastAck's
-    /// AP), nearly every frame is such.
+    /// rate sample built in memory and read back, or its loss detection (nothing to detect,
+    /// unless an acknowledged retransmission repaired a hole: then it runs). With ACKs of every
+    /// packet or every second one (the Zhuge runs, FastAck's AP), nearly every frame is such.
     #[inline(always)]
     fn ack_run(&mut self, now: Time, frame: &AckFrame, first: u64, largest: u64) {
         let tcp = self.tcp();
@@ -819,16 +833,22 @@ impl Sender {
         self.rtt.update(now, rtt, frame.ack_delay.min(self.cfg.max_ack_delay));
         // (The largest first, straight: mostly the only one. All are outstanding, so the order
         // does not matter: no acknowledgement reads what another writes.)
-        let mut newly_acked = self.ack_fresh(largest, tcp);
+        let mut repaired = false;
+        let mut newly_acked = self.ack_fresh(largest, tcp, &mut repaired);
         for pn in first..largest {
-            newly_acked += self.ack_fresh(pn, tcp);
+            newly_acked += self.ack_fresh(pn, tcp, &mut repaired);
         }
         self.delivered_time = now;
         self.largest_acked = Some(largest);
         let events_before = self.stats.congestion_events;
         self.process_ecn(now, frame, Some(time));
-        // (`detect_lost` with no suspects.)
-        self.loss_time = None;
+        // (`detect_lost` with no suspects, or with holes that stay suspects, none declared lost:
+        // only a repaired hole leaves them.)
+        if repaired && !self.suspects.is_empty() {
+            self.detect_lost(now);
+        } else {
+            self.loss_time = None;
+        }
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
@@ -844,6 +864,36 @@ impl Sender {
         }
     }
 
+    /// Whether `frame`, whose first range starts at `first_lo`, leaves every suspect as it is:
+    /// all are holes of TCP's recovery (live, lost, data not delivered), which its loss
+    /// detection keeps and never declares lost again, and the frame acknowledges none (each
+    /// lies below its first range and in none of its older ones). (Apart: suspects stay about
+    /// a round trip after a loss.)
+    #[inline(never)]
+    fn holes_stay(&self, frame: &AckFrame, first_lo: u64) -> bool {
+        if !self.tcp() {
+            return false;
+        }
+        // Suspects ascend and ranges descend: one walk of both from the top, where the recent
+        // holes are (a search of up to 32 ranges per suspect cost several times more).
+        let older = &frame.ranges[1..];
+        let mut j = 0;
+        for &pn in self.suspects.iter().rev() {
+            let s = self.sent.at(pn);
+            if !(self.base_pn <= pn && pn < first_lo && s.hole && !s.outstanding) {
+                return false;
+            }
+            // `older[..j]` lie wholly above `pn`; the next holds it if it reaches down to it.
+            while j < older.len() && older[j].0 > pn {
+                j += 1;
+            }
+            if j < older.len() && older[j].1 >= pn {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Whether the packets `first..end` (live) are all outstanding.
     #[inline(always)]
     fn all_outstanding(&self, first: u64, end: u64) -> bool {
@@ -851,15 +901,16 @@ impl Sender {
     }
 
     /// [`Sender::ack_run`]'s acknowledgement of outstanding packet `pn` (`tcp`: under TCP's
-    /// recovery): its bytes, delivered.
+    /// recovery): its bytes, delivered; `repaired` is set if it carried lost data again.
     #[inline(always)]
-    fn ack_fresh(&mut self, pn: u64, tcp: bool) -> u64 {
+    fn ack_fresh(&mut self, pn: u64, tcp: bool, repaired: &mut bool) -> u64 {
         let s = self.sent.at_mut(pn);
         s.outstanding = false;
         let (size, payload, retx_of, tag) = (u64::from(s.size), u64::from(s.payload), s.retx_of, s.tag);
         self.in_flight -= size;
         if tcp {
             if retx_of != NEW_DATA {
+                *repaired = true;
                 if let Some(e) = self.entry(retx_of) {
                     e.hole = false;
                 }
@@ -1312,30 +1363,46 @@ impl Sender {
     /// When the sender next needs to act: a loss or probe timer, or the pacer.
     #[inline(always)]
     pub fn poll_timeout(&self) -> Option<Time> {
-        // (The window first: mostly closed when asked, after a send.)
-        let pacer = if self.window_open() && (self.has_data() || self.probes > 0) {
-            match self.pacing_rate() {
-                Some(rate) if self.probes == 0 => {
-                    let deficit = self.packet_bits - self.tokens;
-                    // One nanosecond more than the exact time, so the refill is never short.
-                    Some(self.last_refill + Duration::from_secs_f64(deficit.max(0.0) / rate) + Duration(1))
-                }
-                _ => Some(self.last_refill),
-            }
+        self.poll_timeout_or(None)
+    }
+
+    /// The earlier of [`Sender::poll_timeout`] and `other` (the application's own timer): the
+    /// simulator asks after every event of the flow, and mostly the window is closed then
+    /// (after a send), which leaves the loss or probe timer; the pacer's time, with its
+    /// floating point, is worked out apart, so that this way saves no registers.
+    #[inline(always)]
+    pub fn poll_timeout_or(&self, other: Option<Time>) -> Option<Time> {
+        if self.window_open() && (self.has_data() || self.probes > 0) {
+            self.poll_timeout_paced(other)
         } else {
-            None
+            earliest(other, self.timer())
+        }
+    }
+
+    /// The loss and probe timers: TCP's recovery has only its retransmission timeout, RFC
+    /// 9002's only the others (see `handle_timeout`).
+    #[inline(always)]
+    fn timer(&self) -> Option<Time> {
+        if self.tcp() {
+            self.rto_at
+        } else {
+            earliest(self.loss_time, self.pto_time())
+        }
+    }
+
+    /// [`Sender::poll_timeout_or`] when the pacer decides when the next packet leaves (the
+    /// window open, data waiting).
+    #[inline(never)]
+    fn poll_timeout_paced(&self, other: Option<Time>) -> Option<Time> {
+        let pacer = match self.pacing_rate() {
+            Some(rate) if self.probes == 0 => {
+                let deficit = self.packet_bits - self.tokens;
+                // One nanosecond more than the exact time, so the refill is never short.
+                self.last_refill + Duration::from_secs_f64(deficit.max(0.0) / rate) + Duration(1)
+            }
+            _ => self.last_refill,
         };
-        // The earliest of the timers set (written out: an iterator over four options cost a
-        // tenth of the call, which the simulator makes after every event of the flow).
-        let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, None) => x,
-            (None, y) => y,
-        };
-        // TCP's recovery has only its retransmission timeout, RFC 9002's only the others (see
-        // `handle_timeout`).
-        let timer = if self.tcp() { self.rto_at } else { earliest(self.loss_time, self.pto_time()) };
-        earliest(timer, pacer)
+        earliest(other, earliest(self.timer(), Some(pacer)))
     }
 
     /// The controller's current window.
@@ -1368,22 +1435,38 @@ mod tests {
     /// The short way for the commonest ACK frames ([`Sender::ack_run`]) leaves the sender exactly
     /// as the general way does: two Copa senders, one kept to the general way, fed the same
     /// frames of a path that loses 2 % of the packets and reorders some (jitter), acknowledged
-    /// every packet or every second one, with and without TCP's recovery.
+    /// every packet or every second one, with and without TCP's recovery (which runs in message
+    /// mode: its senders send tagged packets, lost ones again first; and also in order).
     #[test]
     fn the_short_way_for_the_commonest_acks_leaves_the_sender_as_the_general_way() {
-        for (tcp, ack_every) in
-            [(None, 1), (Some(TcpRecovery::default()), 1), (Some(TcpRecovery::default()), 2)]
-        {
+        let tcp = || Some(TcpRecovery::default());
+        // (`jitter` in microseconds; without it, TCP's holes are mostly the only suspects, which
+        // the short way takes too. `late`: the percentage of packets 5 ms late, declared lost and
+        // then acknowledged after all, as holes.)
+        for (tcp, ack_every, jitter, late) in [
+            (None, 1, 2_000, 0),
+            (tcp(), 1, 2_000, 0),
+            (tcp(), 2, 2_000, 0),
+            (tcp(), 1, 1, 0),
+            (tcp(), 2, 1, 0),
+            (tcp(), 1, 1, 1),
+            (tcp(), 2, 1, 1),
+        ] {
             let make = || {
                 let cfg = crate::CopaConfig {
                     variant: crate::CopaVariant::Artifact,
                     ..crate::CopaConfig::for_datagram(Bytes(1200))
                 };
-                let cc = crate::CopaArtifact::new(&cfg);
-                Sender::new(SenderConfig { tcp: tcp.clone(), ..SenderConfig::default() }, Box::new(cc))
+                let cc = Box::new(crate::CopaArtifact::new(&cfg));
+                let cfg = SenderConfig { tcp: tcp.clone(), ..SenderConfig::default() };
+                let mut s = if tcp.is_some() { Sender::for_messages(cfg, cc) } else { Sender::new(cfg, cc) };
+                s.set_pending(true);
+                s
             };
             let (mut short, mut general) = (make(), make());
             assert!(short.ack_run_way);
+            assert_eq!(short.tcp(), tcp.is_some());
+            let (mut next_tag, mut resend) = (0, VecDeque::new());
             general.ack_run_way = false;
             // (Every field at every 1000th ACK and at the end; what the next steps read at each.)
             let state = |s: &Sender| format!("{s:?}").replace("ack_run_way: false", "ack_run_way: true");
@@ -1403,12 +1486,36 @@ mod tests {
                     short.handle_timeout(now);
                     general.handle_timeout(now);
                 }
+                // (Message mode: what each declared lost, sent again unless delivered meanwhile.)
+                while let Some(lost) = short.pop_lost() {
+                    assert_eq!(Some(lost), general.pop_lost());
+                    resend.push_back(lost.0);
+                }
                 loop {
-                    let sent = short.poll_transmit(now);
-                    assert_eq!(sent, general.poll_transmit(now));
+                    let sent = if tcp.is_some() {
+                        let permit = short.permit_send(now);
+                        assert_eq!(permit, general.permit_send(now));
+                        permit.map(|p| {
+                            while resend.front().is_some_and(|&t| !short.still_lost(t)) {
+                                resend.pop_front();
+                            }
+                            let tag = resend.pop_front().unwrap_or_else(|| {
+                                next_tag += 1;
+                                next_tag
+                            });
+                            let pn = short.send_permitted(p, now, Bytes(1200), tag);
+                            assert_eq!(pn, general.send_permitted(p, now, Bytes(1200), tag));
+                            (pn, Bytes(1200))
+                        })
+                    } else {
+                        let sent = short.poll_transmit(now);
+                        assert_eq!(sent, general.poll_transmit(now));
+                        sent
+                    };
                     let Some((pn, _)) = sent else { break };
                     if next(100) >= 2 {
-                        transit.push((now + Duration::from_micros(30_000 + next(2_000)), pn));
+                        let delay = 30_000 + next(jitter) + if next(100) < late { 5_000 } else { 0 };
+                        transit.push((now + Duration::from_micros(delay), pn));
                     }
                 }
                 transit.sort_unstable();
@@ -1418,6 +1525,10 @@ mod tests {
                     if let Some(frame) = receiver.poll_ack(at) {
                         short.on_ack(now, &frame);
                         general.on_ack(now, &frame);
+                        while let Some(lost) = short.pop_lost() {
+                            assert_eq!(Some(lost), general.pop_lost());
+                            resend.push_back(lost.0);
+                        }
                         assert_eq!(brief(&short), brief(&general), "{tcp:?}, ACK every {ack_every}");
                         if acks % 1000 == 0 {
                             assert_eq!(state(&short), state(&general), "{tcp:?}, ACK every {ack_every}");
