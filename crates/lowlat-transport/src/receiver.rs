@@ -412,12 +412,7 @@ mod tests {
             let mut slots = vec![(AckFrame::default(), None); 1 + case % 4];
             let (mut next, mut frames, mut k) = (0u64, 0, 0);
             for i in 0..5_000u64 {
-                let pn = match below(20) {
-                    0 => next + 1 + below(300),              // a gap
-                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
-                    _ => next,
-                };
-                next = next.max(pn + 1);
+                let pn = random_arrival(&mut below, &mut next, 20);
                 r.on_packet_ecn(Time(i * 100_000), pn, below(4) as u8);
                 let now = Time(i * 100_000 + below(30_000_000));
                 let want = r.clone().poll_ack(now);
@@ -451,12 +446,7 @@ mod tests {
             let mut slots = vec![(AckFrame::default(), None); 1 + case % 4];
             let (mut next, mut k) = (0u64, 0);
             for i in 0..5_000u64 {
-                let pn = match below(20) {
-                    0 => next + 1 + below(300),              // a gap
-                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
-                    _ => next,
-                };
-                next = next.max(pn + 1);
+                let pn = random_arrival(&mut below, &mut next, 20);
                 let ecn = if case % 3 == 0 && below(100) == 0 { below(4) as u8 } else { 0 };
                 if !r.on_next_packet(Time(i * 100_000), pn, ecn) {
                     r.on_packet_ecn(Time(i * 100_000), pn, ecn);
@@ -490,6 +480,18 @@ mod tests {
         assert!(plain > 1_000, "{plain} plain frames");
     }
 
+    /// The next packet number of a random arrival order: one in `one_in` after a gap, one in
+    /// `one_in` late or a duplicate, else the next; `next` follows the highest so far.
+    fn random_arrival(below: &mut impl FnMut(u64) -> u64, next: &mut u64, one_in: u64) -> u64 {
+        let pn = match below(one_in) {
+            0 => *next + 1 + below(300),
+            1 => next.saturating_sub(1 + below(50)),
+            _ => *next,
+        };
+        *next = (*next).max(pn + 1);
+        pn
+    }
+
     /// The size the receiver works out from its remembered ranges is the frame's own, under
     /// arrivals in order, with gaps, late, duplicated, and beyond the ranges a frame reports.
     #[test]
@@ -501,12 +503,7 @@ mod tests {
             let mut frame = AckFrame::default();
             let (mut next, mut frames) = (0u64, 0);
             for k in 0..5_000u64 {
-                let pn = match below(10) {
-                    0 => next + 1 + below(300),              // a gap
-                    1 => next.saturating_sub(1 + below(50)), // late or duplicate
-                    _ => next,
-                };
-                next = next.max(pn + 1);
+                let pn = random_arrival(&mut below, &mut next, 10);
                 // ECN-capable packets in half the cases (their frames' sizes are never
                 // remembered), and ACK delays below and above a one-byte varint's.
                 let ecn = if case % 2 == 0 { below(4) as u8 } else { 0 };
