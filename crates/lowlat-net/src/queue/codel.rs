@@ -369,11 +369,7 @@ mod tests {
             let mut next = lowlat_core::rng::below(5, "codel-inline-test");
             let (mut now, mut id) = (Time::ZERO, 0u64);
             for _ in 0..200_000 {
-                now += Duration::from_micros(next(900));
-                for _ in 0..next(3) {
-                    let mut p = Packet::new(id, FlowId(0), Bytes(200 + next(1300)), id, now);
-                    p.ecn = next(3) as u8;
-                    id += 1;
+                for p in super::super::random_burst(&mut next, &mut now, &mut id) {
                     for q in [&mut fast, &mut full] {
                         q.enqueue(now, p, Bitrate::mbps(10)).unwrap();
                     }

@@ -429,11 +429,7 @@ mod tests {
             let mut next = lowlat_core::rng::below(7, "device-codel-test");
             let (mut now, mut id) = (Time::ZERO, 0u64);
             for _ in 0..200_000 {
-                now += Duration::from_micros(next(900));
-                for _ in 0..next(3) {
-                    let mut p = Packet::new(id, FlowId(0), Bytes(200 + next(1300)), id, now);
-                    p.ecn = next(3) as u8;
-                    id += 1;
+                for mut p in super::super::random_burst(&mut next, &mut now, &mut id) {
                     let a = kept.enqueue(now, p, Bitrate::mbps(10)).is_ok();
                     let b = if slot.is_none() {
                         codel.pass_idle();
@@ -443,7 +439,7 @@ mod tests {
                     } else {
                         codel.enqueue(now, p, Bitrate::mbps(10)).is_ok()
                     };
-                    assert_eq!(a, b, "arrival {id}");
+                    assert_eq!(a, b, "arrival {}", p.id);
                 }
                 let a = kept.dequeue(now);
                 let b = slot.take();

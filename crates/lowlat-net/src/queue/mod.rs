@@ -406,6 +406,23 @@ fn nested_mut<T>(q: &mut DeviceQueue, f: impl FnOnce(&mut DeviceQueue) -> T) -> 
     f(q)
 }
 
+/// Random arrivals for the queue tests' long runs (bursts and service gaps: standing queues,
+/// dropping episodes, idle spells): `now` moves on by up to 900 us, then 0-2 packets of
+/// 200-1,499 B with random ECN bits arrive, numbered on from `id`.
+#[cfg(test)]
+pub(crate) fn random_burst(next: &mut impl FnMut(u64) -> u64, now: &mut Time, id: &mut u64) -> Vec<Packet> {
+    *now += Duration::from_micros(next(900));
+    let n = next(3);
+    (0..n)
+        .map(|_| {
+            let mut p = Packet::new(*id, lowlat_core::FlowId(0), Bytes(200 + next(1300)), *id, *now);
+            p.ecn = next(3) as u8;
+            *id += 1;
+            p
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
