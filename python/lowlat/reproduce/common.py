@@ -167,6 +167,16 @@ def write_csv(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def failure_lines(failures: Iterable[tuple[str, str, str]]) -> list[str]:
+    """The lines that report failed runs, given as ``(where, run, error)``: the runs that failed
+    at the same place with the same error (a corrupt trace fails each scheme's run alike) share
+    one line, ``failed: WHERE (RUN, RUN, ...): ERROR``, in the order they first came."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for where, run, error in failures:
+        grouped.setdefault((where, error), []).append(run)
+    return [f"failed: {where} ({', '.join(runs)}): {error}" for (where, error), runs in grouped.items()]
+
+
 def show_progress(progress: bool | None) -> bool:
     """Whether to draw progress bars: as asked, else when stderr is a terminal."""
     return sys.stderr.isatty() if progress is None else progress

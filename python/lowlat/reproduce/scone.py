@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from .common import Runner, check_seconds, digest, family_traces, find_traces, results_folder, run_grid, write_csv
+from .common import Runner, check_seconds, digest, failure_lines, family_traces, find_traces, results_folder, run_grid, write_csv
 from .zhuge import HOP_MS, WIRED_ONE_WAY_MS
 
 #: The seed talk's table (ms): scheme -> (mean, P90, P99).
@@ -309,6 +309,6 @@ def reproduce(
         )
     log("\nshoot-out, all families (mean over runs):")
     log(df[df["error"] == ""].groupby(["sender", "help"], sort=False)[METRICS].mean().to_string(float_format=lambda x: f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"))
-    for r in df[df["error"] != ""].itertuples():
-        log(f"failed: {r.family} {Path(r.trace).name} {r.sender}+{r.help}: {r.error}")
+    for line in failure_lines((f"{r.family} {Path(r.trace).name}", f"{r.sender}+{r.help}", r.error) for r in df[df["error"] != ""].itertuples()):
+        log(line)
     return {"summary": df, "frame_latency": fl, "shootout": so, "written": written, "failed": failed}

@@ -480,7 +480,7 @@ import pandas as pd
 from .. import _native
 from .common import FAMILIES as FAMILIES
 from .common import family_of as family_of
-from .common import Runner, check_seconds, digest, family_traces, results_folder, run_grid, write_csv
+from .common import Runner, check_seconds, digest, failure_lines, family_traces, results_folder, run_grid, write_csv
 from .common import find_traces as find_traces
 from .common import generate_trace as generate_trace
 
@@ -1725,7 +1725,11 @@ def reproduce(
     log(f"{len(df) + len(drows) + sum(len(r) for _, r in figure_rows)} runs in {wall:.1f} s, {failed} failed")
     for fam, t in tables.items():
         what = FAMILIES[fam][1] if fam in FAMILIES else "traces"
-        log(f"\n{fam} ({what}; mean over {int(t['traces'].max())} trace(s), {seconds:g} s each):")
+        # A rate trace runs as long as its lines (at most ``seconds``): say what the runs were.
+        ran = df.loc[(df["family"] == fam) & (df["error"] == ""), "seconds"]
+        lo, hi = (ran.min(), ran.max()) if len(ran) else (seconds, seconds)
+        each = f"{lo:g} s each" if lo == hi else f"{lo:g}-{hi:g} s each"
+        log(f"\n{fam} ({what}; mean over {int(t['traces'].max())} trace(s), {each}):")
         log(t.to_string(**fmt))
     if not red.empty:
         log("\nZhuge's reduction against the best baseline (positive: lower with Zhuge):")
@@ -1742,11 +1746,9 @@ def reproduce(
     if not acc.empty:
         log("\n|prediction error| by predicted delay (GCC+Zhuge runs):")
         log(acc.to_string(**fmt))
-    for r in df[df["error"] != ""].itertuples():
-        log(f"failed: {r.family} {Path(r.trace).name} {r.scheme}: {r.error}")
-    for r in drows[drows["error"] != ""].itertuples():
-        log(f"failed: abw drop k={r.k} {r.scheme}: {r.error}")
-    for what, rows in figure_rows:
-        for r in rows[rows["error"] != ""].itertuples():
-            log(f"failed: {what} {r.scheme}: {r.error}")
+    failures = [(f"{r.family} {Path(r.trace).name}", r.scheme, r.error) for r in df[df["error"] != ""].itertuples()]
+    failures += [("abw drop", f"k={r.k} {r.scheme}", r.error) for r in drows[drows["error"] != ""].itertuples()]
+    failures += [(what, r.scheme, r.error) for what, rows in figure_rows for r in rows[rows["error"] != ""].itertuples()]
+    for line in failure_lines(failures):
+        log(line)
     return {"summary": df, "tables": tables, "reductions": red, "abw_drop": drows, "accuracy": acc, "written": written, "failed": failed}
