@@ -548,10 +548,9 @@ mod tests {
                         let bytes: u64 = win.iter().flatten().sum();
                         let sending = win.iter().filter(|s| s.is_some_and(|b| b > 0)).count() as u64;
                         let rate = Bitrate::from_bytes_per(Bytes(bytes), Duration::from_millis(non_idle));
-                        let interval = if sending == 0 {
-                            Duration::from_millis(w as u64)
-                        } else {
-                            Duration(1_000_000 * non_idle / sending)
+                        let interval = match (1_000_000 * non_idle).checked_div(sending) {
+                            Some(ns) => Duration(ns),
+                            None => Duration::from_millis(w as u64),
                         };
                         (rate, interval)
                     }

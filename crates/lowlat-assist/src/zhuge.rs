@@ -980,8 +980,10 @@ mod tests {
 
     #[test]
     fn the_artifacts_in_band_schedule_reports_one_sampled_packet_per_millisecond() {
-        let mut cfg = ZhugeConfig::default();
-        cfg.in_band = InBandReports::Sampled { delay: Duration::from_millis(1) };
+        let mut cfg = ZhugeConfig {
+            in_band: InBandReports::Sampled { delay: Duration::from_millis(1) },
+            ..ZhugeConfig::default()
+        };
         // Every byte ahead counts, to the nanosecond: what arrived after the sample shows.
         cfg.teller.burst_rule = crate::BurstRule::None;
         cfg.teller.whole_ms = false;
@@ -1158,10 +1160,12 @@ mod tests {
 
     fn out_of_band(accumulate: bool) -> (OutOfBand, AckHoldConfig, Rng) {
         let cfg = AckHoldConfig { accumulate, ..AckHoldConfig::default() };
-        let mut s = OutOfBand::default();
         // One previous ACK, long released; a history of a single 4 ms increase (so the sample is
         // known), added just before the burst.
-        s.last_ack = Some((Time::from_millis(990), Time::from_millis(990)));
+        let mut s = OutOfBand {
+            last_ack: Some((Time::from_millis(990), Time::from_millis(990))),
+            ..OutOfBand::default()
+        };
         s.increases.push_back((Time::from_millis(999), Duration::from_millis(4)));
         s.entries.push_back(Time::from_millis(999));
         (s, cfg, stream(4, "z"))

@@ -229,7 +229,7 @@ fn the_default_constants_run_for_every_controller() {
 
 #[test]
 fn every_cc_params_key_refuses_or_runs_extreme_values() {
-    let mut rng = Rng(0x15_cc_9a2a);
+    let mut rng = Rng(0x15cc_9a2a);
     let (mut failures, mut counts) = (Vec::new(), (0, 0));
     for (cc, keys) in controllers() {
         for key in keys {
@@ -248,7 +248,7 @@ fn every_cc_params_key_refuses_or_runs_extreme_values() {
 
 #[test]
 fn random_combinations_of_cc_params_refuse_or_run() {
-    let mut rng = Rng(0x15_c0_3b1e);
+    let mut rng = Rng(0x15c0_3b1e);
     let (mut failures, mut counts) = (Vec::new(), (0, 0));
     for (cc, keys) in controllers() {
         let kinds = controller_kinds(cc);
@@ -301,7 +301,7 @@ const COPA_KEYS: &[&str] = &["variant", "delta"];
 
 #[test]
 fn copa_cc_params_refuse_or_run() {
-    let mut rng = Rng(0x11_c0_9a11);
+    let mut rng = Rng(0x11c0_9a11);
     let (mut failures, mut counts) = (Vec::new(), (0, 0));
     let plausible = |rng: &mut Rng, key: &str| match key {
         "variant" => ["\"paper\"", "\"artifact\""][rng.below(2)].to_string(),

@@ -312,8 +312,8 @@ fn nack_and_rtx_recover_most_frames_a_lossy_path_loses() {
     let late = |f: &lowlat_sim::results::FlowSummary| f.ratio_frame_delay_over_400ms.unwrap();
     // Without repair a frame of ~4 packets is lost with probability ~8 %; with it, only a packet
     // whose retransmissions are lost too (0.02^2) or come after 400 ms (they come after ~1 RTT).
-    assert!(late(&off) > 0.04, "off: {} of frames late or lost", late(&off));
-    assert!(late(&on) < late(&off) / 4.0, "on: {} vs off {}", late(&on), late(&off));
+    assert!(late(off) > 0.04, "off: {} of frames late or lost", late(off));
+    assert!(late(on) < late(off) / 4.0, "on: {} vs off {}", late(on), late(off));
     assert!(on.fps_mean.unwrap() > off.fps_mean.unwrap(), "{:?} vs {:?}", on.fps_mean, off.fps_mean);
     assert_eq!((off.retransmissions, off.recovered), (None, None));
     let (rtx, rec) = (on.retransmissions.unwrap(), on.recovered.unwrap());
@@ -323,7 +323,7 @@ fn nack_and_rtx_recover_most_frames_a_lossy_path_loses() {
     assert!(on.packets_sent > off.packets_sent, "{} vs {}", on.packets_sent, off.packets_sent);
     // A retransmission costs about a round trip: the median frame is unchanged, the tail not.
     let p50 = |f: &lowlat_sim::results::FlowSummary| f.frame_delay_ms.unwrap().p50.unwrap();
-    assert!((p50(&on) - p50(&off)).abs() < 5.0, "{} vs {}", p50(&on), p50(&off));
+    assert!((p50(on) - p50(off)).abs() < 5.0, "{} vs {}", p50(on), p50(off));
 }
 
 #[test]

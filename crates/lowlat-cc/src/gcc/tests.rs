@@ -260,7 +260,8 @@ fn artifact_receive_rate_counts_lost_bytes_over_one_second() {
                     gcc.on_packet_sent(t, &sent);
                     seq += 1;
                     t += Duration::from_millis(10);
-                    let arrival = (seq % 5 != 0).then(|| sent.send_time + Duration::from_millis(50));
+                    let arrival =
+                        (!seq.is_multiple_of(5)).then(|| sent.send_time + Duration::from_millis(50));
                     PacketResult { sent, arrival, ecn: 0 }
                 })
                 .collect();

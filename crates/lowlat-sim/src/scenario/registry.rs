@@ -440,7 +440,7 @@ mod tests {
             assert!(window_controller(name, Bytes(1200)).is_ok(), "{name}");
         }
         for name in ["gcc", "external", "python:m:C", "foo"] {
-            let e = window_controller(name, Bytes(1200)).err().expect(name);
+            let e = window_controller(name, Bytes(1200)).expect_err(name);
             assert!(e.contains("expected one of newreno, cubic, bbr, copa"), "{e}");
         }
     }
