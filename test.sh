@@ -11,6 +11,13 @@ echo "==> installing the emu extra (pip install '.[emu]': aiortc)"
 python3 -m pip install --quiet --disable-pip-version-check ".[emu]" \
   || echo "aiortc could not be installed: tests/test_aiortc.py will be skipped" >&2
 
+# pyarrow: the results and sweep summaries are then written as Parquet (the CSV fallback is what
+# runs without it), and tests/test_sweep.py checks the Parquet summary against the CSV one. An
+# optional extra (lowlat[parquet]); without it that test reports itself skipped.
+echo "==> installing the Parquet extra (pip install 'pyarrow>=12', as lowlat[parquet])"
+python3 -m pip install --quiet --disable-pip-version-check "pyarrow>=12" \
+  || echo "pyarrow could not be installed: the Parquet test will be skipped" >&2
+
 # Ray runs the sweep backend test (local and Ray backends give identical rows). It is an optional
 # extra (lowlat[ray]); where it cannot be installed that test reports itself skipped.
 echo "==> installing the Ray backend (pip install 'ray>=2.9')"

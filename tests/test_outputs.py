@@ -107,3 +107,22 @@ def test_cdf_steps_keep_the_ends_and_stay_within_their_bound_of_the_exact_cdf(n)
     drawn = f[np.searchsorted(x, v, side="right") - 1]
     exact = np.searchsorted(v, v, side="right") / n
     assert np.max(np.abs(drawn - exact)) <= 1 / 1999 + 1e-12
+
+
+def test_series_files_are_parquet_with_pyarrow_and_csv_without_with_the_same_values(results, tmp_path, monkeypatch):
+    """Both ways a run's series are written (``write_frame``): Parquet when pyarrow imports, CSV
+    when it does not; each reads back as the run's table."""
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'lowlat[parquet]')")
+    r = results["nada"]
+    written = r.write(tmp_path / "parquet", plots=False)
+    assert {p.name for p in written} == {"summary.json", "flows.parquet", "links.parquet"}
+    back = pd.read_parquet(tmp_path / "parquet" / "flows.parquet")
+    pd.testing.assert_frame_equal(back, r.flow_series.reset_index(drop=True), check_dtype=False)
+    # An import of pyarrow that fails (it is not installed) gives CSV.
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)
+    written = r.write(tmp_path / "csv", plots=False)
+    assert {p.name for p in written} == {"summary.json", "flows.csv", "links.csv"}
+    monkeypatch.undo()  # pandas' own readers look for pyarrow too
+    back = pd.read_csv(tmp_path / "csv" / "links.csv")
+    assert list(back.columns) == list(r.link_series.columns) and len(back) == len(r.link_series)
+    assert np.allclose(back["throughput_kbps"].to_numpy(), r.link_series["throughput_kbps"].to_numpy(), equal_nan=True)
