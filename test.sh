@@ -12,8 +12,8 @@ python3 -m pip install --quiet --disable-pip-version-check ".[emu]" \
   || echo "aiortc could not be installed: tests/test_aiortc.py will be skipped" >&2
 
 # pyarrow: the results and sweep summaries are then written as Parquet (the CSV fallback is what
-# runs without it), and tests/test_sweep.py checks the Parquet summary against the CSV one. An
-# optional extra (lowlat[parquet]); without it that test reports itself skipped.
+# runs without it): tests/test_sweep.py checks the Parquet summary against the CSV one, and
+# tests/test_outputs.py writes a run's series both ways. An optional extra (lowlat[parquet]); without it that test reports itself skipped.
 echo "==> installing the Parquet extra (pip install 'pyarrow>=12', as lowlat[parquet])"
 python3 -m pip install --quiet --disable-pip-version-check "pyarrow>=12" \
   || echo "pyarrow could not be installed: the Parquet test will be skipped" >&2

@@ -2,6 +2,7 @@
 NaN, plots that clip nothing, a report with readable numbers, medians and a summary scatter."""
 
 import re
+import sys
 
 import numpy as np
 import pandas as pd
@@ -119,7 +120,7 @@ def test_series_files_are_parquet_with_pyarrow_and_csv_without_with_the_same_val
     back = pd.read_parquet(tmp_path / "parquet" / "flows.parquet")
     pd.testing.assert_frame_equal(back, r.flow_series.reset_index(drop=True), check_dtype=False)
     # An import of pyarrow that fails (it is not installed) gives CSV.
-    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
     written = r.write(tmp_path / "csv", plots=False)
     assert {p.name for p in written} == {"summary.json", "flows.csv", "links.csv"}
     monkeypatch.undo()  # pandas' own readers look for pyarrow too

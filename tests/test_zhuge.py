@@ -48,7 +48,8 @@ def test_a_corrupt_trace_fails_its_runs_only(tmp_path):
     (traces / "office-wifi_1.pitree-trace").write_text(zhuge.generate_trace("W2", 1, 30))
     (traces / "office-wifi_2.pitree-trace").write_text("0 20\n0.2 twenty\n")
     lines: list[str] = []
-    res = zhuge.reproduce(tmp_path / "out", [str(traces)], seconds=30, ks=[10], jobs=2, progress=False, plots=False, log=lines.append)
+    # Asked for 60 s; the good trace's 150 lines run 30 s (the artifact stops at the trace's end).
+    res = zhuge.reproduce(tmp_path / "out", [str(traces)], seconds=60, ks=[10], jobs=2, progress=False, plots=False, log=lines.append)
     df = res["summary"]
     assert len(df) == 2 * len(zhuge.SCHEMES)
     # The trace's error is told once, naming every run it failed.
@@ -56,8 +57,8 @@ def test_a_corrupt_trace_fails_its_runs_only(tmp_path):
     assert len(failed) == 1, failed
     assert failed[0].startswith("failed: W2 office-wifi_2.pitree-trace (") and 'office-wifi_2.pitree-trace:2: got "twenty"' in failed[0]
     assert all(scheme in failed[0] for scheme, *_ in zhuge.SCHEMES), failed[0]
-    # The table's heading gives the length the runs had (the generated trace's 30 s).
-    assert any(line.startswith("\nW2 (") and "30 s each" in line for line in lines), lines
+    # The table's heading gives the length the runs had (30 s), not the 60 s asked for.
+    assert any(line.startswith("\nW2 (") and line.endswith(", 30 s each):") for line in lines), lines
     bad = df[df["error"] != ""]
     assert len(bad) == len(zhuge.SCHEMES) and bad["trace"].str.endswith("office-wifi_2.pitree-trace").all()
     assert bad["error"].str.contains('office-wifi_2.pitree-trace:2: got "twenty"', regex=False).all(), bad["error"].iloc[0]
